@@ -1,0 +1,14 @@
+"""ksbind: C++ entry points and Python/PyTorch bindings for Knossos-compiled functions."""
+from ._version import __version__
+from .config import ModuleSpec, load_config
+from .errors import KsbindError, Location
+from .model import FunctionDecl, StructuredName
+from .pipeline import generate
+from .reader import parse_ks, read_ks
+from .render import RenderedModule, render_module
+from .types import KsType, parse_type
+
+__all__ = [
+    "__version__", "KsbindError", "Location", "KsType", "parse_type", "FunctionDecl", "StructuredName",
+    "parse_ks", "read_ks", "render_module", "RenderedModule", "ModuleSpec", "load_config", "generate",
+]

@@ -1,0 +1,155 @@
+"""The select step: which declared functions become which Python names.
+
+A Binding pairs a Python name with a primal FunctionDecl and, optionally, its
+vjp (the ``[sufrev ...]`` decl) under a second name. Every name is checked
+here, so renderers can trust them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from .errors import BindingError, KsbindError, Location, closest
+from .identifiers import identifier_problem, is_ks_symbol, sanitize
+from .model import FunctionDecl, StructuredName
+from .reader import structured_name_from_node
+from .sexpr import SList, parse_sexprs
+
+MODES = ("plain", "elementwise", "vmap")
+#: Names every generated module defines itself.
+RESERVED_NAMES = frozenset({"reset_allocator", "allocator_top", "allocator_peak", "logging",
+                            "set_arena_bytes", "arena_bytes"})
+
+
+@dataclass(frozen=True)
+class BindingSpec:
+    """One entry of a config's ``bindings:`` list, not yet resolved."""
+
+    name: str
+    function: str | None = None
+    vjp: str | None = None
+    mode: str = "plain"
+    location: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Binding:
+    name: str
+    decl: FunctionDecl
+    vjp_name: str | None = None
+    vjp_decl: FunctionDecl | None = None
+    mode: str = "plain"
+    location: Location | None = field(default=None, compare=False)
+
+
+def select_bindings(decls: Sequence[FunctionDecl], specs: Sequence[BindingSpec] | None = None,
+                    where: Location | None = None) -> list[Binding]:
+    """Resolve binding specs against decls; None binds every base function."""
+    by_name = {d.name: d for d in decls}
+    if specs is None:
+        bindings = _default_bindings(decls, by_name, where)
+    else:
+        bindings = [_resolve(spec, decls, by_name) for spec in specs]
+    check_bindings(bindings)
+    return bindings
+
+
+def check_bindings(bindings: Iterable[Binding]) -> None:
+    """Names valid and unique; functions callable from Python."""
+    seen: dict[str, Location | None] = {}
+    for b in bindings:
+        names = [b.name] + ([b.vjp_name] if b.vjp_name else [])
+        for name in names:
+            problem = identifier_problem(name)
+            if problem:
+                raise BindingError(f"binding name {problem}", b.location)
+            if name in RESERVED_NAMES or name.startswith("Tensor_"):
+                raise BindingError(f"binding name {name!r} is reserved by the generated module", b.location)
+            if name in seen:
+                raise BindingError(
+                    f"duplicate binding name {name!r} (first bound at {seen[name] or 'an earlier binding'})",
+                    b.location,
+                )
+            seen[name] = b.location
+        if b.mode not in MODES:
+            raise BindingError(f"unknown mode {b.mode!r}{closest(b.mode, MODES)}; expected one of "
+                               f"{', '.join(MODES)}", b.location)
+        for d in [b.decl] + ([b.vjp_decl] if b.vjp_decl else []):
+            _check_callable(d, b.location)
+
+
+def _check_callable(d: FunctionDecl, where: Location | None) -> None:
+    for t in list(d.params) + [d.return_type]:
+        reason = t.unbindable_reason
+        if reason:
+            raise BindingError(f"{d.name} cannot be bound: {reason}", where or d.location)
+    if not is_ks_symbol(d.cpp_symbol):
+        raise BindingError(
+            f"{d.name} has the C++ symbol {d.cpp_symbol!r}, which is not a C++ identifier", where or d.location
+        )
+
+
+def _default_bindings(decls: Sequence[FunctionDecl], by_name: dict[StructuredName, FunctionDecl],
+                      where: Location | None) -> list[Binding]:
+    bases = [d for d in decls if not d.name.is_derived]
+    counts: dict[str, int] = {}
+    for d in bases:
+        counts[d.name.name] = counts.get(d.name.name, 0) + 1
+    out = []
+    for d in bases:
+        # Overloads of one ks name get the symbol as a distinguishing suffix.
+        name = d.name.name if counts[d.name.name] == 1 else sanitize(d.cpp_symbol.replace("$", "_"))
+        vjp = by_name.get(StructuredName.derived("sufrev", d.name))
+        out.append(Binding(name, d, f"{name}_vjp" if vjp else None, vjp, "plain", where or d.location))
+    return out
+
+
+def _resolve(spec: BindingSpec, decls: Sequence[FunctionDecl],
+             by_name: dict[StructuredName, FunctionDecl]) -> Binding:
+    decl = find_function(spec.function or spec.name, decls, by_name, spec.location)
+    vjp_decl = None
+    if spec.vjp:
+        vjp_decl = by_name.get(StructuredName.derived("sufrev", decl.name))
+        if vjp_decl is None:
+            try:
+                vjp_decl = decl.derive("sufrev")
+            except KsbindError as e:
+                raise BindingError(f"cannot bind a vjp for {decl.name}: {e.message}", spec.location) from None
+    return Binding(spec.name, decl, spec.vjp, vjp_decl, spec.mode, spec.location)
+
+
+def find_function(ref: str, decls: Sequence[FunctionDecl], by_name: dict[StructuredName, FunctionDecl],
+                  where: Location | None) -> FunctionDecl:
+    """A decl by structured name text (``[f Float]``) or unique plain name."""
+    ref = ref.strip()
+    if ref.startswith("["):
+        name = _parse_structured_name(ref, where)
+        if name in by_name:
+            return by_name[name]
+        raise BindingError(f"no function {name} is declared{_suggest(str(name), decls)}", where)
+    matches = [d for d in decls if not d.name.is_derived and d.name.name == ref]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise BindingError(f"no function named {ref!r} is declared{_suggest(ref, decls)}", where)
+    options = ", ".join(str(d.name) for d in matches)
+    raise BindingError(f"{ref!r} is ambiguous: it names {options}; write the structured name", where)
+
+
+def _parse_structured_name(text: str, where: Location | None) -> StructuredName:
+    filename = where.file if where else "<binding>"
+    try:
+        nodes = parse_sexprs(text, filename)
+        if len(nodes) != 1 or not isinstance(nodes[0], SList) or nodes[0].bracket != "[":
+            raise BindingError(f"expected one structured name such as [f (Vec Float)], found {text!r}", where)
+        return structured_name_from_node(nodes[0])
+    except BindingError:
+        raise
+    except KsbindError as e:
+        raise BindingError(f"bad function reference {text!r}: {e.message}", where) from None
+
+
+def _suggest(ref: str, decls: Sequence[FunctionDecl]) -> str:
+    names = {d.name.name for d in decls if not d.name.is_derived} | {str(d.name) for d in decls}
+    return closest(ref, names)
+

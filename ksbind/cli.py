@@ -1,0 +1,106 @@
+"""The ``ksbind`` command. Bad input prints one line and exits 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ._version import __version__
+from .errors import KsbindError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ksbind", description="Bind Knossos-compiled functions to Python and PyTorch.")
+    p.add_argument("--version", action="version", version=f"ksbind {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="write the generated C++ for each config")
+    g.add_argument("configs", nargs="+", metavar="CONFIG")
+    g.add_argument("-o", "--out-dir", help="write each module to OUT_DIR/NAME instead of its 'output'")
+    g.add_argument("--check", action="store_true", help="write nothing; exit 1 listing files that would change")
+    g.add_argument("--templates", action="append", default=[], metavar="DIR",
+                   help="template override directory, searched first (repeatable)")
+    g.add_argument("--dump-context", metavar="FILE", help="also write the template context as JSON")
+
+    c = sub.add_parser("check", help="validate configs and declarations, render in memory, write nothing")
+    c.add_argument("configs", nargs="+", metavar="CONFIG")
+    c.add_argument("--templates", action="append", default=[], metavar="DIR")
+
+    b = sub.add_parser("build", help="generate, compile and import each config's module")
+    b.add_argument("configs", nargs="+", metavar="CONFIG")
+    b.add_argument("--templates", action="append", default=[], metavar="DIR")
+
+    d = sub.add_parser("decls", help="list the functions a .ks/.kso file declares")
+    d.add_argument("file")
+
+    t = sub.add_parser("templates", help="list or eject the built-in templates")
+    tsub = t.add_subparsers(dest="templates_command", required=True)
+    tsub.add_parser("list", help="show every built-in template and its blocks")
+    e = tsub.add_parser("eject", help="copy built-in templates out for editing")
+    e.add_argument("dir")
+    e.add_argument("names", nargs="*", metavar="NAME")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KsbindError as e:
+        print(f"ksbind: error: {e}".replace("\n", " "), file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import pipeline
+
+    if args.command == "generate":
+        if args.check:
+            stale = pipeline.stale_files(args.configs, args.out_dir, args.templates)
+            for path in stale:
+                print(f"would change: {path}")
+            return 1 if stale else 0
+        modules = pipeline.prepare(args.configs, args.out_dir, args.templates)
+        from .output import write_planned
+        if args.dump_context:
+            from .context import context_to_json
+            dump = {m.spec.name: context_to_json(m.rendered.context) for m in modules}
+            from .output import write_atomic
+            write_atomic(Path(args.dump_context), json.dumps(dump, indent=2, sort_keys=True) + "\n")
+        for m in modules:
+            written = write_planned(m.planned)
+            print(f"{m.spec.name}: {len(m.planned)} files in {m.out_dir} ({len(written)} changed)")
+        return 0
+    if args.command == "check":
+        modules = pipeline.prepare(args.configs, None, args.templates)
+        for m in modules:
+            print(f"{m.spec.name}: ok ({len(m.rendered.context['entry_points'])} entry points, "
+                  f"target {m.spec.target})")
+        return 0
+    if args.command == "build":
+        from .build import build_configs
+        for name, module in build_configs(args.configs, templates=args.templates):
+            print(f"{name}: built {getattr(module, '__file__', module)}")
+        return 0
+    if args.command == "decls":
+        from .reader import read_ks
+        for d in read_ks(args.file):
+            params = ", ".join(d.cpp_param_types)
+            print(f"{d.name}\n    symbol: ks::{d.cpp_symbol}\n    C++:    {d.cpp_return_type} "
+                  f"{d.cpp_symbol}(ks::allocator *{', ' + params if params else ''})")
+        return 0
+    if args.command == "templates":
+        from . import authoring
+        if args.templates_command == "list":
+            print(authoring.describe_templates())
+            return 0
+        for path in authoring.eject(args.dir, args.names):
+            print(f"ejected {path}")
+        return 0
+    raise AssertionError(args.command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,320 @@
+"""YAML configs -> ModuleSpecs, validated; every error names file:line:column.
+
+The YAML is composed (not constructed) so each value keeps its position, and
+only plain YAML types are accepted: no object tags, no duplicate keys, no
+unknown keys. Paths are relative to the config file.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import yaml
+
+from .binding import MODES, BindingSpec
+from .context import DEFAULT_ARENA_BYTES, LAYOUTS
+from .errors import ConfigError, Location, closest
+from .identifiers import identifier_problem
+from .reader import read_text
+from .targets import TARGETS
+
+MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindings", "tensor_types",
+               "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters")
+BINDING_KEYS = ("name", "function", "vjp", "mode")
+RUNTIME_KEYS = ("include_dirs", "sources")
+TENSOR_ELEMENTS = ("Float", "Integer", "Bool")
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "seq", "map")}
+
+
+@dataclass(frozen=True)
+class RuntimeSpec:
+    """``bundled`` (ksbind's own runtime) or a folder of ksc's runtime."""
+
+    bundled: bool = True
+    include_dirs: tuple[Path, ...] = ()
+    sources: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class InlineDeclarations:
+    text: str  # padded so line numbers match the config file
+    location: Location
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    name: str
+    config_path: Path
+    target: str = "ks"
+    ks_files: tuple[Path, ...] = ()
+    declarations: InlineDeclarations | None = None
+    cpp: tuple[Path, ...] = ()
+    runtime: RuntimeSpec = RuntimeSpec()
+    bindings: tuple[BindingSpec, ...] | None = None
+    tensor_types: tuple[tuple[int, str], ...] = ()
+    logging: bool = False
+    templates: tuple[Path, ...] = ()
+    torch_library: str | None = None
+    arena_bytes: int = DEFAULT_ARENA_BYTES
+    output: Path = Path("build")
+    layout: str = "split"
+    filters: str | None = None
+    location: Location | None = field(default=None, compare=False)
+
+
+def load_config(path: str | os.PathLike[str]) -> list[ModuleSpec]:
+    """Every module a config file describes (one, or a list under ``modules:``)."""
+    config_path = Path(path)
+    text = read_text(config_path, "config file")
+    root = _compose(text, str(config_path))
+    if root is None:
+        raise ConfigError("config is empty: expected a mapping with at least 'name:' and 'ks:' or "
+                          "'declarations:'", Location(str(config_path), 1, 1))
+    reader = _NodeReader(str(config_path))
+    top = reader.mapping(root, "the config")
+    if "modules" in top:
+        key_node, value = top["modules"]
+        others = [k for k in top if k != "modules"]
+        if others:
+            raise ConfigError(f"a config with 'modules:' has no other top-level keys; found {others[0]!r}",
+                              reader.loc(top[others[0]][0]))
+        items = reader.sequence(value, "'modules'")
+        if not items:
+            raise ConfigError("'modules' is empty: expected a list of modules", reader.loc(value))
+        specs = [_module(reader, item, config_path) for item in items]
+    else:
+        specs = [_module(reader, root, config_path)]
+    seen: dict[str, ModuleSpec] = {}
+    for s in specs:
+        if s.name in seen:
+            raise ConfigError(f"duplicate module name {s.name!r}", s.location)
+        seen[s.name] = s
+    return specs
+
+
+def _compose(text: str, filename: str) -> yaml.Node | None:
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        loc = Location(filename, mark.line + 1, mark.column + 1) if mark else Location(filename)
+        raise ConfigError(f"invalid YAML: {e.problem or e.context}", loc) from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"invalid YAML: {e}", Location(filename)) from None
+
+
+class _NodeReader:
+    """Typed access to composed YAML nodes, with errors at the node's position."""
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self._scalar_loader = yaml.SafeLoader("")
+
+    def loc(self, node: yaml.Node) -> Location:
+        return Location(self.filename, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def _check_tag(self, node: yaml.Node) -> None:
+        if node.tag not in _PLAIN_TAGS:
+            raise ConfigError(f"YAML tag {node.tag!r} is not allowed: only plain values, lists and mappings",
+                              self.loc(node))
+
+    def mapping(self, node: yaml.Node, what: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        self._check_tag(node)
+        if not isinstance(node, yaml.MappingNode):
+            raise ConfigError(f"{what} must be a mapping (key: value), found {self.describe(node)}", self.loc(node))
+        out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for k, v in node.value:
+            key = self.scalar(k)
+            if not isinstance(key, str):
+                raise ConfigError(f"keys in {what} must be strings, found {key!r}", self.loc(k))
+            if key in out:
+                first = self.loc(out[key][0])
+                raise ConfigError(f"duplicate key {key!r} in {what} (first at line {first.line})", self.loc(k))
+            out[key] = (k, v)
+        return out
+
+    def sequence(self, node: yaml.Node, what: str) -> list[yaml.Node]:
+        self._check_tag(node)
+        if not isinstance(node, yaml.SequenceNode):
+            raise ConfigError(f"{what} must be a list, found {self.describe(node)}", self.loc(node))
+        return list(node.value)
+
+    def scalar(self, node: yaml.Node) -> Any:
+        self._check_tag(node)
+        if not isinstance(node, yaml.ScalarNode):
+            raise ConfigError(f"expected a single value, found {self.describe(node)}", self.loc(node))
+        return self._scalar_loader.construct_object(node)
+
+    def typed(self, node: yaml.Node, kind: type | tuple[type, ...], what: str, expected: str) -> Any:
+        value = self.scalar(node) if isinstance(node, yaml.ScalarNode) else None
+        if not isinstance(node, yaml.ScalarNode) or not isinstance(value, kind) or (
+                kind is int and isinstance(value, bool)):
+            raise ConfigError(f"{what} must be {expected}, found {self.describe(node)}", self.loc(node))
+        return value
+
+    def string_list(self, node: yaml.Node, what: str) -> list[tuple[str, yaml.Node]]:
+        """A list of strings; a single string is accepted as a list of one."""
+        items = [node] if isinstance(node, yaml.ScalarNode) else self.sequence(node, what)
+        return [(self.typed(i, str, f"each entry of {what}", "a string"), i) for i in items]
+
+    def describe(self, node: yaml.Node) -> str:
+        if isinstance(node, yaml.MappingNode):
+            return "a mapping"
+        if isinstance(node, yaml.SequenceNode):
+            return "a list"
+        value = self._scalar_loader.construct_object(node) if node.tag in _PLAIN_TAGS else node.value
+        kind = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+                type(None): "nothing (null)"}.get(type(value), "a value")
+        return f"{kind} {value!r}" if value is not None else kind
+
+
+def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
+    fields = r.mapping(node, "a module")
+    for key, (k, _) in fields.items():
+        if key not in MODULE_KEYS:
+            raise ConfigError(f"unknown key {key!r}{closest(key, MODULE_KEYS)}; expected one of "
+                              f"{', '.join(MODULE_KEYS)}", r.loc(k))
+    base = config_path.parent
+    where = r.loc(node)
+
+    def get(key: str, parse: Callable[[yaml.Node], Any], default: Any = None) -> Any:
+        return parse(fields[key][1]) if key in fields else default
+
+    if "name" not in fields:
+        raise ConfigError("a module needs 'name:' (the Python module name)", where)
+    name = r.typed(fields["name"][1], str, "'name'", "a string")
+    problem = identifier_problem(name)
+    if problem:
+        raise ConfigError(f"module name {problem}", r.loc(fields["name"][1]))
+
+    target = get("target", lambda n: _choice(r, n, "'target'", tuple(TARGETS)), "ks")
+    ks_files = get("ks", lambda n: _paths(r, n, "'ks'", base, must_exist="file"), ())
+    declarations = get("declarations", lambda n: _inline(r, n), None)
+    if not ks_files and declarations is None:
+        raise ConfigError(f"module {name!r} declares no functions: add 'ks:' (.ks/.kso files) or "
+                          "'declarations:' (inline ks text)", where)
+    torch_library = get("torch_library", lambda n: _identifier(r, n, "'torch_library'"), None)
+    if torch_library is not None and target != "torch":
+        raise ConfigError(f"'torch_library' needs target: torch (this module's target is {target!r})",
+                          r.loc(fields["torch_library"][0]))
+    return ModuleSpec(
+        name=name, config_path=config_path, target=target, ks_files=ks_files, declarations=declarations,
+        cpp=get("cpp", lambda n: _paths(r, n, "'cpp'", base, must_exist="file"), ()),
+        runtime=get("runtime", lambda n: _runtime(r, n, base), RuntimeSpec()),
+        bindings=get("bindings", lambda n: _bindings(r, n), None),
+        tensor_types=get("tensor_types", lambda n: _tensor_types(r, n), ()),
+        logging=get("logging", lambda n: r.typed(n, bool, "'logging'", "true or false"), False),
+        templates=get("templates", lambda n: _paths(r, n, "'templates'", base, must_exist="dir"), ()),
+        torch_library=torch_library,
+        arena_bytes=get("arena_bytes", lambda n: _positive_int(r, n, "'arena_bytes'"), DEFAULT_ARENA_BYTES),
+        output=get("output", lambda n: _normal(base / r.typed(n, str, "'output'", "a path")), _normal(base / "build" / name)),
+        layout=get("layout", lambda n: _choice(r, n, "'layout'", LAYOUTS), "split"),
+        filters=get("filters", lambda n: r.typed(n, str, "'filters'", "a Python module name"), None),
+        location=where,
+    )
+
+
+def _normal(p: Path) -> Path:
+    return Path(os.path.normpath(p))
+
+
+def _choice(r: _NodeReader, node: yaml.Node, what: str, choices: Sequence[str]) -> str:
+    value = r.typed(node, str, what, "one of " + ", ".join(choices))
+    if value not in choices:
+        raise ConfigError(f"unknown {what.strip(chr(39))} {value!r}{closest(value, choices)}; expected one of "
+                          f"{', '.join(choices)}", r.loc(node))
+    return value
+
+
+def _identifier(r: _NodeReader, node: yaml.Node, what: str) -> str:
+    value = r.typed(node, str, what, "an identifier")
+    problem = identifier_problem(value)
+    if problem:
+        raise ConfigError(f"{what} {problem}", r.loc(node))
+    return value
+
+
+def _positive_int(r: _NodeReader, node: yaml.Node, what: str) -> int:
+    value = r.typed(node, int, what, "a whole number")
+    if value <= 0:
+        raise ConfigError(f"{what} must be positive, found {value}", r.loc(node))
+    return value
+
+
+def _paths(r: _NodeReader, node: yaml.Node, what: str, base: Path, must_exist: str | None = None
+           ) -> tuple[Path, ...]:
+    out = []
+    for text, n in r.string_list(node, what):
+        p = _normal(base / text)
+        if must_exist == "file" and not p.is_file():
+            raise ConfigError(f"{what} entry {text!r}: {'is a directory, not a file' if p.is_dir() else 'no such file'}"
+                              f" (looked for {p})", r.loc(n))
+        if must_exist == "dir" and not p.is_dir():
+            raise ConfigError(f"{what} entry {text!r}: no such directory (looked for {p})", r.loc(n))
+        out.append(p)
+    return tuple(out)
+
+
+def _inline(r: _NodeReader, node: yaml.Node) -> InlineDeclarations:
+    text = r.typed(node, str, "'declarations'", "ks text")
+    # Pad so the ks reader's line numbers are the config file's.
+    mark = node.start_mark
+    if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+        padded = "\n" * (mark.line + 1) + text
+    else:
+        padded = "\n" * mark.line + " " * (mark.column + (1 if node.style in ("'", '"') else 0)) + text
+    return InlineDeclarations(padded, r.loc(node))
+
+
+def _runtime(r: _NodeReader, node: yaml.Node, base: Path) -> RuntimeSpec:
+    if isinstance(node, yaml.ScalarNode):
+        value = r.scalar(node)
+        if value == "bundled":
+            return RuntimeSpec()
+        raise ConfigError(f"'runtime' must be 'bundled' or a mapping with include_dirs/sources, found {value!r}",
+                          r.loc(node))
+    fields = r.mapping(node, "'runtime'")
+    for key, (k, _) in fields.items():
+        if key not in RUNTIME_KEYS:
+            raise ConfigError(f"unknown key {key!r} in 'runtime'{closest(key, RUNTIME_KEYS)}; expected "
+                              f"include_dirs or sources", r.loc(k))
+    dirs = _paths(r, fields["include_dirs"][1], "'include_dirs'", base, "dir") if "include_dirs" in fields else ()
+    sources = _paths(r, fields["sources"][1], "'sources'", base, "file") if "sources" in fields else ()
+    if not dirs:
+        raise ConfigError("'runtime' needs include_dirs: the folder holding knossos.h", r.loc(node))
+    return RuntimeSpec(False, dirs, sources)
+
+
+def _bindings(r: _NodeReader, node: yaml.Node) -> tuple[BindingSpec, ...]:
+    out = []
+    for item in r.sequence(node, "'bindings'"):
+        fields = r.mapping(item, "a binding")
+        for key, (k, _) in fields.items():
+            if key not in BINDING_KEYS:
+                raise ConfigError(f"unknown key {key!r} in a binding{closest(key, BINDING_KEYS)}; expected one "
+                                  f"of {', '.join(BINDING_KEYS)}", r.loc(k))
+        if "name" not in fields:
+            raise ConfigError("a binding needs 'name:' (its Python name)", r.loc(item))
+        name = r.typed(fields["name"][1], str, "a binding's 'name'", "a string")
+        function = r.typed(fields["function"][1], str, "'function'", "a function name") if "function" in fields else None
+        vjp = r.typed(fields["vjp"][1], str, "'vjp'", "a name for the vjp binding") if "vjp" in fields else None
+        mode = _choice(r, fields["mode"][1], "'mode'", MODES) if "mode" in fields else "plain"
+        out.append(BindingSpec(name, function, vjp, mode, r.loc(fields["name"][1])))
+    return tuple(out)
+
+
+def _tensor_types(r: _NodeReader, node: yaml.Node) -> tuple[tuple[int, str], ...]:
+    out = []
+    for item in r.sequence(node, "'tensor_types'"):
+        pair = r.sequence(item, "each tensor type") if isinstance(item, yaml.SequenceNode) else None
+        if pair is None or len(pair) != 2:
+            raise ConfigError("each tensor type is [RANK, ELEMENT], e.g. [1, Float]", r.loc(item))
+        rank = _positive_int(r, pair[0], "a tensor rank")
+        element = _choice(r, pair[1], "tensor element", TENSOR_ELEMENTS)
+        out.append((rank, element))
+    return tuple(out)
+
+
+__all__ = ["ModuleSpec", "RuntimeSpec", "InlineDeclarations", "load_config"]

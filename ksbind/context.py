@@ -1,0 +1,133 @@
+"""Builds the values templates see (documented in docs/templates.md).
+
+Everything that needs a decision (C++ types, conversions, names) is computed
+here and in targets/; templates only lay these values out.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any, Sequence
+
+from ._version import TEMPLATE_API, __version__
+from .binding import Binding
+from .errors import ConfigError
+from .identifiers import identifier_problem
+from .targets import get_target
+from .targets.common import EntryPoint, entry_points_for
+from .types import KsType, ScalarType, TensorType
+
+DEFAULT_ARENA_BYTES = 100_000_000
+LAYOUTS = ("split", "single")
+
+
+@dataclass(frozen=True)
+class ModuleOptions:
+    """Everything about a module except its bindings."""
+
+    name: str = "m"
+    target: str = "ks"
+    tensor_types: tuple[tuple[int, str], ...] = ()
+    logging: bool = False
+    arena_bytes: int = DEFAULT_ARENA_BYTES
+    layout: str = "split"
+    torch_library: str | None = None
+    config: str | None = None
+    templates: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class TensorTypeInfo:
+    rank: int
+    element: str       # ks element type, e.g. Float
+    element_cpp: str   # e.g. ks::Float
+    py_name: str       # e.g. Tensor_1_Float
+
+
+@dataclass(frozen=True)
+class KsFunction:
+    """A ks function the entry points call, for its C++ declaration."""
+
+    symbol: str
+    ks_name: str
+    cpp_return: str
+    cpp_params: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BindingInfo:
+    name: str
+    ks_name: str
+    mode: str
+    primal: EntryPoint
+    vjp: EntryPoint | None
+
+
+def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
+    problem = identifier_problem(options.name)
+    if problem:
+        raise ConfigError(f"module name {problem}")
+    if options.layout not in LAYOUTS:
+        raise ConfigError(f"unknown layout {options.layout!r}; expected one of {', '.join(LAYOUTS)}")
+    target = get_target(options.target)
+    entries = entry_points_for(list(bindings), target.crossing)
+    by_name = {e.name: e for e in entries}
+    infos = [BindingInfo(b.name, str(b.decl.name), b.mode, by_name[b.name],
+                         by_name[b.vjp_name] if b.vjp_name else None) for b in bindings]
+    functions: dict[str, KsFunction] = {}
+    for b in bindings:
+        for d in [b.decl] + ([b.vjp_decl] if b.vjp_decl else []):
+            functions.setdefault(d.cpp_symbol, KsFunction(d.cpp_symbol, str(d.name), d.cpp_return_type,
+                                                          tuple(d.cpp_param_types)))
+    files = {"entry_points_h": "entry_points.h", "entry_points_cpp": "entry_points.cpp",
+             "module_cpp": "module.cpp"}
+    ctx: dict[str, Any] = {
+        "template_api": TEMPLATE_API,
+        "ksbind_version": __version__,
+        "module": options,
+        "module_name": options.name,
+        "target": options.target,
+        "single_file": options.layout == "single",
+        "files": files,
+        "bindings": infos,
+        "entry_points": entries,
+        "ks_functions": list(functions.values()),
+        "tensor_types": _tensor_types(bindings, options.tensor_types),
+        "logging": options.logging,
+        "arena_bytes": options.arena_bytes,
+        "arena_per_call": options.target != "ks",
+        "torch_library": options.torch_library,
+        "module_doc": f"ksbind {options.target}-target bindings for: "
+                      + ", ".join(str(b.decl.name) for b in bindings),
+    }
+    ctx.update(target.extra_context(bindings, options) if hasattr(target, "extra_context") else {})
+    return ctx
+
+
+def _tensor_types(bindings: Sequence[Binding], configured: Sequence[tuple[int, str]]) -> list[TensorTypeInfo]:
+    """Configured tensor types, then every other scalar-element tensor a binding uses."""
+    seen: list[tuple[int, str]] = list(dict.fromkeys((int(r), str(e)) for r, e in configured))
+    for b in bindings:
+        for d in [b.decl] + ([b.vjp_decl] if b.vjp_decl else []):
+            for t in list(d.params) + [d.return_type]:
+                for sub in t.walk():
+                    if isinstance(sub, TensorType) and isinstance(sub.element, ScalarType):
+                        key = (sub.rank, sub.element.name)
+                        if key not in seen:
+                            seen.append(key)
+    return [TensorTypeInfo(r, e, ScalarType(e).cpp, f"Tensor_{r}_{e}") for r, e in seen]
+
+
+def context_to_json(ctx: dict[str, Any]) -> Any:
+    """The context as plain JSON values (for ``ksbind generate --dump-context``)."""
+    def plain(v: Any) -> Any:
+        if is_dataclass(v) and not isinstance(v, type):
+            return {k: plain(x) for k, x in asdict(v).items()}
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, KsType):
+            return str(v)
+        return v
+    return {k: plain(v) for k, v in ctx.items() if not callable(v)}

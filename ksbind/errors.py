@@ -1,0 +1,97 @@
+"""Every error ksbind raises on bad input is a KsbindError carrying a Location.
+
+The CLI prints ``str(error)`` as one line and exits 2; library callers can
+inspect ``.location`` (file, line, column) and ``.message``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in a user's file something came from (1-based line and column)."""
+
+    file: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        parts = [self.file]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.column is not None:
+                parts.append(str(self.column))
+        return ":".join(parts)
+
+
+class KsbindError(Exception):
+    """Base of every error ksbind raises on bad input."""
+
+    kind = "error"
+
+    def __init__(self, message: str, location: Location | None = None) -> None:
+        self.message = message
+        self.location = location
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.location is None:
+            return self.message
+        return f"{self.location}: {self.message}"
+
+
+class KsSyntaxError(KsbindError):
+    """Malformed s-expression text (unbalanced brackets, unterminated string...)."""
+
+    kind = "syntax error"
+
+
+class KsTypeError(KsbindError):
+    """A ks type that is unknown, malformed or unusable where it appears."""
+
+    kind = "type error"
+
+
+class DeclarationError(KsbindError):
+    """A def/edef/gdef form that does not describe a usable function."""
+
+    kind = "declaration error"
+
+
+class ConfigError(KsbindError):
+    """A YAML config that does not match the schema."""
+
+    kind = "config error"
+
+
+class BindingError(KsbindError):
+    """A binding that names a missing, ambiguous or unbindable function."""
+
+    kind = "binding error"
+
+
+class TemplateError(KsbindError):
+    """A template that is missing, malformed, or refers to undefined values."""
+
+    kind = "template error"
+
+
+class OutputError(KsbindError):
+    """Generated output that cannot be written where it was asked to go."""
+
+    kind = "output error"
+
+
+class BuildError(KsbindError):
+    """Compiling or importing a generated module failed."""
+
+    kind = "build error"
+
+
+def closest(word: str, choices: "list[str] | tuple[str, ...] | set[str]") -> str:
+    """A ' (did you mean X?)' suffix for the choice closest to word, or ''."""
+    import difflib
+
+    match = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""

@@ -1,0 +1,150 @@
+"""Structured names and function declarations, with ksc's symbol and signature rules.
+
+A base name ``[f T]`` names f at argument type T; a derived name ``[d X]``
+names derivation d of X. The C++ symbol and the C++ parameter list follow
+KNOSSOS.md to the character; ``derive`` computes fwd/rev/sufrev signatures
+from the tangent rules.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import DeclarationError, KsTypeError, Location
+from .types import KsType, TupleType
+
+#: Derivations ksc knows, in the order KNOSSOS.md lists them.
+DERIVATIONS = ("fwd", "rev", "sufrev", "suffwdpass", "sufrevpass", "CL", "shape", "D")
+#: Derivations whose signature follows from the primal's alone.
+DERIVABLE = ("fwd", "rev", "sufrev", "CL")
+
+_SYMBOL_ENCODING = str.maketrans(
+    {"@": "$a", ",": "$_", "[": "$6", "]": "$9", "<": "$d", ">": "$b", "*": "$x", ":": "$8"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredName:
+    """``[f T]`` (name=f, arg_type=T) or ``[d X]`` (name=d, inner=X)."""
+
+    name: str
+    arg_type: KsType | None = None
+    inner: "StructuredName | None" = None
+
+    @staticmethod
+    def base(name: str, arg_type: KsType) -> "StructuredName":
+        return StructuredName(name, arg_type=arg_type)
+
+    @staticmethod
+    def derived(derivation: str, inner: "StructuredName") -> "StructuredName":
+        return StructuredName(derivation, inner=inner)
+
+    @property
+    def is_derived(self) -> bool:
+        return self.inner is not None
+
+    @property
+    def base_name(self) -> "StructuredName":
+        """The innermost ``[f T]`` of a derived name (itself for a base name)."""
+        n = self
+        while n.inner is not None:
+            n = n.inner
+        return n
+
+    @property
+    def derivations(self) -> tuple[str, ...]:
+        """Outermost first: ``[sufrev [fwd [f T]]]`` gives ("sufrev", "fwd")."""
+        out: list[str] = []
+        n = self
+        while n.inner is not None:
+            out.append(n.name)
+            n = n.inner
+        return tuple(out)
+
+    @property
+    def raw_symbol(self) -> str:
+        """The symbol before character encoding, e.g. ``sufrev$f@ff``."""
+        if self.inner is not None:
+            return f"{self.name}${self.inner.raw_symbol}"
+        assert self.arg_type is not None
+        t = self.arg_type
+        if isinstance(t, TupleType):
+            if not t.elements:
+                return self.name
+            return self.name + "@" + "".join(e.mangled for e in t.elements)
+        return f"{self.name}@{t.mangled}"
+
+    @property
+    def cpp_symbol(self) -> str:
+        """ksc's C++ function name in namespace ks, e.g. ``vrelu3$aT1f``."""
+        return self.raw_symbol.translate(_SYMBOL_ENCODING)
+
+    def __str__(self) -> str:
+        if self.inner is not None:
+            return f"[{self.name} {self.inner}]"
+        return f"[{self.name} {self.arg_type}]"
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionDecl:
+    """A ks function ksbind can call: its name and full signature.
+
+    ``arg_type`` is the single argument type; several parameters make it a
+    Tuple. ``param_names`` are the def's parameter names when it had them.
+    """
+
+    name: StructuredName
+    arg_type: KsType
+    return_type: KsType
+    param_names: tuple[str, ...] = ()
+    location: Location | None = field(default=None, compare=False)
+    origin: str = field(default="edef", compare=False)  # def | edef | gdef | derived
+
+    @property
+    def cpp_symbol(self) -> str:
+        return self.name.cpp_symbol
+
+    @property
+    def params(self) -> tuple[KsType, ...]:
+        """The C++ parameters' ks types: a Tuple argument is spread one level."""
+        if isinstance(self.arg_type, TupleType):
+            return self.arg_type.elements
+        return (self.arg_type,)
+
+    @property
+    def cpp_param_types(self) -> list[str]:
+        return [p.cpp for p in self.params]
+
+    @property
+    def cpp_return_type(self) -> str:
+        return self.return_type.cpp
+
+    @property
+    def signature(self) -> str:
+        """``[f (Tuple Float Float)] : (Tuple Float Float) -> Float``."""
+        return f"{self.name} : {self.arg_type} -> {self.return_type}"
+
+    def derive(self, kind: str) -> "FunctionDecl":
+        """The declaration of ``[kind NAME]`` computed from this signature."""
+        s, t = self.arg_type, self.return_type
+        try:
+            if kind == "fwd":
+                arg, ret = TupleType((s, s.tangent)), t.tangent
+            elif kind in ("rev", "sufrev"):
+                arg, ret = TupleType((s, t.tangent)), s.tangent
+            elif kind == "CL":
+                arg, ret = s, t
+            elif kind in DERIVATIONS:
+                raise DeclarationError(
+                    f"the signature of [{kind} {self.name}] depends on the function body; "
+                    "give ksbind the .kso file ksc writes, which states it",
+                    self.location,
+                )
+            else:
+                raise DeclarationError(
+                    f"unknown derivation {kind!r}; expected one of {', '.join(DERIVABLE)}",
+                    self.location,
+                )
+        except KsTypeError as e:
+            raise DeclarationError(f"cannot derive [{kind} {self.name}]: {e.message}", self.location) from None
+        return FunctionDecl(StructuredName.derived(kind, self.name), arg, ret,
+                            location=self.location, origin="derived")

@@ -1,0 +1,130 @@
+"""The whole pipeline for configs: read -> select -> render -> write.
+
+Every module of every config is rendered in memory first; only then is
+anything written, so bad input leaves the disk untouched.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .binding import Binding, select_bindings
+from .config import ModuleSpec, load_config
+from .context import ModuleOptions
+from .errors import ConfigError, KsbindError
+from .model import FunctionDecl
+from .output import PlannedFile, plan_files, write_planned
+from .reader import parse_ks, read_ks
+from .render import RenderedModule, render_module
+
+ConfigArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+@dataclass
+class GeneratedModule:
+    spec: ModuleSpec
+    rendered: RenderedModule
+    out_dir: Path
+    planned: list[PlannedFile]
+
+
+def module_decls(spec: ModuleSpec) -> list[FunctionDecl]:
+    decls: list[FunctionDecl] = []
+    for path in spec.ks_files:
+        decls.extend(read_ks(path))
+    if spec.declarations is not None:
+        decls.extend(parse_ks(spec.declarations.text, str(spec.config_path)))
+    seen: dict[Any, FunctionDecl] = {}
+    unique = []
+    for d in decls:
+        if d.name in seen:
+            if seen[d.name] != d:
+                raise KsbindError(f"{d.name} is declared twice with different signatures "
+                                  f"(also at {seen[d.name].location})", d.location)
+            continue
+        seen[d.name] = d
+        unique.append(d)
+    return unique
+
+
+def module_bindings(spec: ModuleSpec) -> list[Binding]:
+    return select_bindings(module_decls(spec), spec.bindings, spec.location)
+
+
+def module_options(spec: ModuleSpec, extra_templates: Sequence[str] = ()) -> ModuleOptions:
+    return ModuleOptions(
+        name=spec.name, target=spec.target, tensor_types=spec.tensor_types, logging=spec.logging,
+        arena_bytes=spec.arena_bytes, layout=spec.layout, torch_library=spec.torch_library,
+        config=os.path.relpath(spec.config_path) if spec.config_path.is_absolute() else str(spec.config_path),
+        templates=tuple(extra_templates) + tuple(os.fspath(t) for t in spec.templates),
+    )
+
+
+def load_filters(spec: ModuleSpec) -> dict[str, Callable[..., Any]]:
+    """Filters a config's ``filters:`` module adds (its FILTERS dict)."""
+    if not spec.filters:
+        return {}
+    import sys
+    sys.path.insert(0, str(spec.config_path.parent))
+    try:
+        mod = importlib.import_module(spec.filters)
+    except Exception as e:
+        raise ConfigError(f"cannot import filters module {spec.filters!r}: {type(e).__name__}: {e}",
+                          spec.location) from None
+    finally:
+        sys.path.pop(0)
+    filters = getattr(mod, "FILTERS", None)
+    if not isinstance(filters, dict) or not all(callable(f) for f in filters.values()):
+        raise ConfigError(f"filters module {spec.filters!r} must define FILTERS = {{name: function}}",
+                          spec.location)
+    return filters
+
+
+def render_spec(spec: ModuleSpec, extra_templates: Sequence[str] = ()) -> RenderedModule:
+    return render_module(module_bindings(spec), options=module_options(spec, extra_templates),
+                         filters=load_filters(spec))
+
+
+def _config_list(configs: ConfigArg) -> list[Path]:
+    if isinstance(configs, (str, os.PathLike)):
+        return [Path(configs)]
+    return [Path(c) for c in configs]
+
+
+def prepare(configs: ConfigArg, out_dir: str | os.PathLike[str] | None = None,
+            templates: Sequence[str] = ()) -> list[GeneratedModule]:
+    """Render every module of every config in memory (nothing is written)."""
+    modules: list[GeneratedModule] = []
+    targets: dict[Path, str] = {}
+    for config in _config_list(configs):
+        for spec in load_config(config):
+            rendered = render_spec(spec, templates)
+            where = Path(out_dir) / spec.name if out_dir is not None else spec.output
+            key = where.resolve()
+            if key in targets:
+                raise ConfigError(f"module {spec.name!r} would write to {where}, as module {targets[key]!r} "
+                                  "does; give each module its own 'output'", spec.location)
+            targets[key] = spec.name
+            modules.append(GeneratedModule(spec, rendered, where, plan_files(where, rendered.files)))
+    return modules
+
+
+def generate(configs: ConfigArg, out_dir: str | os.PathLike[str] | None = None,
+             templates: Sequence[str] = ()) -> list[Path]:
+    """Generate every module of every config; returns the paths of all generated files.
+
+    Files whose content is unchanged are not rewritten (so builds stay cached).
+    """
+    modules = prepare(configs, out_dir, templates)
+    for m in modules:
+        write_planned(m.planned)
+    return [p.path for m in modules for p in m.planned]
+
+
+def stale_files(configs: ConfigArg, out_dir: str | os.PathLike[str] | None = None,
+                templates: Sequence[str] = ()) -> list[Path]:
+    """Generated files that are missing or differ from what generate would write."""
+    return [p.path for m in prepare(configs, out_dir, templates) for p in m.planned if not p.is_current]

@@ -1,0 +1,243 @@
+"""Reads def/edef/gdef forms of .ks and .kso text into FunctionDecls.
+
+``rule`` forms and comments are skipped. A gdef of fwd/rev/sufrev/CL is
+derived from the signature of the function it names; gdefs whose signature
+depends on the body (suffwdpass, sufrevpass, shape) need the .kso.
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from .errors import DeclarationError, KsbindError, Location, closest
+from .model import DERIVATIONS, FunctionDecl, StructuredName
+from .sexpr import Atom, Node, SList, parse_sexprs
+from .types import KsType, TupleType, type_from_node, type_from_nodes
+
+TOP_LEVEL_FORMS = ("def", "edef", "gdef", "rule")
+
+
+def parse_ks(text: str, filename: str = "<string>") -> list[FunctionDecl]:
+    """Every function declared in ks text, in file order (gdefs where they stand)."""
+    forms = parse_sexprs(text, filename)
+    entries: list[FunctionDecl | tuple[str, StructuredName, Location]] = []
+    declared: dict[StructuredName, FunctionDecl] = {}
+    for form in forms:
+        head = _form_head(form)
+        if head == "rule":
+            continue
+        assert isinstance(form, SList)
+        if head == "gdef":
+            entries.append(_read_gdef(form))
+            continue
+        decl = _read_def(form) if head == "def" else _read_edef(form)
+        previous = declared.get(decl.name)
+        if previous is not None:
+            if previous != decl:
+                raise DeclarationError(
+                    f"{decl.name} is declared again with a different signature: "
+                    f"{decl.signature} here, {previous.signature} at {previous.location}",
+                    decl.location,
+                )
+            continue  # the same declaration restated (e.g. an edef before its def)
+        declared[decl.name] = decl
+        entries.append(decl)
+    return _resolve_gdefs(entries, declared)
+
+
+def read_ks(path: str | os.PathLike[str]) -> list[FunctionDecl]:
+    """Read a .ks or .kso file."""
+    return parse_ks(read_text(path), os.fspath(path))
+
+
+def read_text(path: str | os.PathLike[str], what: str = "declaration file") -> str:
+    """A user file's text, with clear errors for missing, unreadable or non-UTF-8 files."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise KsbindError(f"{what} not found", Location(name)) from None
+    except IsADirectoryError:
+        raise KsbindError(f"{what} is a directory, expected a file", Location(name)) from None
+    except OSError as e:
+        raise KsbindError(f"cannot read {what}: {e.strerror}", Location(name)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise KsbindError(
+            f"{what} is not valid UTF-8 (byte 0x{data[e.start]:02x}); save it as UTF-8",
+            Location(name, line, column),
+        ) from None
+
+
+# ------------------------------------------------------------------ forms
+
+def _form_head(form: Node) -> str:
+    if isinstance(form, SList) and form.bracket == "(" and form.items:
+        head = form.items[0]
+        if isinstance(head, Atom) and not head.is_string and head.text in TOP_LEVEL_FORMS:
+            return head.text
+        if isinstance(head, Atom) and not head.is_string:
+            raise DeclarationError(
+                f"unknown top-level form {head.text!r}{closest(head.text, TOP_LEVEL_FORMS)}; "
+                "expected def, edef, gdef or rule",
+                head.loc,
+            )
+    raise DeclarationError(
+        f"expected a top-level form (def ...), (edef ...), (gdef ...) or (rule ...), found {_short(form)}",
+        form.loc,
+    )
+
+
+def _read_edef(form: SList) -> FunctionDecl:
+    _expect_len(form, 4, "(edef NAME RETURN-TYPE ARGUMENT-TYPES)")
+    _, name_node, ret_node, args_node = form.items
+    arg_type = type_from_node(args_node)
+    return _make_decl(name_node, arg_type, type_from_node(ret_node), (), form.loc, "edef")
+
+
+def _read_def(form: SList) -> FunctionDecl:
+    _expect_len(form, 5, "(def NAME RETURN-TYPE PARAMETERS BODY)")
+    _, name_node, ret_node, params_node, _body = form.items
+    names, types = _read_params(params_node)
+    arg_type = types[0] if len(types) == 1 else TupleType(tuple(types))
+    return _make_decl(name_node, arg_type, type_from_node(ret_node), tuple(names), form.loc, "def")
+
+
+def _read_gdef(form: SList) -> tuple[str, StructuredName, Location]:
+    _expect_len(form, 3, "(gdef DERIVATION [f ARGUMENT-TYPE])")
+    _, kind_node, target_node = form.items
+    if not isinstance(kind_node, Atom) or kind_node.text not in DERIVATIONS:
+        raise DeclarationError(
+            f"unknown derivation {_short(kind_node)}"
+            f"{closest(kind_node.text, DERIVATIONS) if isinstance(kind_node, Atom) else ''}; "
+            f"expected one of {', '.join(DERIVATIONS)}",
+            kind_node.loc,
+        )
+    if not (isinstance(target_node, SList) and target_node.bracket == "["):
+        raise DeclarationError(
+            f"gdef needs a structured name such as [f (Vec Float)], found {_short(target_node)}",
+            target_node.loc,
+        )
+    return kind_node.text, structured_name_from_node(target_node), form.loc
+
+
+def _resolve_gdefs(
+    entries: Sequence[FunctionDecl | tuple[str, StructuredName, Location]],
+    declared: dict[StructuredName, FunctionDecl],
+) -> list[FunctionDecl]:
+    out: list[FunctionDecl] = []
+    for entry in entries:
+        if isinstance(entry, FunctionDecl):
+            out.append(entry)
+            continue
+        kind, target, loc = entry
+        primal = declared.get(target)
+        if primal is None:
+            raise DeclarationError(
+                f"gdef {kind} of {target}: there is no def or edef of {target} in this file", loc
+            )
+        derived_name = StructuredName.derived(kind, target)
+        if derived_name in declared:
+            continue  # already stated in full (as in a .kso)
+        derived = primal.derive(kind)
+        derived = FunctionDecl(derived.name, derived.arg_type, derived.return_type,
+                               location=loc, origin="gdef")
+        declared[derived.name] = derived
+        out.append(derived)
+    return out
+
+
+# ------------------------------------------------------------- pieces
+
+def _make_decl(name_node: Node, arg_type: KsType, return_type: KsType,
+               param_names: tuple[str, ...], loc: Location, origin: str) -> FunctionDecl:
+    if isinstance(name_node, Atom) and not name_node.is_string:
+        if name_node.text in DERIVATIONS:
+            raise DeclarationError(
+                f"{name_node.text!r} is a derivation, not a function name; "
+                f"write a structured name such as [{name_node.text} [f Float]]",
+                name_node.loc,
+            )
+        name = StructuredName.base(name_node.text, arg_type)
+    elif isinstance(name_node, SList) and name_node.bracket == "[":
+        name = structured_name_from_node(name_node)
+        if not name.is_derived and name.arg_type != arg_type:
+            raise DeclarationError(
+                f"{name} is declared with argument type {arg_type}; the name says {name.arg_type}",
+                name_node.loc,
+            )
+    else:
+        raise DeclarationError(
+            f"expected a function name or a structured name [f TYPE], found {_short(name_node)}",
+            name_node.loc,
+        )
+    return FunctionDecl(name, arg_type, return_type, param_names, loc, origin)
+
+
+def structured_name_from_node(node: SList) -> StructuredName:
+    """``[f T]`` or ``[d [f T]]`` from a parsed ``[...]`` list."""
+    items = node.items
+    if len(items) != 2 or not isinstance(items[0], Atom) or items[0].is_string:
+        raise DeclarationError(
+            f"a structured name is [NAME TYPE] or [DERIVATION [NAME TYPE]], found {_short(node)}", node.loc
+        )
+    head, rest = items
+    if isinstance(rest, SList) and rest.bracket == "[":
+        if head.text not in DERIVATIONS:
+            raise DeclarationError(
+                f"unknown derivation {head.text!r}{closest(head.text, DERIVATIONS)}; "
+                f"expected one of {', '.join(DERIVATIONS)}",
+                head.loc,
+            )
+        return StructuredName.derived(head.text, structured_name_from_node(rest))
+    return StructuredName.base(head.text, type_from_node(rest))
+
+
+def _read_params(node: Node) -> tuple[list[str], list[KsType]]:
+    """``(x : T)``, ``((a : T) (b : U))`` or ``()``."""
+    if not isinstance(node, SList) or node.bracket != "(":
+        raise DeclarationError(f"expected parameters such as (x : Float), found {_short(node)}", node.loc)
+    if _is_param(node):
+        name, t = _read_param(node)
+        return [name], [t]
+    names: list[str] = []
+    types: list[KsType] = []
+    for p in node.items:
+        if not (isinstance(p, SList) and _is_param(p)):
+            raise DeclarationError(f"expected a parameter (NAME : TYPE), found {_short(p)}", p.loc)
+        name, t = _read_param(p)
+        if name in names:
+            raise DeclarationError(f"parameter {name!r} appears twice", p.loc)
+        names.append(name)
+        types.append(t)
+    return names, types
+
+
+def _is_param(node: SList) -> bool:
+    return (len(node.items) >= 2 and isinstance(node.items[1], Atom) and node.items[1].text == ":"
+            and not node.items[1].is_string)
+
+
+def _read_param(node: SList) -> tuple[str, KsType]:
+    name = node.items[0]
+    if not isinstance(name, Atom) or name.is_string:
+        raise DeclarationError(f"expected a parameter name, found {_short(name)}", name.loc)
+    if len(node.items) < 3:
+        raise DeclarationError(f"parameter {name.text!r} has no type after ':'", node.loc)
+    return name.text, type_from_nodes(node.items[2:], node.items[2].loc)
+
+
+def _expect_len(form: SList, n: int, shape: str) -> None:
+    if len(form.items) != n:
+        raise DeclarationError(
+            f"{form.items[0]} takes {n - 1} parts, found {len(form.items) - 1}: expected {shape}", form.loc
+        )
+
+
+def _short(node: Node, limit: int = 60) -> str:
+    text = str(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

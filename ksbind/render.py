@@ -1,0 +1,168 @@
+"""Renders a module's files from templates: one cached Jinja2 Environment per
+template search path, user override directories searched before the built-ins,
+and the built-ins also reachable as ``builtin/NAME`` so overrides can extend them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import jinja2
+
+from ._version import __version__
+from .binding import Binding, BindingSpec, select_bindings
+from .context import ModuleOptions, build_context
+from .errors import KsbindError, Location, TemplateError
+from .model import FunctionDecl
+from .targets import get_target
+from .types import KsType, parse_type
+
+BUILTIN_TEMPLATES = Path(__file__).parent / "templates"
+
+
+def cpp_string(value: Any) -> str:
+    """A C++ string literal for any text: quotes, backslashes, control and non-ASCII escaped."""
+    out = ['"']
+    for ch in str(value):
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            # Octal escapes of the UTF-8 bytes: unambiguous whatever follows.
+            out.extend(f"\\{b:03o}" for b in ch.encode("utf-8"))
+    out.append('"')
+    return "".join(out)
+
+
+def py_string(value: Any) -> str:
+    """A Python string literal."""
+    return repr(str(value))
+
+
+def _as_type(t: KsType | str) -> KsType:
+    return t if isinstance(t, KsType) else parse_type(str(t))
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "cpp_string": cpp_string,
+    "py_string": py_string,
+    "cpp_type": lambda t: _as_type(t).cpp,
+    "mangle": lambda t: _as_type(t).mangled,
+    "ks_type": lambda t: str(_as_type(t)),
+}
+
+
+@lru_cache(maxsize=32)
+def environment(overrides: tuple[str, ...] = (), extra_filters: tuple[tuple[str, Callable[..., Any]], ...] = ()
+                ) -> jinja2.Environment:
+    """The Environment for a template search path (cached: templates compile once)."""
+    loader = jinja2.ChoiceLoader([
+        jinja2.PrefixLoader({"builtin": jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES))}),
+        jinja2.FileSystemLoader([*overrides, str(BUILTIN_TEMPLATES)]),
+    ])
+    env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
+                             auto_reload=False)
+    env.filters.update(FILTERS)
+    env.filters.update(dict(extra_filters))
+    return env
+
+
+@dataclass
+class RenderedModule:
+    name: str
+    target: str
+    files: dict[str, str]
+    context: dict[str, Any] = field(repr=False)
+
+
+def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name: str = "m", target: str = "ks",
+                  *, bindings: Sequence[BindingSpec] | None = None, tensor_types: Sequence[Sequence[Any]] = (),
+                  logging: bool = False, arena_bytes: int | None = None, layout: str = "split",
+                  templates: Sequence[str | os.PathLike[str]] = (), torch_library: str | None = None,
+                  config: str | None = None, filters: dict[str, Callable[..., Any]] | None = None,
+                  options: ModuleOptions | None = None) -> RenderedModule:
+    """Render the C++ (and stub) files of one module.
+
+    ``decls`` are FunctionDecls (bound by ``bindings`` specs, or every base
+    function when None) or already-resolved Bindings.
+    """
+    if options is None:
+        options = ModuleOptions(
+            name=module_name, target=target, tensor_types=tuple((int(r), str(e)) for r, e in tensor_types),
+            logging=logging, layout=layout, torch_library=torch_library, config=config,
+            templates=tuple(os.fspath(t) for t in templates),
+            **({"arena_bytes": arena_bytes} if arena_bytes is not None else {}),
+        )
+    if decls and isinstance(decls[0], Binding):
+        resolved = list(decls)  # type: ignore[arg-type]
+    else:
+        resolved = select_bindings(list(decls), bindings)  # type: ignore[arg-type]
+    ctx = build_context(resolved, options)
+    ctx["stamp_cpp"] = stamp(options, "//")
+    ctx["stamp_py"] = stamp(options, "#")
+    env = environment(options.templates, tuple(sorted((filters or {}).items())))
+    target_module = get_target(options.target)
+    plan = target_module.SINGLE_FILE if options.layout == "single" else target_module.FILES
+    files = {out: render_template(env, name, ctx, options.templates) for out, name in plan.items()}
+    return RenderedModule(options.name, options.target, files, ctx)
+
+
+def stamp(options: ModuleOptions, comment: str) -> str:
+    """The first line of every generated file: what made it and from what."""
+    source = options.config or "the Python API"
+    templates = ", ".join(options.templates) if options.templates else "built-in templates"
+    return (f"{comment} Generated by ksbind {__version__} from {source} with {templates}. "
+            f"Do not edit: regenerate instead.\n")
+
+
+def render_template(env: jinja2.Environment, name: str, ctx: dict[str, Any],
+                    overrides: Sequence[str] = ()) -> str:
+    try:
+        return env.get_template(name).render(ctx)
+    except jinja2.TemplateNotFound as e:
+        raise TemplateError(f"template {e.name!r} not found in {_search_path(overrides)}",
+                            Location(name)) from None
+    except jinja2.TemplateSyntaxError as e:
+        raise TemplateError(f"template syntax error: {e.message}{_origin(e.filename, overrides)}",
+                            Location(e.filename or e.name or name, e.lineno)) from None
+    except jinja2.UndefinedError as e:
+        where = _template_frame(e, name)
+        raise TemplateError(f"undefined value in template: {e.message}{_origin(where.file, overrides)}",
+                            where) from None
+    except KsbindError:
+        raise
+    except Exception as e:  # a template's own error (e.g. a filter given a bad value)
+        where = _template_frame(e, name)
+        raise TemplateError(f"template failed: {type(e).__name__}: {e}{_origin(where.file, overrides)}",
+                            where) from None
+
+
+def _search_path(overrides: Sequence[str]) -> str:
+    return ", ".join([*overrides, "the built-in templates"])
+
+
+def _origin(filename: str | None, overrides: Sequence[str]) -> str:
+    if not filename:
+        return ""
+    for d in overrides:
+        if os.path.abspath(filename).startswith(os.path.abspath(d) + os.sep):
+            return f" (from override directory {d})"
+    return " (built-in template)" if str(BUILTIN_TEMPLATES) in os.path.abspath(filename) else ""
+
+
+def _template_frame(exc: BaseException, fallback: str) -> Location:
+    """The innermost template file and line in an exception's traceback."""
+    found = Location(fallback)
+    for frame in traceback.extract_tb(exc.__traceback__ or sys.exc_info()[2]):
+        if frame.filename.endswith(".j2") or "/templates/" in frame.filename:
+            found = Location(frame.filename, frame.lineno)
+    return found

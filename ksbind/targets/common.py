@@ -1,0 +1,156 @@
+"""Plain values the templates render: entry points, parameters, call arguments.
+
+A target decides how each ks type crosses the boundary (the entry point's C++
+parameter type and the converter that turns it into the ks value); this module
+turns a Binding into EntryPoints using those decisions, so templates only lay
+the values out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..binding import Binding
+from ..errors import BindingError
+from ..identifiers import identifier_problem
+from ..model import FunctionDecl
+from ..types import EMPTY_TUPLE, KsType, TensorType, TupleType
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """How one ks type crosses between Python and the ks function.
+
+    entry_type: the C++ type the entry point takes or returns.
+    converter: C++ function converting it (``conv(&g_alloc, value, "name")`` on the
+    way in, ``conv(value)`` on the way out); empty when no conversion is needed.
+    py_type: the Python annotation for stubs.
+    """
+
+    entry_type: str
+    converter: str = ""
+    py_type: str = "object"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str          # C++ parameter name of the entry point (arg0, arg1, ...)
+    py_name: str       # keyword name from Python, used in error messages
+    ks_type: str       # canonical ks spelling
+    cpp_type: str      # the ks function's C++ type for it
+    entry_type: str    # the entry point's C++ type for it
+    converter: str     # see Crossing
+    ks_value: str      # C++ identifier holding the ks value (arg0 or arg0_ks)
+    py_type: str
+    differentiable: bool = True
+
+
+@dataclass(frozen=True)
+class CallArg:
+    """One C++ argument of the ks call: a value, or several packed as a ks::Tuple."""
+
+    values: tuple[str, ...]
+    packed: bool = False
+
+
+@dataclass(frozen=True)
+class Result:
+    ks_type: str
+    cpp_type: str
+    entry_type: str
+    converter: str
+    py_type: str
+    holds_tensor: bool
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    name: str                    # C++ function name and Python name
+    symbol: str                  # the ks function's C++ symbol
+    ks_name: str                 # structured name, e.g. [vrelu3 (Tensor 1 Float)]
+    signature: str               # ks signature for docstrings
+    params: tuple[Param, ...]
+    call_args: tuple[CallArg, ...]
+    result: Result
+    is_vjp: bool = False
+    primal: str = ""             # for a vjp: the primal binding's name
+    mode: str = "plain"
+    doc: str = ""
+    extra: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+class CrossingRule(Protocol):
+    def __call__(self, t: KsType, role: str) -> Crossing: ...
+
+
+def primal_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
+    d = b.decl
+    names = _py_names(d)
+    params = tuple(_param(i, names[i], t, crossing) for i, t in enumerate(d.params))
+    call_args = tuple(CallArg((p.ks_value,)) for p in params)
+    return EntryPoint(
+        name=b.name, symbol=d.cpp_symbol, ks_name=str(d.name), signature=d.signature,
+        params=params, call_args=call_args, result=_result(d.return_type, crossing),
+        mode=b.mode, doc=f"{d.signature}",
+    )
+
+
+def vjp_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
+    """``name_vjp(a, k, dret) -> (da, dk)`` calling ``[sufrev f](Tuple(a, k), dret)``."""
+    primal, vjp = b.decl, b.vjp_decl
+    assert vjp is not None and b.vjp_name is not None
+    if len(vjp.params) != 2 or vjp.params[0] != primal.arg_type:
+        raise BindingError(
+            f"{vjp.name} takes {vjp.arg_type}; a vjp of {primal.name} must take "
+            f"(Tuple {primal.arg_type} {primal.return_type.tangent})", b.location)
+    names = _py_names(primal) + ["dret"]
+    primal_types = list(primal.params)
+    params = tuple(_param(i, names[i], t, crossing) for i, t in enumerate(primal_types + [vjp.params[1]]))
+    primal_values = tuple(p.ks_value for p in params[:-1])
+    packed = isinstance(primal.arg_type, TupleType)
+    call_args = (CallArg(primal_values, packed=packed) if packed else CallArg(primal_values),
+                 CallArg((params[-1].ks_value,)))
+    return EntryPoint(
+        name=b.vjp_name, symbol=vjp.cpp_symbol, ks_name=str(vjp.name), signature=vjp.signature,
+        params=params, call_args=call_args, result=_result(vjp.return_type, crossing, role="gradient"),
+        is_vjp=True, primal=b.name, mode=b.mode,
+        doc=f"vjp of {primal.name}: gradient of each argument given the result's gradient. "
+            f"Calls {vjp.signature}",
+    )
+
+
+def _py_names(d: FunctionDecl) -> list[str]:
+    """The def's parameter names when they fit, else arg0, arg1, ..."""
+    n = len(d.params)
+    names = list(d.param_names)
+    if len(names) == n and all(identifier_problem(x) is None for x in names) and "dret" not in names:
+        return names
+    return [f"arg{i}" for i in range(n)]
+
+
+def _param(i: int, py_name: str, t: KsType, crossing: CrossingRule) -> Param:
+    c = crossing(t, "param")
+    name = f"arg{i}"
+    return Param(name=name, py_name=py_name, ks_type=str(t), cpp_type=t.cpp, entry_type=c.entry_type,
+                 converter=c.converter, ks_value=f"{name}_ks" if c.converter else name,
+                 py_type=c.py_type, differentiable=t.tangent != EMPTY_TUPLE)
+
+
+def _result(t: KsType, crossing: CrossingRule, role: str = "result") -> Result:
+    c = crossing(t, role)
+    holds_tensor = t.contains(lambda x: isinstance(x, TensorType))
+    return Result(ks_type=str(t), cpp_type=t.cpp, entry_type=c.entry_type, converter=c.converter,
+                  py_type=c.py_type, holds_tensor=holds_tensor)
+
+
+def entry_points_for(bindings: list[Binding], crossing: CrossingRule) -> list[EntryPoint]:
+    out: list[EntryPoint] = []
+    for b in bindings:
+        out.append(primal_entry(b, crossing))
+        if b.vjp_decl is not None:
+            out.append(vjp_entry(b, crossing))
+    return out
+
+
+__all__ = ["Crossing", "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
+           "entry_points_for"]
