@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from .errors import BindingError, KsbindError, Location, closest
-from .identifiers import identifier_problem, is_ks_symbol, sanitize
+from .identifiers import CPP_KEYWORDS, identifier_problem, is_ks_symbol, sanitize
 from .model import FunctionDecl, StructuredName
 from .reader import structured_name_from_node
 from .sexpr import SList, parse_sexprs
@@ -58,7 +58,7 @@ def check_bindings(bindings: Iterable[Binding]) -> None:
     """Names valid and unique; functions callable from Python."""
     seen: dict[str, Location | None] = {}
     for b in bindings:
-        names = [b.name] + ([b.vjp_name] if b.vjp_name else [])
+        names = [b.name] + ([b.vjp_name] if b.vjp_name is not None else [])
         for name in names:
             problem = identifier_problem(name)
             if problem:
@@ -83,7 +83,7 @@ def _check_callable(d: FunctionDecl, where: Location | None) -> None:
         reason = t.unbindable_reason
         if reason:
             raise BindingError(f"{d.name} cannot be bound: {reason}", where or d.location)
-    if not is_ks_symbol(d.cpp_symbol):
+    if not is_ks_symbol(d.cpp_symbol) or d.cpp_symbol in CPP_KEYWORDS:
         raise BindingError(
             f"{d.name} has the C++ symbol {d.cpp_symbol!r}, which is not a C++ identifier", where or d.location
         )
@@ -108,7 +108,7 @@ def _resolve(spec: BindingSpec, decls: Sequence[FunctionDecl],
              by_name: dict[StructuredName, FunctionDecl]) -> Binding:
     decl = find_function(spec.function or spec.name, decls, by_name, spec.location)
     vjp_decl = None
-    if spec.vjp:
+    if spec.vjp is not None:
         vjp_decl = by_name.get(StructuredName.derived("sufrev", decl.name))
         if vjp_decl is None:
             try:

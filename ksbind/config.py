@@ -19,6 +19,7 @@ from .errors import ConfigError, Location, closest
 from .identifiers import identifier_problem
 from .reader import read_text
 from .targets import TARGETS
+from .types import MAX_RANK
 
 MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindings", "tensor_types",
                "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters")
@@ -96,13 +97,44 @@ def load_config(path: str | os.PathLike[str]) -> list[ModuleSpec]:
 
 def _compose(text: str, filename: str) -> yaml.Node | None:
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         loc = Location(filename, mark.line + 1, mark.column + 1) if mark else Location(filename)
         raise ConfigError(f"invalid YAML: {e.problem or e.context}", loc) from None
+    except yaml.reader.ReaderError as e:  # a character YAML forbids (NUL, control characters)
+        before = text[: e.position]
+        loc = Location(filename, before.count("\n") + 1, e.position - (before.rfind("\n") + 1) + 1)
+        ch = chr(e.character) if isinstance(e.character, int) else e.character
+        raise ConfigError(f"invalid YAML: character {ch!r} is not allowed in YAML text", loc) from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"invalid YAML: {e}", Location(filename)) from None
+        raise ConfigError(f"invalid YAML: {e}".replace("\n", " "), Location(filename)) from None
+    except RecursionError:
+        raise ConfigError("invalid YAML: lists or mappings nested too deeply", Location(filename)) from None
+    if root is not None:
+        _check_tags(root, filename)
+    return root
+
+
+def _check_tags(root: yaml.Node, filename: str) -> None:
+    """Reject every non-plain tag anywhere in the document, used or not (safe_load level or stricter)."""
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:  # anchors can make the node graph cyclic
+            continue
+        seen.add(id(node))
+        if node.tag not in _PLAIN_TAGS:
+            what = node.tag.replace("tag:yaml.org,2002:", "!!")
+            raise ConfigError(f"YAML tag {what!r} is not allowed: only plain values, lists and mappings "
+                              "(quote the value if it is meant as text)",
+                              Location(filename, node.start_mark.line + 1, node.start_mark.column + 1))
+        if isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                todo.extend((k, v))
 
 
 class _NodeReader:
@@ -236,10 +268,12 @@ def _identifier(r: _NodeReader, node: yaml.Node, what: str) -> str:
     return value
 
 
-def _positive_int(r: _NodeReader, node: yaml.Node, what: str) -> int:
+def _positive_int(r: _NodeReader, node: yaml.Node, what: str, maximum: int = 2**40) -> int:
     value = r.typed(node, int, what, "a whole number")
     if value <= 0:
         raise ConfigError(f"{what} must be positive, found {value}", r.loc(node))
+    if value > maximum:  # the value becomes a C++ literal; keep it one the compiler accepts
+        raise ConfigError(f"{what} must be at most {maximum}, found {value}", r.loc(node))
     return value
 
 
@@ -311,7 +345,7 @@ def _tensor_types(r: _NodeReader, node: yaml.Node) -> tuple[tuple[int, str], ...
         pair = r.sequence(item, "each tensor type") if isinstance(item, yaml.SequenceNode) else None
         if pair is None or len(pair) != 2:
             raise ConfigError("each tensor type is [RANK, ELEMENT], e.g. [1, Float]", r.loc(item))
-        rank = _positive_int(r, pair[0], "a tensor rank")
+        rank = _positive_int(r, pair[0], "a tensor rank", MAX_RANK)
         element = _choice(r, pair[1], "tensor element", TENSOR_ELEMENTS)
         out.append((rank, element))
     return tuple(out)

@@ -7,6 +7,7 @@ depends on the body (suffwdpass, sufrevpass, shape) need the .kso.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Sequence
 
 from .errors import DeclarationError, KsbindError, Location, closest
@@ -54,6 +55,12 @@ def read_text(path: str | os.PathLike[str], what: str = "declaration file") -> s
     """A user file's text, with clear errors for missing, unreadable or non-UTF-8 files."""
     name = os.fspath(path)
     try:
+        # Refuse FIFOs, sockets and devices before opening: reading a FIFO would block forever.
+        mode = os.stat(name).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(mode):
+            raise KsbindError(f"{what} is not a regular file (a FIFO, socket or device?)", Location(name))
         with open(name, "rb") as f:
             data = f.read()
     except FileNotFoundError:
@@ -62,6 +69,8 @@ def read_text(path: str | os.PathLike[str], what: str = "declaration file") -> s
         raise KsbindError(f"{what} is a directory, expected a file", Location(name)) from None
     except OSError as e:
         raise KsbindError(f"cannot read {what}: {e.strerror}", Location(name)) from None
+    except ValueError:  # e.g. a NUL byte in the path
+        raise KsbindError(f"{what} path {name!r} is not a valid file name", Location(repr(name))) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -186,6 +195,12 @@ def structured_name_from_node(node: SList) -> StructuredName:
             f"a structured name is [NAME TYPE] or [DERIVATION [NAME TYPE]], found {_short(node)}", node.loc
         )
     head, rest = items
+    if head.text in DERIVATIONS and not (isinstance(rest, SList) and rest.bracket == "["):
+        raise DeclarationError(
+            f"{head.text!r} is a derivation: it takes a structured name, as in [{head.text} [f Float]]; "
+            f"found {_short(node)}",
+            node.loc,
+        )
     if isinstance(rest, SList) and rest.bracket == "[":
         if head.text not in DERIVATIONS:
             raise DeclarationError(

@@ -53,6 +53,9 @@ _TOKEN = re.compile(
 _BLOCK_PART = re.compile(r"\#\||\|\#")
 _STRING_BODY = re.compile(r'(?:[^"\\\n]|\\.)*"')
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
+#: Deepest bracket nesting accepted. Real ks nests a few levels; the limit keeps
+#: every recursive walk (types, printing) far from Python's recursion limit.
+MAX_DEPTH = 128
 
 
 def _quote(text: str) -> str:
@@ -93,6 +96,8 @@ def parse_sexprs(text: str, filename: str = "<string>") -> list[Node]:
             continue
         node: Node
         if kind == "open":
+            if len(stack) >= MAX_DEPTH:
+                raise KsSyntaxError(f"brackets nested more than {MAX_DEPTH} deep", pos.at(start))
             stack.append((m.group(), start, []))
             continue
         if kind == "close":

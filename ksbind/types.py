@@ -241,10 +241,17 @@ def _expect_arity(name: str, args: Sequence[Node], n: int, shape: str, whole: SL
         )
 
 
+#: Highest tensor rank accepted: the rank becomes a C++ template argument and a
+#: tuple of that many ints, so absurd ranks would only fail later, in the compiler.
+MAX_RANK = 64
+
+
 def _rank(node: Node) -> int:
-    if isinstance(node, Atom) and not node.is_string and node.text.isdigit() and node.text.isascii():
-        rank = int(node.text)
-        if rank >= 1:
+    text = node.text if isinstance(node, Atom) and not node.is_string else ""
+    digits = text[1:] if text.startswith("-") else text
+    if digits.isdigit() and digits.isascii():
+        rank = int(text)
+        if 1 <= rank <= MAX_RANK:
             return rank
-        raise KsTypeError(f"tensor rank must be at least 1, found {node.text}", node.loc)
+        raise KsTypeError(f"tensor rank must be between 1 and {MAX_RANK}, found {text}", node.loc)
     raise KsTypeError(f"expected a tensor rank (a whole number >= 1), found {node}", node.loc)
