@@ -123,6 +123,25 @@ class FunctionDecl:
         """``[f (Tuple Float Float)] : (Tuple Float Float) -> Float``."""
         return f"{self.name} : {self.arg_type} -> {self.return_type}"
 
+    def to_edef(self) -> str:
+        """This declaration as an edef form; ``parse_ks`` reads it back to an equal decl
+        (less ``param_names``, which an edef cannot state)."""
+        return f"(edef {self.name} {self.return_type} {self.arg_type})"
+
+    def to_def(self, body: str = "0") -> str:
+        """A def form with this signature and parameter names (arg0... when there are none)."""
+        names = self.param_names
+        if not names:
+            # One parameter list entry per tuple element, except that a one-element
+            # tuple must stay one parameter: ((x : T)) would declare argument type T.
+            spread = isinstance(self.arg_type, TupleType) and len(self.arg_type.elements) != 1
+            names = tuple(f"arg{i}" for i in range(len(self.params))) if spread else ("arg0",)
+        if len(names) == 1:
+            params = f"({names[0]} : {self.arg_type})"
+        else:
+            params = "(" + " ".join(f"({n} : {t})" for n, t in zip(names, self.params)) + ")"
+        return f"(def {self.name} {self.return_type} {params} {body})"
+
     def derive(self, kind: str) -> "FunctionDecl":
         """The declaration of ``[kind NAME]`` computed from this signature."""
         s, t = self.arg_type, self.return_type
