@@ -49,7 +49,8 @@ def select_bindings(decls: Sequence[FunctionDecl], specs: Sequence[BindingSpec] 
     if specs is None:
         bindings = _default_bindings(decls, by_name, where)
     else:
-        bindings = [_resolve(spec, decls, by_name) for spec in specs]
+        plain = plain_name_index(decls)  # built once: resolving N specs stays O(N)
+        bindings = [_resolve(spec, decls, by_name, plain) for spec in specs]
     check_bindings(bindings)
     return bindings
 
@@ -105,8 +106,9 @@ def _default_bindings(decls: Sequence[FunctionDecl], by_name: dict[StructuredNam
 
 
 def _resolve(spec: BindingSpec, decls: Sequence[FunctionDecl],
-             by_name: dict[StructuredName, FunctionDecl]) -> Binding:
-    decl = find_function(spec.function or spec.name, decls, by_name, spec.location)
+             by_name: dict[StructuredName, FunctionDecl],
+             plain: dict[str, list[FunctionDecl]] | None = None) -> Binding:
+    decl = find_function(spec.function or spec.name, decls, by_name, spec.location, plain)
     vjp_decl = None
     if spec.vjp is not None:
         vjp_decl = by_name.get(StructuredName.derived("sufrev", decl.name))
@@ -118,8 +120,17 @@ def _resolve(spec: BindingSpec, decls: Sequence[FunctionDecl],
     return Binding(spec.name, decl, spec.vjp, vjp_decl, spec.mode, spec.location)
 
 
+def plain_name_index(decls: Sequence[FunctionDecl]) -> dict[str, list[FunctionDecl]]:
+    """Base functions by plain name, in declaration order."""
+    index: dict[str, list[FunctionDecl]] = {}
+    for d in decls:
+        if not d.name.is_derived:
+            index.setdefault(d.name.name, []).append(d)
+    return index
+
+
 def find_function(ref: str, decls: Sequence[FunctionDecl], by_name: dict[StructuredName, FunctionDecl],
-                  where: Location | None) -> FunctionDecl:
+                  where: Location | None, plain: dict[str, list[FunctionDecl]] | None = None) -> FunctionDecl:
     """A decl by structured name text (``[f Float]``) or unique plain name."""
     ref = ref.strip()
     if ref.startswith("["):
@@ -127,7 +138,7 @@ def find_function(ref: str, decls: Sequence[FunctionDecl], by_name: dict[Structu
         if name in by_name:
             return by_name[name]
         raise BindingError(f"no function {name} is declared{_suggest(str(name), decls)}", where)
-    matches = [d for d in decls if not d.name.is_derived and d.name.name == ref]
+    matches = (plain if plain is not None else plain_name_index(decls)).get(ref, [])
     if len(matches) == 1:
         return matches[0]
     if not matches:
