@@ -14,10 +14,10 @@ from typing import Any, Callable, Sequence
 from .binding import Binding, select_bindings
 from .config import ModuleSpec, load_config
 from .context import ModuleOptions
-from .errors import ConfigError, KsbindError
+from .errors import ConfigError, DeclarationError, KsbindError
 from .model import FunctionDecl
 from .output import PlannedFile, plan_files, write_planned
-from .reader import parse_ks, read_ks
+from .reader import parse_ks, read_ks, same_signature
 from .render import RenderedModule, render_module
 
 ConfigArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
@@ -41,9 +41,11 @@ def module_decls(spec: ModuleSpec) -> list[FunctionDecl]:
     unique = []
     for d in decls:
         if d.name in seen:
-            if seen[d.name] != d:
-                raise KsbindError(f"{d.name} is declared twice with different signatures "
-                                  f"(also at {seen[d.name].location})", d.location)
+            if not same_signature(seen[d.name], d):
+                raise DeclarationError(f"{d.name} is declared twice with different signatures "
+                                       f"(also at {seen[d.name].location})", d.location)
+            if d.param_names and not seen[d.name].param_names:  # prefer the def's parameter names
+                unique[unique.index(seen[d.name])] = seen[d.name] = d
             continue
         seen[d.name] = d
         unique.append(d)

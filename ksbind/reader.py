@@ -34,16 +34,24 @@ def parse_ks(text: str, filename: str = "<string>") -> list[FunctionDecl]:
         decl = _read_def(form) if head == "def" else _read_edef(form)
         previous = declared.get(decl.name)
         if previous is not None:
-            if previous != decl:
+            if not same_signature(previous, decl):
                 raise DeclarationError(
                     f"{decl.name} is declared again with a different signature: "
                     f"{decl.signature} here, {previous.signature} at {previous.location}",
                     decl.location,
                 )
-            continue  # the same declaration restated (e.g. an edef before its def)
+            # The same function restated (an edef before its def): keep the def's parameter names.
+            if decl.param_names and not previous.param_names:
+                entries[entries.index(previous)] = declared[decl.name] = decl
+            continue
         declared[decl.name] = decl
         entries.append(decl)
     return _resolve_gdefs(entries, declared)
+
+
+def same_signature(a: FunctionDecl, b: FunctionDecl) -> bool:
+    """Whether two declarations state the same function (parameter names aside)."""
+    return (a.name, a.arg_type, a.return_type) == (b.name, b.arg_type, b.return_type)
 
 
 def read_ks(path: str | os.PathLike[str]) -> list[FunctionDecl]:
@@ -152,7 +160,10 @@ def _resolve_gdefs(
         derived_name = StructuredName.derived(kind, target)
         if derived_name in declared:
             continue  # already stated in full (as in a .kso)
-        derived = primal.derive(kind)
+        try:
+            derived = primal.derive(kind)
+        except DeclarationError as e:  # report it at the gdef, not at the primal
+            raise DeclarationError(f"gdef {kind} of {target}: {e.message}", loc) from None
         derived = FunctionDecl(derived.name, derived.arg_type, derived.return_type,
                                location=loc, origin="gdef")
         declared[derived.name] = derived
