@@ -1,0 +1,290 @@
+// ksbind's entry-point support: the allocator every generated entry point
+// passes to ks code (g_alloc), logging (g_logging, ksbind::logged), the arena
+// guards (ksbind::ArenaLock, ksbind::ArenaScope) and releasing the GIL
+// around ks calls (ksbind::without_gil). Uses only the runtime surface in
+// KNOSSOS.md, so <knossos.h> may be ksbind's bundled one or ksc's own.
+//
+// Threads: one arena per module, guarded by a mutex (arena_mutex). An entry
+// point takes the mutex for its whole run and releases the GIL only around
+// the ks call itself. Why a mutex and not an arena per thread: for the ks
+// target results live in the arena until reset_allocator(), which is a
+// module-wide operation; per-thread arenas would make reset_allocator,
+// allocator_top and allocator_peak mean different things on each thread and
+// multiply the arena's memory by the number of threads. The mutex is never
+// waited on while holding the GIL (see lock_arena), so the two cannot deadlock.
+#pragma once
+
+#include <knossos.h>
+
+#include <Python.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <mutex>
+#include <new>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// Globals shared by this module's translation units only: hidden, so two
+// ksbind modules in one process never share (or unify) an arena.
+#define KSBIND_HIDDEN __attribute__((visibility("hidden")))
+
+namespace ks {
+namespace entry_points {
+
+constexpr size_t default_arena_bytes = 100000000;
+
+namespace detail {
+
+// Parse KSBIND_ARENA_BYTES; 0 when unset; throws on a bad value.
+inline size_t env_arena_bytes() {
+    const char* text = std::getenv("KSBIND_ARENA_BYTES");
+    if (!text || !*text) return 0;
+    errno = 0;
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || n == 0 || text[0] == '-')
+        throw std::invalid_argument(std::string("KSBIND_ARENA_BYTES must be a positive whole number of bytes, found '") +
+                                    text + "'");
+    return static_cast<size_t>(n);
+}
+
+inline size_t initial_arena_bytes() {
+    try {
+        size_t n = env_arena_bytes();
+        return n ? n : default_arena_bytes;
+    } catch (const std::exception&) {
+        return default_arena_bytes;  // reported when the module configures itself
+    }
+}
+
+// The arena lives in fixed storage so that it can be re-created with another
+// size (set_arena_bytes) while g_alloc keeps referring to the same object.
+alignas(ks::allocator) KSBIND_HIDDEN inline unsigned char arena_storage[sizeof(ks::allocator)];
+KSBIND_HIDDEN inline size_t arena_size = 0;
+
+inline ks::allocator& construct_arena(size_t bytes) {
+    ks::allocator* a = new (static_cast<void*>(arena_storage)) ks::allocator(bytes);
+    arena_size = bytes;
+    return *a;
+}
+
+}  // namespace detail
+
+// The allocator passed to every ks call, and whether calls are logged.
+KSBIND_HIDDEN inline ks::allocator& g_alloc = detail::construct_arena(detail::initial_arena_bytes());
+KSBIND_HIDDEN inline bool g_logging = false;
+KSBIND_HIDDEN inline std::mutex arena_mutex;
+KSBIND_HIDDEN inline auto g_base_mark = g_alloc.mark();
+
+// Take arena_mutex without ever blocking while holding the GIL: try first
+// (the common, uncontended case); otherwise let other Python threads run
+// (one of them may hold the mutex and need the GIL to finish) while waiting.
+inline void lock_arena() {
+    if (arena_mutex.try_lock()) return;
+    if (Py_IsInitialized() && PyGILState_Check()) {
+        PyThreadState* state = PyEval_SaveThread();
+        arena_mutex.lock();
+        PyEval_RestoreThread(state);
+    } else {
+        arena_mutex.lock();
+    }
+}
+
+inline void reset_allocator() {
+    lock_arena();
+    std::lock_guard<std::mutex> guard(arena_mutex, std::adopt_lock);
+    g_alloc.reset(g_base_mark);
+}
+
+inline size_t allocator_top() {
+    lock_arena();
+    std::lock_guard<std::mutex> guard(arena_mutex, std::adopt_lock);
+    return static_cast<size_t>(g_alloc.mark() - g_base_mark);
+}
+
+inline size_t allocator_peak() {
+    lock_arena();
+    std::lock_guard<std::mutex> guard(arena_mutex, std::adopt_lock);
+    return static_cast<size_t>(g_alloc.peak());
+}
+
+inline void logging(bool on) { g_logging = on; }
+
+inline size_t arena_bytes() { return detail::arena_size; }
+
+// Re-create the arena with a new size. Everything in the old arena (ks-target
+// results not yet copied out) is invalidated: documented as such.
+inline void set_arena_bytes(size_t bytes) {
+    if (bytes == 0) throw std::invalid_argument("arena_bytes must be positive");
+    lock_arena();
+    std::lock_guard<std::mutex> guard(arena_mutex, std::adopt_lock);
+    if (bytes == detail::arena_size) {
+        g_alloc.reset(g_base_mark);
+        return;
+    }
+    // Allocate the new arena before dropping the old one so a failure
+    // (std::bad_alloc -> MemoryError) leaves the module working.
+    ks::allocator* fresh = new ks::allocator(bytes);
+    delete fresh;
+    g_alloc.~allocator();
+    detail::construct_arena(bytes);
+    g_base_mark = g_alloc.mark();
+}
+
+// Called once by module init with the config's arena_bytes and logging.
+// KSBIND_ARENA_BYTES, when set, wins over the config.
+inline void configure(size_t config_arena_bytes, bool log) {
+    size_t env = detail::env_arena_bytes();
+    size_t bytes = env ? env : config_arena_bytes;
+    if (bytes != detail::arena_size) set_arena_bytes(bytes);
+    g_logging = log;
+}
+
+}  // namespace entry_points
+}  // namespace ks
+
+namespace ksbind {
+
+// ------------------------------------------------------------ arena guards
+
+// Holds arena_mutex for an entry point's whole run (ks target). If the call
+// fails, what it allocated is garbage: the arena goes back to the mark so a
+// MemoryError does not leave the arena full for the next call.
+class ArenaLock {
+public:
+    using mark_t = decltype(std::declval<ks::allocator&>().mark());
+    explicit ArenaLock(ks::allocator& alloc) : alloc_(alloc), exceptions_(std::uncaught_exceptions()) {
+        ks::entry_points::lock_arena();
+        mark_ = alloc_.mark();
+    }
+    ~ArenaLock() {
+        if (std::uncaught_exceptions() > exceptions_) alloc_.reset(mark_);
+        ks::entry_points::arena_mutex.unlock();
+    }
+    ArenaLock(const ArenaLock&) = delete;
+    ArenaLock& operator=(const ArenaLock&) = delete;
+
+protected:
+    ks::allocator& alloc_;
+    int exceptions_;
+    mark_t mark_;
+};
+
+// ArenaLock that also resets the arena to its mark when the entry point
+// returns (python and torch targets: results are copied out first), so a
+// loop of calls never grows the arena.
+class ArenaScope : public ArenaLock {
+public:
+    explicit ArenaScope(ks::allocator& alloc) : ArenaLock(alloc) {}
+    ~ArenaScope() {
+        if (std::uncaught_exceptions() <= exceptions_) alloc_.reset(mark_);
+    }
+};
+
+// ------------------------------------------------------------ the GIL
+
+// Run f with the GIL released (when this thread holds it), so other Python
+// threads run during a long ks call. f must not touch Python objects.
+template <class F>
+decltype(auto) without_gil(F&& f) {
+    if (!Py_IsInitialized() || !PyGILState_Check()) return f();
+    struct Restore {
+        PyThreadState* state;
+        ~Restore() { PyEval_RestoreThread(state); }
+    } restore{PyEval_SaveThread()};
+    return f();
+}
+
+// ------------------------------------------------------------ logging
+
+// How many elements of a tensor are printed before "...".
+constexpr int logged_elements = 6;
+
+template <class T>
+struct Logged {
+    const T& value;
+};
+
+template <class T>
+Logged<T> logged(const T& value) {
+    return Logged<T>{value};
+}
+
+namespace detail {
+
+template <class T>
+struct is_tensor : std::false_type {};
+template <int D, class T>
+struct is_tensor<ks::tensor<D, T>> : std::true_type {};
+
+template <class T, class = void>
+struct is_tuple_like : std::false_type {};
+template <class... Ts>
+struct is_tuple_like<std::tuple<Ts...>> : std::true_type {};
+
+template <class T>
+void print(std::ostream& os, const T& v);
+
+template <size_t... I, class T>
+void print_tuple(std::ostream& os, const T& t, std::index_sequence<I...>) {
+    os << "(";
+    ((os << (I == 0 ? "" : ", "), print(os, ks::get<I>(t))), ...);
+    os << ")";
+}
+
+template <class... Ts>
+void print_size(std::ostream& os, const std::tuple<Ts...>& size) {
+    std::apply([&](auto... s) {
+        int i = 0;
+        ((os << (i++ ? "x" : "") << s), ...);
+    }, size);
+}
+inline void print_size(std::ostream& os, int size) { os << size; }
+
+template <class T>
+void print(std::ostream& os, const T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+        os << (v ? "true" : "false");
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        os << '"';
+        if (v.size() > 64) os << v.substr(0, 64) << "...(" << v.size() << " chars)";
+        else os << v;
+        os << '"';
+    } else if constexpr (std::is_arithmetic_v<T>) {
+        os << v;
+    } else if constexpr (is_tensor<T>::value) {
+        int n = v.num_elements();
+        os << "tensor[";
+        print_size(os, v.size());
+        os << "](";
+        for (int i = 0; i < n && i < logged_elements; ++i) {
+            if (i) os << ", ";
+            print(os, v.data()[i]);
+        }
+        if (n > logged_elements) os << ", ...";
+        os << ")";
+    } else {
+        print_tuple(os, v, std::make_index_sequence<std::tuple_size<T>::value>());
+    }
+}
+
+}  // namespace detail
+
+template <class T>
+std::ostream& operator<<(std::ostream& os, const Logged<T>& l) {
+    detail::print(os, l.value);
+    return os;
+}
+
+}  // namespace ksbind
+
+// Converters for the python target (and shared by the torch target).
+#include "ksbind-python.h"
