@@ -296,10 +296,20 @@ def _inline(r: _NodeReader, node: yaml.Node) -> InlineDeclarations:
     # Pad so the ks reader's line numbers are the config file's.
     mark = node.start_mark
     if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
-        padded = "\n" * (mark.line + 1) + text
+        # YAML strips the block's indentation; put it back so columns match too.
+        indent = _block_indent(mark.buffer or "", mark.line + 1) if mark.buffer else 0
+        padded = "\n" * (mark.line + 1) + "\n".join(" " * indent + line for line in text.split("\n"))
     else:
         padded = "\n" * mark.line + " " * (mark.column + (1 if node.style in ("'", '"') else 0)) + text
     return InlineDeclarations(padded, r.loc(node))
+
+
+def _block_indent(source: str, first_line: int) -> int:
+    """The indentation of a block scalar's first non-blank line (0-based line numbers)."""
+    for line in source.split("\n")[first_line:]:
+        if line.strip():
+            return len(line) - len(line.lstrip(" "))
+    return 0
 
 
 def _runtime(r: _NodeReader, node: yaml.Node, base: Path) -> RuntimeSpec:
