@@ -1,5 +1,6 @@
 """ksbind: C++ entry points and Python/PyTorch bindings for Knossos-compiled functions."""
 from ._version import __version__
+from .build import build
 from .config import ModuleSpec, load_config
 from .errors import KsbindError, Location
 from .model import FunctionDecl, StructuredName
@@ -10,5 +11,5 @@ from .types import KsType, parse_type
 
 __all__ = [
     "__version__", "KsbindError", "Location", "KsType", "parse_type", "FunctionDecl", "StructuredName",
-    "parse_ks", "read_ks", "render_module", "RenderedModule", "ModuleSpec", "load_config", "generate",
+    "parse_ks", "read_ks", "render_module", "RenderedModule", "ModuleSpec", "load_config", "generate", "build",
 ]

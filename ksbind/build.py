@@ -1,0 +1,232 @@
+"""Compile generated modules with g++ and import them, cached by content hash.
+
+``build(config_or_spec)`` renders a module, writes its generated files to its
+output folder, and returns the imported extension module. The cache key
+covers every input (generated files, the config's cpp sources and the headers
+beside them, the runtime's headers and sources, ksbind's own headers, compiler
+and flags, ksbind/pybind11/Python versions and ABI), so an unchanged rebuild
+imports the cached module without running the compiler, in any process.
+Torch-target modules are built by ``ksbind.build_torch`` (torch's own
+extension builder) with the same cache (``ksbind.buildcache``).
+
+Environment: ``CXX`` (compiler, default g++), ``KSBIND_CXXFLAGS`` (extra
+flags, part of the key), ``KSBIND_CACHE_DIR`` (cache folder), ``KSBIND_JOBS``
+(parallel compiles, default: CPU count).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Sequence
+
+from . import buildcache
+from .config import ModuleSpec, load_config
+from .errors import BuildError, Location
+from .output import plan_files, write_planned
+from .render import RenderedModule
+
+INCLUDE_DIR = Path(__file__).parent / "include"
+BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-g0")
+#: Generated files that are translation units (the rest are headers or stubs).
+CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
+
+
+@dataclass(frozen=True)
+class CompilePlan:
+    """Everything a compile needs, and nothing else: also what the key hashes."""
+
+    name: str
+    sources: tuple[Path, ...]        # translation units, in order
+    include_dirs: tuple[Path, ...]   # searched in order: runtime first, then ksbind's
+    flags: tuple[str, ...]
+    cxx: tuple[str, ...]             # compiler command (may carry arguments)
+    log_dir: Path                    # where a failed compile's full output goes
+
+
+def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | None = None,
+          templates: Sequence[str] = (), cache_dir: str | os.PathLike[str] | None = None,
+          quiet: bool = False) -> ModuleType:
+    """Generate, compile (or reuse the cached build) and import one module.
+
+    ``config_or_spec`` is a config path or a ModuleSpec. A config holding
+    several modules needs ``name`` to say which one.
+    """
+    if isinstance(config_or_spec, ModuleSpec):
+        spec = config_or_spec
+    else:
+        specs = load_config(config_or_spec)
+        if name is not None:
+            matching = [s for s in specs if s.name == name]
+            if not matching:
+                raise BuildError(f"no module named {name!r} in this config (it has: "
+                                 f"{', '.join(s.name for s in specs)})", Location(os.fspath(config_or_spec)))
+            spec = matching[0]
+        elif len(specs) == 1:
+            spec = specs[0]
+        else:
+            raise BuildError(f"this config holds {len(specs)} modules ({', '.join(s.name for s in specs)}): "
+                             "pass name=... or use build_configs()", Location(os.fspath(config_or_spec)))
+    return build_spec(spec, templates=templates, cache_dir=cache_dir, quiet=quiet)
+
+
+def build_configs(configs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                  templates: Sequence[str] = (), cache_dir: str | os.PathLike[str] | None = None,
+                  quiet: bool = False) -> list[tuple[str, ModuleType]]:
+    """Build every module of every config (``ksbind build``); all are rendered first."""
+    paths = [configs] if isinstance(configs, (str, os.PathLike)) else list(configs)
+    specs = [s for p in paths for s in load_config(p)]
+    return [(s.name, build_spec(s, templates=templates, cache_dir=cache_dir, quiet=quiet)) for s in specs]
+
+
+def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
+               cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False) -> ModuleType:
+    from .pipeline import render_spec
+
+    rendered = render_spec(spec, templates)
+    root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
+    if spec.target == "torch":
+        from .build_torch import build_torch_module  # torch is imported only for torch modules
+        return build_torch_module(spec, rendered, cache_dir=root, quiet=quiet)
+    generated = write_generated(spec.output, rendered)
+    plan = compile_plan(spec, generated)
+    return build_plan(plan, rendered, root, quiet=quiet)
+
+
+def write_generated(out_dir: Path, rendered: RenderedModule) -> list[Path]:
+    """Write the generated files (only those that changed); returns all their paths."""
+    planned = plan_files(out_dir, rendered.files)
+    write_planned(planned)
+    return [p.path for p in planned]
+
+
+def compiler() -> tuple[str, ...]:
+    return tuple(shlex.split(os.environ.get("CXX", "g++"))) or ("g++",)
+
+
+def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
+    import pybind11
+
+    runtime_dirs = (INCLUDE_DIR,) if spec.runtime.bundled else tuple(spec.runtime.include_dirs)
+    runtime_sources = () if spec.runtime.bundled else tuple(spec.runtime.sources)
+    units = tuple(p for p in generated if p.suffix in CPP_SUFFIXES) + tuple(spec.cpp) + runtime_sources
+    include_dirs = tuple(dict.fromkeys(
+        [*runtime_dirs, INCLUDE_DIR, Path(pybind11.get_include()), Path(sysconfig.get_paths()["include"])]))
+    flags = BASE_FLAGS + (f"-DTORCH_EXTENSION_NAME={spec.name}",) + tuple(
+        shlex.split(os.environ.get("KSBIND_CXXFLAGS", "")))
+    return CompilePlan(spec.name, units, include_dirs, flags, compiler(), Path(spec.output))
+
+
+def cache_key(plan: CompilePlan, target: str) -> str:
+    h = buildcache.Hasher.with_environment()
+    h.add_text("target", target)
+    h.add_text("name", plan.name)
+    h.add_text("cxx", "\0".join(plan.cxx))
+    h.add_text("flags", "\0".join(plan.flags))
+    for i, src in enumerate(plan.sources):
+        h.add_file(src, f"source{i}:{src.name}")
+    # Headers the sources may include: beside each source, and on the include path.
+    for d in dict.fromkeys([*(s.parent for s in plan.sources), *plan.include_dirs[:-2]]):
+        h.add_dir_headers(d)
+    return h.hexdigest()
+
+
+def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path, quiet: bool = False) -> ModuleType:
+    entry = buildcache.CacheEntry(root, plan.name, cache_key(plan, rendered.target))
+    if not entry.is_built():
+        with entry.lock():
+            if not entry.is_built():  # another process may have built it while we waited
+                _compile_into(entry, plan, quiet)
+    return buildcache.import_from_path(plan.name, entry.module_path)
+
+
+def _progress(quiet: bool, text: str) -> None:
+    if not quiet:
+        print(f"ksbind: {text}", file=sys.stderr, flush=True)
+
+
+def _compile_into(entry: buildcache.CacheEntry, plan: CompilePlan, quiet: bool) -> None:
+    start = time.monotonic()
+    _progress(quiet, f"{plan.name}: compiling {len(plan.sources)} files with {plan.cxx[0]}")
+    with entry.staging() as tmp:
+        objects = compile_all(plan, tmp)
+        out = tmp / entry.module_path.name
+        _run([*plan.cxx, "-shared", *plan.flags, "-o", str(out), *map(str, objects)], plan.sources[0], "linking",
+             plan.log_dir)
+        entry.install(out)
+    _progress(quiet, f"{plan.name}: done in {time.monotonic() - start:.1f} s ({entry.module_path})")
+
+
+def compile_all(plan: CompilePlan, tmp: Path) -> list[Path]:
+    """Compile every translation unit in parallel; the first failure (in source order) is raised."""
+    includes = [f"-I{d}" for d in plan.include_dirs]
+    objects = [tmp / f"{i}_{src.stem}.o" for i, src in enumerate(plan.sources)]
+    failed = threading.Event()
+
+    def one(i: int) -> BuildError | None:
+        if failed.is_set():
+            return None
+        src = plan.sources[i]
+        try:
+            _run([*plan.cxx, *plan.flags, *includes, "-c", str(src), "-o", str(objects[i])], src, "compiling",
+                 plan.log_dir)
+        except BuildError as e:
+            failed.set()
+            return e
+        return None
+
+    jobs = int(os.environ.get("KSBIND_JOBS", "0") or 0) or os.cpu_count() or 1
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(plan.sources)))) as pool:
+        errors = list(pool.map(one, range(len(plan.sources))))
+    for e in errors:
+        if e is not None:
+            raise e
+    return objects
+
+
+_ERROR_LINE = re.compile(r"(?:^|\s)(?:fatal )?error[:\s]", re.IGNORECASE)
+
+
+def _run(cmd: list[str], src: Path, what: str, log_dir: Path) -> None:
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              errors="replace", stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise BuildError(f"C++ compiler {cmd[0]!r} not found (set CXX, or install g++)", Location(str(src))) from None
+    if proc.returncode == 0:
+        return
+    log: Path | None = log_dir / f"{src.name}.build.log" if _writable(log_dir) else None
+    if log is not None:
+        try:
+            log.write_text(f"$ {shlex.join(cmd)}\n{proc.stdout}", encoding="utf-8")
+        except OSError:
+            log = None
+    first = first_error(proc.stdout) or f"{cmd[0]} exited with status {proc.returncode}"
+    more = f" (full output: {log})" if log is not None else ""
+    raise BuildError(f"{what} {src} failed: {first}{more}", Location(str(src)))
+
+
+def _writable(d: Path) -> bool:
+    return os.access(d, os.W_OK)
+
+
+def first_error(output: str) -> str:
+    """The compiler's first error line, or its first line when none says 'error'."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    for ln in lines:
+        if _ERROR_LINE.search(ln):
+            return ln
+    return lines[0] if lines else ""
+
+
+__all__ = ["build", "build_configs", "build_spec", "compile_plan", "cache_key", "CompilePlan", "first_error",
+           "INCLUDE_DIR", "BASE_FLAGS"]
