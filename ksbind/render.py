@@ -5,8 +5,10 @@ and the built-ins also reachable as ``builtin/NAME`` so overrides can extend the
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -14,21 +16,29 @@ from typing import Any, Callable, Sequence
 
 import jinja2
 
-from ._version import __version__
+from ._version import TEMPLATE_API, __version__
 from .binding import Binding, BindingSpec, select_bindings
 from .context import ModuleOptions, build_context
 from .errors import KsbindError, Location, TemplateError
-from .model import FunctionDecl
+from .model import FunctionDecl, StructuredName
+from .reader import structured_name_from_node
+from .sexpr import SList, parse_sexprs
 from .targets import get_target
 from .types import KsType, parse_type
 
 BUILTIN_TEMPLATES = Path(__file__).parent / "templates"
 
 
+_PLAIN = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII except " and \\
+
+
 def cpp_string(value: Any) -> str:
     """A C++ string literal for any text: quotes, backslashes, control and non-ASCII escaped."""
+    text = str(value)
+    if _PLAIN.fullmatch(text):  # the common case, without the per-character loop
+        return f'"{text}"'
     out = ['"']
-    for ch in str(value):
+    for ch in text:
         if ch in '"\\':
             out.append("\\" + ch)
         elif ch == "\n":
@@ -47,30 +57,99 @@ def py_string(value: Any) -> str:
     return repr(str(value))
 
 
+def py_docstring(value: Any) -> str:
+    """A triple-quoted Python docstring literal (for stubs)."""
+    text = str(value).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return f'"""{text}"""'
+
+
+@lru_cache(maxsize=4096)
+def _structured_name(text: str) -> StructuredName:
+    nodes = parse_sexprs(text, "<filter cpp_symbol>")
+    if len(nodes) != 1 or not isinstance(nodes[0], SList) or nodes[0].bracket != "[":
+        raise ValueError(f"expected a structured name such as [f Float], found {text!r}")
+    return structured_name_from_node(nodes[0])
+
+
+@lru_cache(maxsize=4096)
 def _as_type(t: KsType | str) -> KsType:
     return t if isinstance(t, KsType) else parse_type(str(t))
 
 
+#: Filters every template can use (documented in docs/templates.md). A config's
+#: ``filters:`` module adds to these (and may replace them) for its modules.
 FILTERS: dict[str, Callable[..., Any]] = {
-    "cpp_string": cpp_string,
-    "py_string": py_string,
-    "cpp_type": lambda t: _as_type(t).cpp,
-    "mangle": lambda t: _as_type(t).mangled,
-    "ks_type": lambda t: str(_as_type(t)),
+    "cpp_string": cpp_string,                           # "text" as a C++ string literal
+    "py_string": py_string,                             # 'text' as a Python string literal
+    "py_docstring": py_docstring,                       # """text""" as a Python docstring
+    "cpp_type": lambda t: _as_type(t).cpp,              # (Vec Float) -> ks::tensor<1, ks::Float>
+    "mangle": lambda t: _as_type(t).mangled,            # (Vec Float) -> T1f
+    "ks_type": lambda t: str(_as_type(t)),              # (Vec Float) -> (Tensor 1 Float)
+    "tangent": lambda t: str(_as_type(t).tangent),      # Integer -> (Tuple)
+    "cpp_symbol": lambda name: _structured_name(str(name)).cpp_symbol,  # [f (Tuple Float Float)] -> f$aff
 }
+
+
+class TemplateAPIWarning(UserWarning):
+    """An override template stamped for another template-API version than this ksbind's."""
+
+
+_API_STAMP = "ksbind-template-api:"
+
+
+def template_api_of(source: str) -> str | None:
+    """The version in a template's ``{# ksbind-template-api: N #}`` first comment, or None.
+
+    Read with Jinja2's own lexer, so any comment style the lexer accepts works.
+    """
+    try:
+        tokens = _LEXER_ENV.lex(source)
+        for _, kind, value in tokens:
+            if kind == "comment_begin" or kind == "whitespace":
+                continue
+            if kind == "comment" and value.strip().startswith(_API_STAMP):
+                return value.strip()[len(_API_STAMP):].strip()
+            return None
+    except jinja2.TemplateSyntaxError:
+        return None  # reported properly when the template is parsed
+    return None
+
+
+_LEXER_ENV = jinja2.Environment()
+
+
+class _OverrideLoader(jinja2.FileSystemLoader):
+    """A user's override directory: warns when a template was written for another template API."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+        source, filename, uptodate = super().get_source(environment, template)
+        version = template_api_of(source)
+        if version is not None and version != str(TEMPLATE_API):
+            warnings.warn(
+                f"{filename}: template written for ksbind template API {version}, but ksbind {__version__} "
+                f"provides template API {TEMPLATE_API}; compare it with 'ksbind templates eject' output and "
+                f"the changes listed in docs/templates.md, then update its first line", TemplateAPIWarning,
+                stacklevel=2)
+        return source, filename, uptodate
 
 
 @lru_cache(maxsize=32)
 def environment(overrides: tuple[str, ...] = (), extra_filters: tuple[tuple[str, Callable[..., Any]], ...] = ()
                 ) -> jinja2.Environment:
-    """The Environment for a template search path (cached: templates compile once)."""
+    """The Environment for a template search path (cached: templates compile once).
+
+    Override directories come first, then the built-ins; ``builtin/NAME`` always
+    names the built-in, so an override can extend the template it replaces.
+    """
     loader = jinja2.ChoiceLoader([
         jinja2.PrefixLoader({"builtin": jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES))}),
-        jinja2.FileSystemLoader([*overrides, str(BUILTIN_TEMPLATES)]),
+        *(_OverrideLoader(d) for d in overrides),
+        jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES)),
     ])
     env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
-                             auto_reload=False)
+                             # Users edit overrides while iterating; built-ins never change.
+                             auto_reload=bool(overrides))
     env.filters.update(FILTERS)
     env.filters.update(dict(extra_filters))
     return env
@@ -80,8 +159,9 @@ def environment(overrides: tuple[str, ...] = (), extra_filters: tuple[tuple[str,
 class RenderedModule:
     name: str
     target: str
-    files: dict[str, str]
+    files: dict[str, str]       # output file name -> text, in a fixed order
     context: dict[str, Any] = field(repr=False)
+    templates: dict[str, str] = field(default_factory=dict)  # output file name -> template name
 
 
 def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name: str = "m", target: str = "ks",
@@ -90,10 +170,11 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
                   templates: Sequence[str | os.PathLike[str]] = (), torch_library: str | None = None,
                   config: str | None = None, filters: dict[str, Callable[..., Any]] | None = None,
                   options: ModuleOptions | None = None) -> RenderedModule:
-    """Render the C++ (and stub) files of one module.
+    """Render the C++ and stub files of one module.
 
     ``decls`` are FunctionDecls (bound by ``bindings`` specs, or every base
-    function when None) or already-resolved Bindings.
+    function when None) or already-resolved Bindings. ``templates`` are
+    override directories, searched before the built-ins.
     """
     if options is None:
         options = ModuleOptions(
@@ -102,46 +183,86 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
             templates=tuple(os.fspath(t) for t in templates),
             **({"arena_bytes": arena_bytes} if arena_bytes is not None else {}),
         )
+    for d in options.templates:
+        if not os.path.isdir(d):
+            raise TemplateError("template override directory not found", Location(d))
     if decls and isinstance(decls[0], Binding):
         resolved = list(decls)  # type: ignore[arg-type]
     else:
         resolved = select_bindings(list(decls), bindings)  # type: ignore[arg-type]
     ctx = build_context(resolved, options)
-    ctx["stamp_cpp"] = stamp(options, "//")
-    ctx["stamp_py"] = stamp(options, "#")
     env = environment(options.templates, tuple(sorted((filters or {}).items())))
     target_module = get_target(options.target)
     plan = target_module.SINGLE_FILE if options.layout == "single" else target_module.FILES
-    files = {out: render_template(env, name, ctx, options.templates) for out, name in plan.items()}
-    return RenderedModule(options.name, options.target, files, ctx)
+    files: dict[str, str] = {}
+    used: dict[str, str] = {}
+    for out, name in sorted(plan.items()):
+        out = out.replace("{module}", options.name)
+        origin = template_origin(name, options.templates)
+        file_ctx = dict(ctx, stamp_cpp=stamp(options, "//", name, origin),
+                        stamp_py=stamp(options, "#", name, origin))
+        files[out] = render_template(env, name, file_ctx, options.templates)
+        used[out] = name
+    return RenderedModule(options.name, options.target, files, ctx, used)
 
 
-def stamp(options: ModuleOptions, comment: str) -> str:
-    """The first line of every generated file: what made it and from what."""
-    source = options.config or "the Python API"
-    templates = ", ".join(options.templates) if options.templates else "built-in templates"
+def template_origin(name: str, overrides: Sequence[str]) -> str | None:
+    """The override directory a template name resolves to, or None for the built-in."""
+    for d in overrides:
+        if os.path.isfile(os.path.join(d, *name.split("/"))):
+            return d
+    return None
+
+
+def stamp(options: ModuleOptions, comment: str, template: str = "", origin: str | None = None) -> str:
+    """The first line of every generated file: what made it and from what.
+
+    Paths are shown relative to the config's folder (or as given), so the line,
+    and with it the file, does not depend on the directory ksbind ran in.
+    """
+    base = os.path.dirname(options.config) if options.config else None
+    source = f"{os.path.basename(options.config)} (module {options.name})" if options.config else \
+        f"the Python API (module {options.name})"
+    if template:
+        where = f"from {_shown(origin, base)}" if origin else "(built-in)"
+        templates = f"template {template} {where}"
+    else:
+        templates = "templates from " + ", ".join(_shown(t, base) for t in options.templates) \
+            if options.templates else "built-in templates"
     return (f"{comment} Generated by ksbind {__version__} from {source} with {templates}. "
             f"Do not edit: regenerate instead.\n")
 
 
+def _shown(path: str | None, base: str | None) -> str:
+    if path is None:
+        return ""
+    if base is not None:
+        try:
+            path = os.path.relpath(path, base or ".")
+        except ValueError:  # another drive (Windows): keep it as given
+            pass
+    return path.replace(os.sep, "/").rstrip("/") + "/"
+
+
 def render_template(env: jinja2.Environment, name: str, ctx: dict[str, Any],
                     overrides: Sequence[str] = ()) -> str:
+    """Render one template; every failure becomes a TemplateError at the template's file and line."""
     try:
         return env.get_template(name).render(ctx)
     except jinja2.TemplateNotFound as e:
-        raise TemplateError(f"template {e.name!r} not found in {_search_path(overrides)}",
-                            Location(name)) from None
+        where = _template_frame(e, name, overrides)
+        raise TemplateError(f"template {e.name!r} not found in {_search_path(overrides)}", where) from None
     except jinja2.TemplateSyntaxError as e:
         raise TemplateError(f"template syntax error: {e.message}{_origin(e.filename, overrides)}",
                             Location(e.filename or e.name or name, e.lineno)) from None
     except jinja2.UndefinedError as e:
-        where = _template_frame(e, name)
+        where = _template_frame(e, name, overrides)
         raise TemplateError(f"undefined value in template: {e.message}{_origin(where.file, overrides)}",
                             where) from None
     except KsbindError:
         raise
     except Exception as e:  # a template's own error (e.g. a filter given a bad value)
-        where = _template_frame(e, name)
+        where = _template_frame(e, name, overrides)
         raise TemplateError(f"template failed: {type(e).__name__}: {e}{_origin(where.file, overrides)}",
                             where) from None
 
@@ -154,15 +275,24 @@ def _origin(filename: str | None, overrides: Sequence[str]) -> str:
     if not filename:
         return ""
     for d in overrides:
-        if os.path.abspath(filename).startswith(os.path.abspath(d) + os.sep):
+        if _inside(filename, d):
             return f" (from override directory {d})"
-    return " (built-in template)" if str(BUILTIN_TEMPLATES) in os.path.abspath(filename) else ""
+    return " (built-in template)" if _inside(filename, str(BUILTIN_TEMPLATES)) else ""
 
 
-def _template_frame(exc: BaseException, fallback: str) -> Location:
-    """The innermost template file and line in an exception's traceback."""
+def _inside(filename: str, folder: str) -> bool:
+    return os.path.abspath(filename).startswith(os.path.abspath(folder) + os.sep)
+
+
+def _template_frame(exc: BaseException, fallback: str, overrides: Sequence[str] = ()) -> Location:
+    """The innermost template file and line in an exception's traceback.
+
+    Jinja2 rewrites tracebacks so template code shows as the template's file
+    and line; any frame in an override directory or the built-ins is one.
+    """
     found = Location(fallback)
+    folders = [*overrides, str(BUILTIN_TEMPLATES)]
     for frame in traceback.extract_tb(exc.__traceback__ or sys.exc_info()[2]):
-        if frame.filename.endswith(".j2") or "/templates/" in frame.filename:
+        if any(_inside(frame.filename, d) for d in folders):
             found = Location(frame.filename, frame.lineno)
     return found
