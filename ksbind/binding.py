@@ -101,7 +101,8 @@ def _default_bindings(decls: Sequence[FunctionDecl], by_name: dict[StructuredNam
         # Overloads of one ks name get the symbol as a distinguishing suffix.
         name = d.name.name if counts[d.name.name] == 1 else sanitize(d.cpp_symbol.replace("$", "_"))
         vjp = by_name.get(StructuredName.derived("sufrev", d.name))
-        out.append(Binding(name, d, f"{name}_vjp" if vjp else None, vjp, "plain", where or d.location))
+        # Located at the declaration: that is what a user fixes when a default binding is bad.
+        out.append(Binding(name, d, f"{name}_vjp" if vjp else None, vjp, "plain", d.location or where))
     return out
 
 

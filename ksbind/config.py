@@ -283,8 +283,9 @@ def _paths(r: _NodeReader, node: yaml.Node, what: str, base: Path, must_exist: s
     for text, n in r.string_list(node, what):
         p = _normal(base / text)
         if must_exist == "file" and not p.is_file():
-            raise ConfigError(f"{what} entry {text!r}: {'is a directory, not a file' if p.is_dir() else 'no such file'}"
-                              f" (looked for {p})", r.loc(n))
+            problem = ("is a directory, not a file" if p.is_dir() else
+                       "is not a regular file (a FIFO, socket or device?)" if p.exists() else "no such file")
+            raise ConfigError(f"{what} entry {text!r}: {problem} (looked for {p})", r.loc(n))
         if must_exist == "dir" and not p.is_dir():
             raise ConfigError(f"{what} entry {text!r}: no such directory (looked for {p})", r.loc(n))
         out.append(p)

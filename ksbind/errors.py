@@ -41,6 +41,12 @@ class KsbindError(Exception):
         return f"{self.location}: {self.message}"
 
 
+class InputFileError(KsbindError):
+    """A user file that is missing, unreadable, not a regular file, or not UTF-8."""
+
+    kind = "file error"
+
+
 class KsSyntaxError(KsbindError):
     """Malformed s-expression text (unbalanced brackets, unterminated string...)."""
 

@@ -10,7 +10,7 @@ import os
 import stat
 from typing import Sequence
 
-from .errors import DeclarationError, KsbindError, Location, closest
+from .errors import DeclarationError, InputFileError, Location, closest
 from .model import DERIVATIONS, FunctionDecl, StructuredName
 from .sexpr import Atom, Node, SList, parse_sexprs
 from .types import KsType, TupleType, type_from_node, type_from_nodes
@@ -68,23 +68,23 @@ def read_text(path: str | os.PathLike[str], what: str = "declaration file") -> s
         if stat.S_ISDIR(mode):
             raise IsADirectoryError
         if not stat.S_ISREG(mode):
-            raise KsbindError(f"{what} is not a regular file (a FIFO, socket or device?)", Location(name))
+            raise InputFileError(f"{what} is not a regular file (a FIFO, socket or device?)", Location(name))
         with open(name, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        raise KsbindError(f"{what} not found", Location(name)) from None
+        raise InputFileError(f"{what} not found", Location(name)) from None
     except IsADirectoryError:
-        raise KsbindError(f"{what} is a directory, expected a file", Location(name)) from None
+        raise InputFileError(f"{what} is a directory, expected a file", Location(name)) from None
     except OSError as e:
-        raise KsbindError(f"cannot read {what}: {e.strerror}", Location(name)) from None
+        raise InputFileError(f"cannot read {what}: {e.strerror}", Location(name)) from None
     except ValueError:  # e.g. a NUL byte in the path
-        raise KsbindError(f"{what} path {name!r} is not a valid file name", Location(repr(name))) from None
+        raise InputFileError(f"{what} path {name!r} is not a valid file name", Location(repr(name))) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise KsbindError(
+        raise InputFileError(
             f"{what} is not valid UTF-8 (byte 0x{data[e.start]:02x}); save it as UTF-8",
             Location(name, line, column),
         ) from None
