@@ -42,6 +42,44 @@ class TensorTypeInfo:
     element: str       # ks element type, e.g. Float
     element_cpp: str   # e.g. ks::Float
     py_name: str       # e.g. Tensor_1_Float
+    py_element: str = "float"       # Python type of one element
+    py_list: str = "list[float]"    # what tolist() returns: nested lists, one level per dimension
+    py_size: str = "int"            # what size() returns: an int (rank 1) or a tuple of ints
+    py_shape: str = "tuple[int]"    # the shape property's type
+
+
+@dataclass(frozen=True)
+class StubParam:
+    name: str
+    py_type: str
+
+
+@dataclass(frozen=True)
+class StubFunction:
+    """One module-level function in the generated .pyi stub."""
+
+    name: str
+    params: tuple[StubParam, ...]
+    returns: str
+    doc: str
+    positional_only: bool = False  # pybind functions defined without pybind11::arg names
+
+
+#: The functions every generated module defines besides its bindings (see the
+#: allocator_functions block of module.cpp.j2 and knossos-entry-points.h).
+ALLOCATOR_FUNCTIONS: tuple[StubFunction, ...] = (
+    StubFunction("reset_allocator", (), "None",
+                 "Free everything allocated in the module's arena (invalidates ks-target results viewing it)."),
+    StubFunction("allocator_top", (), "int", "Bytes of the arena in use now."),
+    StubFunction("allocator_peak", (), "int", "Most bytes of the arena ever in use at once."),
+    StubFunction("logging", (StubParam("on", "bool"),), "None",
+                 "Print every call and its result to stderr when on.", positional_only=True),
+    StubFunction("arena_bytes", (), "int", "The arena's size in bytes."),
+    StubFunction("set_arena_bytes", (StubParam("bytes", "int"),), "None",
+                 "Replace the arena by one of this many bytes (frees everything in the old one).",
+                 positional_only=True),
+)
+_SCALAR_PY = {"Float": "float", "Integer": "int", "Bool": "bool", "String": "str"}
 
 
 @dataclass(frozen=True)
@@ -100,7 +138,12 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "module_doc": f"ksbind {options.target}-target bindings for: "
                       + ", ".join(str(b.decl.name) for b in bindings),
     }
+    # What the .pyi stub declares (a target's extra_context may replace these).
+    ctx["stub_functions"] = stub_functions(entries)
+    ctx["allocator_functions"] = list(ALLOCATOR_FUNCTIONS)
+    ctx["stub_classes"] = ctx["tensor_types"]
     ctx.update(target.extra_context(bindings, options) if hasattr(target, "extra_context") else {})
+    ctx.setdefault("stub_imports", stub_imports(options.target, ctx["stub_classes"]))
     return ctx
 
 
@@ -115,7 +158,33 @@ def _tensor_types(bindings: Sequence[Binding], configured: Sequence[tuple[int, s
                         key = (sub.rank, sub.element.name)
                         if key not in seen:
                             seen.append(key)
-    return [TensorTypeInfo(r, e, ScalarType(e).cpp, f"Tensor_{r}_{e}") for r, e in seen]
+    return [_tensor_info(r, e) for r, e in seen]
+
+
+def _tensor_info(rank: int, element: str) -> TensorTypeInfo:
+    py = _SCALAR_PY[element]
+    nested = py
+    for _ in range(rank):
+        nested = f"list[{nested}]"
+    shape = "tuple[" + ", ".join(["int"] * rank) + "]"
+    return TensorTypeInfo(rank, element, ScalarType(element).cpp, f"Tensor_{rank}_{element}", py, nested,
+                          "int" if rank == 1 else shape, shape)
+
+
+def stub_functions(entries: Sequence[EntryPoint]) -> list[StubFunction]:
+    """The stub's view of each entry point: Python names and types, docstring."""
+    return [StubFunction(e.name, tuple(StubParam(p.py_name, p.py_type) for p in e.params), e.result.py_type,
+                         e.doc) for e in entries]
+
+
+def stub_imports(target: str, tensor_types: Sequence[TensorTypeInfo]) -> list[str]:
+    """Import lines the stub needs for the annotations the target produces."""
+    lines = []
+    if tensor_types:
+        lines += ["from typing import Any, Protocol", "", "from typing_extensions import Buffer"]
+    if target == "torch":
+        lines += ["", "import torch"] if lines else ["import torch"]
+    return lines
 
 
 def context_to_json(ctx: dict[str, Any]) -> Any:

@@ -30,7 +30,7 @@ def test_version() -> None:
 def test_generate_then_unchanged_then_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     r = run("generate", CONFIG, "-o", tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == f"relu3_ext: 3 files in {tmp_path / 'relu3_ext'} (3 changed)"
+    assert r.stdout.strip() == f"relu3_ext: 4 files in {tmp_path / 'relu3_ext'} (4 changed)"  # 3 C++ files and the .pyi stub
     assert (tmp_path / "relu3_ext" / "module.cpp").is_file()
     assert main(["generate", str(CONFIG), "-o", str(tmp_path)]) == 0
     assert "(0 changed)" in capsys.readouterr().out

@@ -149,7 +149,7 @@ def test_batch_generate_writes_only_changed_files(project: Path) -> None:
     out = project / "out"
     paths = ksbind.generate([a, b], out_dir=out)
     assert sorted(p.relative_to(out).as_posix() for p in paths) == [
-        f"{m}/{f}" for m in "ab" for f in ("entry_points.cpp", "entry_points.h", "module.cpp")]
+        f"{m}/{f}" for m in "ab" for f in (f"{m}.pyi", "entry_points.cpp", "entry_points.h", "module.cpp")]
     before = {p: p.stat().st_mtime_ns for p in paths}
     os.utime(out / "a" / "module.cpp", ns=(1, 1))  # so a rewrite would be visible
     before[out / "a" / "module.cpp"] = 1

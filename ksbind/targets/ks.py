@@ -10,9 +10,10 @@ from ..types import KsType, ScalarType, TensorType, TupleType
 from .common import Crossing
 
 NAME = "ks"
+# "{module}" in a file name is replaced by the module's name.
 FILES = {"entry_points.h": "entry_points.h.j2", "entry_points.cpp": "entry_points.cpp.j2",
-         "module.cpp": "module.cpp.j2"}
-SINGLE_FILE = {"module.cpp": "single_file.cpp.j2"}
+         "module.cpp": "module.cpp.j2", "{module}.pyi": "stub.pyi.j2"}
+SINGLE_FILE = {"module.cpp": "single_file.cpp.j2", "{module}.pyi": "stub.pyi.j2"}
 SCALAR_PY = {"Float": "float", "Integer": "int", "Bool": "bool", "String": "str"}
 
 
@@ -20,15 +21,18 @@ def tensor_class_name(t: TensorType) -> str:
     return f"Tensor_{t.rank}_{t.element}"
 
 
-def py_type(t: KsType) -> str:
+def py_type(t: KsType, param: bool = False) -> str:
+    """The stub annotation; a parameter's tensor also accepts any buffer (converted implicitly)."""
     if isinstance(t, ScalarType):
         return SCALAR_PY[t.name]
     if isinstance(t, TensorType):
-        return tensor_class_name(t) if isinstance(t.element, ScalarType) else "object"
+        if not isinstance(t.element, ScalarType):
+            return "object"
+        return f"{tensor_class_name(t)} | Buffer" if param else tensor_class_name(t)
     if isinstance(t, TupleType):
-        return "tuple[" + (", ".join(py_type(e) for e in t.elements) or "()") + "]"
+        return "tuple[" + (", ".join(py_type(e, param) for e in t.elements) or "()") + "]"
     return "object"
 
 
 def crossing(t: KsType, role: str) -> Crossing:
-    return Crossing(entry_type=t.cpp, converter="", py_type=py_type(t))
+    return Crossing(entry_type=t.cpp, converter="", py_type=py_type(t, param=role == "param"))
