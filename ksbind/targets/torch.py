@@ -14,6 +14,7 @@ NAME = "torch"
 FILES = {"entry_points.h": "entry_points.h.j2", "entry_points.cpp": "entry_points.cpp.j2",
          "module.cpp": "module.cpp.j2"}
 SINGLE_FILE = {"module.cpp": "single_file.cpp.j2"}
+FILES["{module}.pyi"] = SINGLE_FILE["{module}.pyi"] = "stub.pyi.j2"  # the typed stub, named after the module
 
 
 def py_type(t: KsType) -> str:
