@@ -141,7 +141,8 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     # What the .pyi stub declares (a target's extra_context may replace these).
     ctx["stub_functions"] = stub_functions(entries)
     ctx["allocator_functions"] = list(ALLOCATOR_FUNCTIONS)
-    ctx["stub_classes"] = ctx["tensor_types"]
+    # The torch target's tensors are torch.Tensor: its module declares no tensor classes.
+    ctx["stub_classes"] = [] if options.target == "torch" else ctx["tensor_types"]
     ctx.update(target.extra_context(bindings, options) if hasattr(target, "extra_context") else {})
     ctx.setdefault("stub_imports", stub_imports(options.target, ctx["stub_classes"]))
     return ctx
