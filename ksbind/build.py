@@ -167,10 +167,16 @@ def _compile_into(entry: buildcache.CacheEntry, plan: CompilePlan, quiet: bool) 
 
 
 def compile_all(plan: CompilePlan, tmp: Path) -> list[Path]:
-    """Compile every translation unit in parallel; the first failure (in source order) is raised."""
+    """Compile every translation unit in parallel.
+
+    On the first failure the other compiles are stopped and the failure that
+    comes first in source order is raised.
+    """
     includes = [f"-I{d}" for d in plan.include_dirs]
     objects = [tmp / f"{i}_{src.stem}.o" for i, src in enumerate(plan.sources)]
     failed = threading.Event()
+    running: set[subprocess.Popen[str]] = set()
+    lock = threading.Lock()
 
     def one(i: int) -> BuildError | None:
         if failed.is_set():
@@ -178,9 +184,12 @@ def compile_all(plan: CompilePlan, tmp: Path) -> list[Path]:
         src = plan.sources[i]
         try:
             _run([*plan.cxx, *plan.flags, *includes, "-c", str(src), "-o", str(objects[i])], src, "compiling",
-                 plan.log_dir)
+                 plan.log_dir, running, lock, failed)
         except BuildError as e:
             failed.set()
+            with lock:
+                for proc in running:
+                    proc.terminate()
             return e
         return None
 
@@ -196,21 +205,39 @@ def compile_all(plan: CompilePlan, tmp: Path) -> list[Path]:
 _ERROR_LINE = re.compile(r"(?:^|\s)(?:fatal )?error[:\s]", re.IGNORECASE)
 
 
-def _run(cmd: list[str], src: Path, what: str, log_dir: Path) -> None:
+def _run(cmd: list[str], src: Path, what: str, log_dir: Path,
+         running: set[subprocess.Popen[str]] | None = None, lock: threading.Lock | None = None,
+         stopped: threading.Event | None = None) -> None:
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              errors="replace", stdin=subprocess.DEVNULL)
-    except FileNotFoundError:
-        raise BuildError(f"C++ compiler {cmd[0]!r} not found (set CXX, or install g++)", Location(str(src))) from None
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace", stdin=subprocess.DEVNULL)
+    except OSError as e:
+        raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
+                         Location(str(src))) from None
+    if running is not None and lock is not None:
+        with lock:
+            running.add(proc)
+    try:
+        output, _ = proc.communicate()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        if running is not None and lock is not None:
+            with lock:
+                running.discard(proc)
     if proc.returncode == 0:
         return
+    if stopped is not None and stopped.is_set():
+        return None  # stopped because another file failed; that failure is reported
     log: Path | None = log_dir / f"{src.name}.build.log" if _writable(log_dir) else None
     if log is not None:
         try:
-            log.write_text(f"$ {shlex.join(cmd)}\n{proc.stdout}", encoding="utf-8")
+            log.write_text(f"$ {shlex.join(cmd)}\n{output}", encoding="utf-8")
         except OSError:
             log = None
-    first = first_error(proc.stdout) or f"{cmd[0]} exited with status {proc.returncode}"
+    first = first_error(output) or f"{cmd[0]} exited with status {proc.returncode}"
     more = f" (full output: {log})" if log is not None else ""
     raise BuildError(f"{what} {src} failed: {first}{more}", Location(str(src)))
 

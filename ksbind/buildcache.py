@@ -123,7 +123,7 @@ class Hasher:
             return
         for p in sorted(d.iterdir()):
             if p.is_file() and p.suffix in HEADER_SUFFIXES:
-                self.add_file(p, f"{label}:{d}:{p.name}")
+                self.add_file(p, f"{label}:{p.name}")  # by content, not path: the key is path-independent
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()

@@ -20,6 +20,7 @@
 
 #include <climits>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -186,7 +187,7 @@ void declare_tensor(py::module_& m, const char* name) {
     c.def("tolist", [](const Tensor& t) { return python::to_py(t); }, "The elements as nested lists (a copy).");
     c.def("__repr__", [cls](const Tensor& t) {
         std::ostringstream os;
-        os << cls << ksbind::logged(t);
+        os << "<" << cls << " " << ksbind::logged(t) << ">";
         return os.str();
     });
     py::implicitly_convertible<py::buffer, Tensor>();

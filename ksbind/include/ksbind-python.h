@@ -138,10 +138,21 @@ ks::Tuple<Ts...> convert(ks::allocator* alloc, py::handle h, const std::string& 
     return convert_tuple<ks::Tuple<Ts...>>(alloc, s, where, std::index_sequence_for<Ts...>());
 }
 
-// Shape of a rank-Dim nested sequence: sizes[0..Dim).
+// Length of a sequence without materializing it (a huge range or array must
+// fail on the arena, not by building a list of a billion objects first).
+inline Py_ssize_t seq_length(py::handle h, const std::string& where, const char* expected) {
+    if (is_text(h) || h.ptr() == Py_None || !PySequence_Check(h.ptr())) type_error(where, expected, h);
+    Py_ssize_t n = PySequence_Size(h.ptr());
+    if (n < 0) {
+        PyErr_Clear();
+        type_error(where, expected, h);
+    }
+    return n;
+}
+
+// Shape of a rank-Dim nested sequence: sizes[0..Dim), read along element 0.
 inline void tensor_shape(py::handle h, const std::string& where, int dim, int rank, int* sizes) {
-    Seq s(h, where, rank == 1 ? "a list (ks Tensor 1)" : "a nested list (ks Tensor)");
-    Py_ssize_t n = s.size();
+    Py_ssize_t n = seq_length(h, where, rank == 1 ? "a list (ks Tensor 1)" : "a nested list (ks Tensor)");
     if (n > INT_MAX) value_error(where, "too many elements for a ks tensor");
     sizes[dim] = static_cast<int>(n);
     if (dim + 1 < rank) {
@@ -149,7 +160,10 @@ inline void tensor_shape(py::handle h, const std::string& where, int dim, int ra
             for (int d = dim + 1; d < rank; ++d) sizes[d] = 0;
             return;
         }
-        tensor_shape(s[0], where + "[0]", dim + 1, rank, sizes);
+        PyObject* first = PySequence_GetItem(h.ptr(), 0);
+        if (!first) throw py::error_already_set();
+        py::object keep = py::reinterpret_steal<py::object>(first);
+        tensor_shape(keep, where + "[0]", dim + 1, rank, sizes);
     }
 }
 
