@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from .binding import Binding, select_bindings
 from .config import ModuleSpec, load_config
 from .context import ModuleOptions
-from .errors import ConfigError, DeclarationError, KsbindError
+from .errors import ConfigError, DeclarationError, KsbindError, Location, OutputError
 from .model import FunctionDecl
 from .output import PlannedFile, plan_files, write_planned
 from .reader import parse_ks, read_ks, same_signature
@@ -110,8 +110,18 @@ def prepare(configs: ConfigArg, out_dir: str | os.PathLike[str] | None = None,
                 raise ConfigError(f"module {spec.name!r} would write to {where}, as module {targets[key]!r} "
                                   "does; give each module its own 'output'", spec.location)
             targets[key] = spec.name
+            _check_output_folder(where)
             modules.append(GeneratedModule(spec, rendered, where, plan_files(where, rendered.files)))
     return modules
+
+
+def _check_output_folder(where: Path) -> None:
+    """Fail before anything is written when the output folder (or a folder above it) is a file."""
+    for folder in (where, *where.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise OutputError("output folder is a file", Location(str(folder)))
+            return
 
 
 def generate(configs: ConfigArg, out_dir: str | os.PathLike[str] | None = None,

@@ -251,8 +251,11 @@ def render_template(env: jinja2.Environment, name: str, ctx: dict[str, Any],
         where = _template_frame(e, name, overrides)
         raise TemplateError(f"undefined value in template: {e.message}{_origin(where.file, overrides)}",
                             where) from None
-    except KsbindError:
+    except TemplateError:
         raise
+    except KsbindError as e:  # raised by a filter the template called: report it at the template's line
+        where = _template_frame(e, name, overrides)
+        raise TemplateError(f"template failed: {e}{_origin(where.file, overrides)}", where) from None
     except Exception as e:  # a template's own error (e.g. a filter given a bad value)
         where = _template_frame(e, name, overrides)
         raise TemplateError(f"template failed: {type(e).__name__}: {e}{_origin(where.file, overrides)}",
