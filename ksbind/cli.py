@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     e = tsub.add_parser("eject", help="copy built-in templates out for editing")
     e.add_argument("dir")
     e.add_argument("names", nargs="*", metavar="NAME")
+    e.add_argument("--force", action="store_true", help="overwrite files in DIR that differ from the built-ins")
     return p
 
 
@@ -96,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.templates_command == "list":
             print(authoring.describe_templates())
             return 0
-        for path in authoring.eject(args.dir, args.names):
+        for path in authoring.eject(args.dir, args.names, force=args.force):
             print(f"ejected {path}")
         return 0
     raise AssertionError(args.command)
