@@ -1,0 +1,418 @@
+// Converters between torch tensors and ks values (the torch target), and the
+// loops behind the elementwise and vmap modes.
+//
+//   from_torch<T>(alloc, value, "name") -> T
+//       at::Tensor -> ks::tensor<N, E>: a view of the tensor's own data (no
+//       copy) when it is a CPU tensor of the matching dtype (Float: float32,
+//       Integer: int32, Bool: bool) and rank N. A non-contiguous tensor is
+//       made contiguous first (value is replaced by the contiguous copy, so
+//       it lives as long as the entry point's parameter). std::tuple of
+//       entry values -> ks::Tuple, element by element; scalars pass through.
+//   to_torch(value) -> entry value
+//       ks::tensor -> a new at::Tensor (one copy out of the arena); ks::Tuple
+//       -> std::tuple; scalars pass through. pybind11 (in the module's
+//       translation unit) turns those into torch.Tensor, tuple, float...
+//
+// Wrong dtype raises TypeError; wrong rank, device, layout or a size beyond
+// ks's 32-bit ints raises ValueError; both name the argument.
+//
+// Only ATen's core headers are included (not torch/extension.h) so the
+// entry points compile in a few seconds; the pybind11 caster for at::Tensor
+// lives in the module's translation unit.
+#pragma once
+
+#include "knossos-entry-points.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/EmptyTensor.h>
+#include <c10/core/ScalarType.h>
+
+#include <climits>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace ksbind {
+namespace torch_target {
+
+namespace py = pybind11;
+
+// ------------------------------------------------------------ dtypes
+
+template <class E>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+    static constexpr c10::ScalarType value = c10::ScalarType::Float;
+    static constexpr const char* torch_name = "torch.float32";
+    static constexpr const char* ks_name = "Float";
+};
+template <>
+struct dtype_of<int> {
+    static constexpr c10::ScalarType value = c10::ScalarType::Int;
+    static constexpr const char* torch_name = "torch.int32";
+    static constexpr const char* ks_name = "Integer";
+};
+template <>
+struct dtype_of<bool> {
+    static constexpr c10::ScalarType value = c10::ScalarType::Bool;
+    static constexpr const char* torch_name = "torch.bool";
+    static constexpr const char* ks_name = "Bool";
+};
+
+template <class T>
+struct is_ks_tensor : std::false_type {};
+template <int D, class E>
+struct is_ks_tensor<ks::tensor<D, E>> : std::true_type {};
+
+template <class T>
+struct is_std_tuple : std::false_type {};
+template <class... Ts>
+struct is_std_tuple<std::tuple<Ts...>> : std::true_type {};
+
+inline std::string shape_text(c10::IntArrayRef sizes) {
+    std::ostringstream os;
+    os << "[";
+    for (size_t i = 0; i < sizes.size(); ++i) os << (i ? ", " : "") << sizes[i];
+    os << "]";
+    return os.str();
+}
+
+inline std::string dtype_text(c10::ScalarType t) {
+    std::string s = c10::toString(t);  // e.g. "Long"
+    static const std::pair<const char*, const char*> names[] = {
+        {"Float", "torch.float32"}, {"Double", "torch.float64"}, {"Half", "torch.float16"},
+        {"BFloat16", "torch.bfloat16"}, {"Int", "torch.int32"}, {"Long", "torch.int64"},
+        {"Short", "torch.int16"}, {"Char", "torch.int8"}, {"Byte", "torch.uint8"}, {"Bool", "torch.bool"}};
+    for (auto& n : names)
+        if (s == n.first) return n.second;
+    return s;
+}
+
+[[noreturn]] inline void type_error(const std::string& where, const std::string& message) {
+    throw py::type_error("argument '" + where + "': " + message);
+}
+
+[[noreturn]] inline void value_error(const std::string& where, const std::string& message) {
+    throw py::value_error("argument '" + where + "': " + message);
+}
+
+// Check dtype, device, layout and rank (rank: the tensor's dim must be
+// `rank`); make it contiguous if it is not.
+template <class E>
+void check_tensor(at::Tensor& t, int64_t rank, const std::string& where, const char* ks_type) {
+    if (!t.defined()) type_error(where, std::string("expected a tensor for ks ") + ks_type + ", got an undefined tensor");
+    if (t.scalar_type() != dtype_of<E>::value)
+        type_error(where, std::string("expected a ") + dtype_of<E>::torch_name + " tensor for ks " + ks_type +
+                              ", got " + dtype_text(t.scalar_type()) + " (convert it first, e.g. .to(" +
+                              dtype_of<E>::torch_name + "))");
+    if (!t.device().is_cpu())
+        value_error(where, std::string("expected a CPU tensor for ks ") + ks_type + ", got a tensor on device '" +
+                               t.device().str() + "'");
+    if (t.layout() != c10::kStrided) value_error(where, std::string("expected a dense (strided) tensor for ks ") + ks_type);
+    if (t.dim() != rank)
+        value_error(where, "expected a " + std::to_string(rank) + "-dimensional tensor for ks " + ks_type +
+                               ", got shape " + shape_text(t.sizes()));
+    if (t.numel() > INT_MAX) value_error(where, "tensor has " + std::to_string(t.numel()) +
+                                                    " elements; ks indexes with 32-bit ints");
+    if (!t.is_contiguous()) t = t.contiguous();
+}
+
+// ks index (int for rank 1, ks::Tuple<int...> above) from torch sizes, starting at dim `first`.
+template <int D>
+auto ks_index(c10::IntArrayRef sizes, size_t first = 0) {
+    if constexpr (D == 1) {
+        return static_cast<int>(sizes[first]);
+    } else {
+        return [&]<size_t... I>(std::index_sequence<I...>) {
+            return ks::make_Tuple(static_cast<int>(sizes[first + I])...);
+        }(std::make_index_sequence<D>());
+    }
+}
+
+template <int D, class Index>
+std::vector<int64_t> torch_sizes(const Index& size) {
+    if constexpr (D == 1) {
+        return {static_cast<int64_t>(size)};
+    } else {
+        return [&]<size_t... I>(std::index_sequence<I...>) {
+            return std::vector<int64_t>{static_cast<int64_t>(ks::get<I>(size))...};
+        }(std::make_index_sequence<D>());
+    }
+}
+
+// ------------------------------------------------------------ Python -> ks
+
+template <class T>
+struct from_torch_impl;
+
+template <int D, class E>
+struct from_torch_impl<ks::tensor<D, E>> {
+    static ks::tensor<D, E> convert(ks::allocator*, at::Tensor& t, const std::string& where) {
+        static const std::string ks_type = "(Tensor " + std::to_string(D) + " " + dtype_of<E>::ks_name + ")";
+        check_tensor<E>(t, D, where, ks_type.c_str());
+        return ks::tensor<D, E>(ks_index<D>(t.sizes()), t.data_ptr<E>());
+    }
+};
+
+template <class... Ts>
+struct from_torch_impl<ks::Tuple<Ts...>> {
+    template <class Entry>
+    static ks::Tuple<Ts...> convert(ks::allocator* alloc, Entry& value, const std::string& where) {
+        return [&]<size_t... I>(std::index_sequence<I...>) {
+            return ks::make_Tuple(from_torch_impl<Ts>::convert(alloc, std::get<I>(value),
+                                                               where + "[" + std::to_string(I) + "]")...);
+        }(std::index_sequence_for<Ts...>());
+    }
+};
+
+// Scalars and strings: pybind11 already converted them.
+template <class T>
+struct from_torch_impl {
+    template <class Entry>
+    static T convert(ks::allocator*, Entry& value, const std::string&) {
+        return static_cast<T>(value);
+    }
+};
+
+template <class T, class Entry>
+T from_torch(ks::allocator* alloc, Entry& value, const char* name) {
+    return from_torch_impl<T>::convert(alloc, value, std::string(name));
+}
+
+// ------------------------------------------------------------ ks -> Python
+
+template <int D, class E>
+at::Tensor to_torch(const ks::tensor<D, E>& t) {
+    auto sizes = torch_sizes<D>(t.size());
+    at::Tensor out = at::detail::empty_cpu(sizes, dtype_of<E>::value, false, c10::nullopt);
+    size_t n = static_cast<size_t>(t.num_elements());
+    if (n) std::memcpy(out.data_ptr<E>(), t.data(), n * sizeof(E));
+    return out;
+}
+
+template <class T>
+std::enable_if_t<!is_ks_tensor<T>::value && !is_std_tuple<T>::value, T> to_torch(const T& v) {
+    return v;
+}
+
+template <class... Ts>
+auto to_torch(const std::tuple<Ts...>& t) {
+    return [&]<size_t... I>(std::index_sequence<I...>) {
+        return std::make_tuple(to_torch(std::get<I>(t))...);
+    }(std::index_sequence_for<Ts...>());
+}
+
+// ------------------------------------------------------------ per-thread arenas
+
+// ks code run on ATen's worker threads (elementwise mode) cannot share the
+// module's arena: each thread gets its own, reset after every chunk. Sized like
+// the module's arena; malloc reserves address space, pages are touched only
+// when ks code allocates.
+inline ks::allocator& worker_allocator() {
+    thread_local ks::allocator alloc(ks::entry_points::arena_bytes());
+    return alloc;
+}
+
+// ------------------------------------------------------------ elementwise mode
+
+// Float tensors broadcast against each other; each made contiguous (a view
+// when it already is).
+template <size_t N>
+struct Broadcast {
+    std::array<at::Tensor, N> inputs;
+    std::vector<int64_t> shape;
+    int64_t numel = 1;
+};
+
+template <size_t N>
+Broadcast<N> broadcast(std::array<at::Tensor*, N> args, const std::array<const char*, N>& names) {
+    Broadcast<N> b;
+    for (size_t i = 0; i < N; ++i) {
+        at::Tensor& t = *args[i];
+        check_tensor<float>(t, t.defined() ? t.dim() : 0, names[i], "Float (elementwise)");
+        auto s = t.sizes();
+        // Right-aligned broadcasting, as torch does.
+        std::vector<int64_t> merged(std::max(b.shape.size(), s.size()), 1);
+        for (size_t k = 0; k < merged.size(); ++k) {
+            int64_t a = k < b.shape.size() ? b.shape[b.shape.size() - 1 - k] : 1;
+            int64_t c = k < s.size() ? s[s.size() - 1 - k] : 1;
+            if (a != c && a != 1 && c != 1)
+                value_error(names[i], "shape " + shape_text(s) + " does not broadcast with shape " + shape_text(b.shape));
+            merged[merged.size() - 1 - k] = a == 1 ? c : a;
+        }
+        b.shape = merged;
+    }
+    for (int64_t d : b.shape) b.numel *= d;
+    for (size_t i = 0; i < N; ++i) {
+        at::Tensor& t = *args[i];
+        b.inputs[i] = t.sizes().vec() == b.shape ? t : t.expand(b.shape).contiguous();
+    }
+    return b;
+}
+
+inline at::Tensor new_float_tensor(const std::vector<int64_t>& shape) {
+    return at::detail::empty_cpu(shape, c10::ScalarType::Float, false, c10::nullopt);
+}
+
+// Run body(alloc, begin, end) over [0, n) on ATen's thread pool, each chunk
+// with its own thread's arena, reset afterwards.
+template <class Body>
+void parallel_elements(int64_t n, Body body) {
+    constexpr int64_t grain = 32768;
+    at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) {
+        ks::allocator& alloc = worker_allocator();
+        auto mark = alloc.mark();
+        body(&alloc, begin, end);
+        alloc.reset(mark);
+    });
+}
+
+// ------------------------------------------------------------ vmap mode
+
+// A batched argument: the leading dimension is the batch, each step sees a
+// ks value of the rest (a view: no copy).
+template <class T>
+struct Batched;
+
+template <int D, class E>
+struct Batched<ks::tensor<D, E>> {
+    E* data = nullptr;
+    int64_t batch = 0;
+    int64_t stride = 0;
+    typename ks::tensor<D, E>::index_type size{};
+
+    Batched(at::Tensor& t, const std::string& where) {
+        static const std::string ks_type = "(Tensor " + std::to_string(D) + " " + dtype_of<E>::ks_name + "), batched";
+        check_tensor<E>(t, D + 1, where, ks_type.c_str());
+        batch = t.size(0);
+        stride = t.numel() / (batch ? batch : 1);
+        size = ks_index<D>(t.sizes(), 1);
+        data = t.data_ptr<E>();
+    }
+    ks::tensor<D, E> at(int64_t i) const { return ks::tensor<D, E>(size, data + i * stride); }
+};
+
+// A scalar result's gradient, batched: a 1-dimensional tensor.
+template <class E>
+struct BatchedScalar {
+    E* data = nullptr;
+    int64_t batch = 0;
+    BatchedScalar(at::Tensor& t, const std::string& where) {
+        static const std::string ks_type = std::string(dtype_of<E>::ks_name) + ", batched";
+        check_tensor<E>(t, 1, where, ks_type.c_str());
+        batch = t.size(0);
+        data = t.data_ptr<E>();
+    }
+    E at(int64_t i) const { return data[i]; }
+};
+template <>
+struct Batched<float> : BatchedScalar<float> { using BatchedScalar<float>::BatchedScalar; };
+template <>
+struct Batched<int> : BatchedScalar<int> { using BatchedScalar<int>::BatchedScalar; };
+template <>
+struct Batched<bool> : BatchedScalar<bool> { using BatchedScalar<bool>::BatchedScalar; };
+
+template <class T>
+Batched<T> batched(at::Tensor& t, const char* name) {
+    return Batched<T>(t, std::string(name));
+}
+
+// Every batched argument must have the same leading size.
+inline int64_t batch_size(std::initializer_list<std::pair<int64_t, const char*>> sizes) {
+    int64_t b = -1;
+    const char* first = nullptr;
+    for (auto& [n, name] : sizes) {
+        if (b < 0) {
+            b = n;
+            first = name;
+        } else if (n != b) {
+            value_error(name, "batch size " + std::to_string(n) + " differs from argument '" + first + "' (" +
+                                  std::to_string(b) + ")");
+        }
+    }
+    return b < 0 ? 0 : b;
+}
+
+// Collects step results into one tensor with a leading batch dimension.
+template <class T>
+struct Stacker;
+
+template <int D, class E>
+struct Stacker<ks::tensor<D, E>> {
+    int64_t batch;
+    at::Tensor out;
+    typename ks::tensor<D, E>::index_type size{};
+    explicit Stacker(int64_t b) : batch(b) {}
+    void put(int64_t i, const ks::tensor<D, E>& v) {
+        if (!out.defined()) {
+            size = v.size();
+            std::vector<int64_t> shape{batch};
+            for (int64_t d : torch_sizes<D>(v.size())) shape.push_back(d);
+            out = at::detail::empty_cpu(shape, dtype_of<E>::value, false, c10::nullopt);
+        } else if (!(v.size() == size)) {
+            throw py::value_error("vmap: step " + std::to_string(i) + " returned a tensor of shape " +
+                                  shape_text(torch_sizes<D>(v.size())) + ", step 0 returned " +
+                                  shape_text(torch_sizes<D>(size)) + "; results must have one shape to stack");
+        }
+        size_t n = static_cast<size_t>(v.num_elements());
+        if (n) std::memcpy(out.data_ptr<E>() + i * static_cast<int64_t>(n), v.data(), n * sizeof(E));
+    }
+    // An empty batch: shape unknown beyond the batch dimension.
+    at::Tensor result() {
+        if (!out.defined()) {
+            std::vector<int64_t> shape{batch};
+            for (int d = 0; d < D; ++d) shape.push_back(0);
+            out = at::detail::empty_cpu(shape, dtype_of<E>::value, false, c10::nullopt);
+        }
+        return out;
+    }
+};
+
+template <class E>
+struct ScalarStacker {
+    at::Tensor out;
+    E* data;
+    explicit ScalarStacker(int64_t b)
+        : out(at::detail::empty_cpu({b}, dtype_of<E>::value, false, c10::nullopt)), data(out.data_ptr<E>()) {}
+    void put(int64_t i, E v) { data[i] = v; }
+    at::Tensor result() { return out; }
+};
+template <>
+struct Stacker<float> : ScalarStacker<float> { using ScalarStacker<float>::ScalarStacker; };
+template <>
+struct Stacker<int> : ScalarStacker<int> { using ScalarStacker<int>::ScalarStacker; };
+template <>
+struct Stacker<bool> : ScalarStacker<bool> { using ScalarStacker<bool>::ScalarStacker; };
+
+template <class... Ts>
+struct Stacker<ks::Tuple<Ts...>> {
+    std::tuple<Stacker<Ts>...> parts;
+    explicit Stacker(int64_t b) : parts(Stacker<Ts>(b)...) {}
+    void put(int64_t i, const ks::Tuple<Ts...>& v) {
+        [&]<size_t... I>(std::index_sequence<I...>) {
+            (std::get<I>(parts).put(i, ks::get<I>(v)), ...);
+        }(std::index_sequence_for<Ts...>());
+    }
+    auto result() {
+        return [&]<size_t... I>(std::index_sequence<I...>) {
+            return std::make_tuple(std::get<I>(parts).result()...);
+        }(std::index_sequence_for<Ts...>());
+    }
+};
+
+// The empty tuple (the gradient of a shared Integer/Bool/String argument).
+template <>
+struct Stacker<ks::Tuple<>> {
+    explicit Stacker(int64_t) {}
+    void put(int64_t, const ks::Tuple<>&) {}
+    std::tuple<> result() { return {}; }
+};
+
+}  // namespace torch_target
+}  // namespace ksbind
