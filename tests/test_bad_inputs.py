@@ -164,3 +164,85 @@ def test_generated_file_names_cannot_leave_the_output_folder(tmp_path: Path, nam
     with pytest.raises(errors.OutputError, match="would leave the output folder"):
         plan_files(tmp_path / "out", {name: "text"})
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------ injection
+
+HOSTILE_KS = """
+; Names ksc accepts whose raw spelling is not C++: only their encoded symbol may reach code.
+(def [f*<x>:y,@z Float] Float ((class : Float)) 0.0)
+(gdef sufrev [f*<x>:y,@z Float])
+(def g Float ((a*b : Float) (c : Integer)) 0.0)
+"""
+HOSTILE = ("f*<x>:y,@z", "a*b", "class", "int injected")
+
+
+def cpp_code(text: str) -> str:
+    """C++ text with string/char literals emptied and comments removed."""
+    out, i = [], 0
+    while i < len(text):
+        if text.startswith("//", i):
+            i = text.find("\n", i) if "\n" in text[i:] else len(text)
+        elif text.startswith("/*", i):
+            i = text.index("*/", i) + 2
+        elif text[i] in "\"'":
+            quote, i = text[i], i + 1
+            while text[i] != quote:
+                assert text[i] != "\n", "string literal runs past the end of its line"
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            out.append(quote * 2)
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def python_code(text: str, name: str) -> str:
+    """Python text's tokens other than strings and comments (and it must compile)."""
+    import io
+    import tokenize
+    compile(text, name, "exec")
+    skip = {tokenize.STRING, tokenize.COMMENT} | ({tokenize.FSTRING_START} if hasattr(tokenize, "FSTRING_START") else set())
+    return " ".join(t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in skip)
+
+
+@pytest.mark.parametrize("target", ["ks", "python", "torch"])
+@pytest.mark.parametrize("layout", ["split", "single"])
+def test_hostile_names_reach_code_only_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               target: str, layout: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hostile.ks").write_text(HOSTILE_KS)
+    # A config whose own file name carries a newline and C++ (it is named in every file's stamp).
+    config = tmp_path / "c\nint injected = 1;\n.yaml"
+    config.write_text(f"name: m\ntarget: {target}\nlayout: {layout}\nks: hostile.ks\nbindings:\n"
+                      "  - {name: f, function: '[f*<x>:y,@z Float]', vjp: f_vjp}\n"
+                      "  - {name: g, function: g}\n")
+    from ksbind.pipeline import prepare
+    [module] = prepare(config.name)
+    files = module.rendered.files
+    assert files
+    for name, text in files.items():
+        if name.endswith((".py", ".pyi")):
+            code = python_code(text, name)
+        else:
+            code = cpp_code(text)
+        for bad in HOSTILE:
+            assert bad not in code, f"{bad!r} reaches the code of {name}"
+    everything = "".join(files.values())
+    assert "f*<x>:y,@z" in everything  # ...while the ks name still shows, escaped, in docstrings
+    assert "f$x$dx$b$8y$_$az$af" in everything  # and the encoded symbol is what C++ calls
+
+
+@pytest.mark.parametrize("text", [
+    "name: !!python/object/apply:os.system ['touch pwned']\nks: a.ks\n",
+    "!!python/object/new:os.system [touch pwned]: 1\n",
+    "name: m\nks: a.ks\nbindings: !!python/object/apply:subprocess.call [[touch, pwned]]\n",
+])
+def test_yaml_object_tags_are_never_constructed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("a.ks").write_text("(edef f Float Float)\n")
+    Path("c.yaml").write_text(text)
+    with pytest.raises(errors.ConfigError, match="YAML tag .* is not allowed"):
+        ksbind.load_config("c.yaml")
+    assert not Path("pwned").exists()
