@@ -246,7 +246,8 @@ def render_template(env: jinja2.Environment, name: str, ctx: dict[str, Any],
         return env.get_template(name).render(ctx)
     except jinja2.TemplateNotFound as e:
         where = _template_frame(e, name, overrides)
-        raise TemplateError(f"template {e.name!r} not found in {_search_path(overrides)}", where) from None
+        raise TemplateError(f"template {e.name!r} not found in {_search_path(overrides)}"
+                            f"{_origin(where.file, overrides)}", where) from None
     except jinja2.TemplateSyntaxError as e:
         raise TemplateError(f"template syntax error: {e.message}{_origin(e.filename, overrides)}",
                             Location(e.filename or e.name or name, e.lineno)) from None
