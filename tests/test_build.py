@@ -1,0 +1,264 @@
+"""The build step: cache hits without the compiler (also in a new process),
+compile errors as BuildError, nothing loadable left by a failed or killed
+build, stale locks, two processes building at once, and a runtime folder
+given in the config instead of the bundled one."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+import ksbind
+from ksbind import buildcache
+from ksbind.build import INCLUDE_DIR, build
+from ksbind.errors import BuildError, KsbindError
+from tests.e2e_support import REPO, relu3_ks, run_python, session_cache_dir, session_output_dir  # noqa: F401
+
+pytestmark = pytest.mark.slow
+EXAMPLES = REPO / "examples"
+
+
+def relu3_config(tmp: Path, name: str = "relu3_ext", extra: str = "", cpp: str | None = None) -> Path:
+    """A copy of configs/relu3.yaml that writes its generated files under tmp."""
+    cfg = tmp / f"{name}.yaml"
+    cfg.write_text(textwrap.dedent(f"""\
+        name: {name}
+        target: ks
+        ks: [{EXAMPLES / 'relu3' / 'relu3.ks'}]
+        cpp: [{cpp or EXAMPLES / 'relu3' / 'relu3.cpp'}]
+        bindings:
+          - {{name: vrelu3, function: "[vrelu3 (Tensor 1 Float)]", vjp: vrelu3_vjp}}
+        output: {tmp / ('out_' + name)}
+        """) + extra)
+    return cfg
+
+
+def fake_compiler(tmp: Path, body: str) -> dict[str, str]:
+    """An environment whose PATH finds a fake ``g++`` first."""
+    bindir = tmp / "fakebin"
+    bindir.mkdir(exist_ok=True)
+    gxx = bindir / "g++"
+    gxx.write_text("#!/bin/sh\n" + body)
+    gxx.chmod(0o755)
+    return {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def modules_in(cache: Path) -> list[Path]:
+    return sorted(p for p in cache.rglob(f"*{buildcache.extension_suffix()}") if not p.name.startswith("."))
+
+
+# ------------------------------------------------------------ the cache
+
+def test_cache_hit_in_a_fresh_process_does_not_run_the_compiler(relu3_ks: ModuleType, tmp_path: Path) -> None:  # noqa: F811
+    marker = tmp_path / "compiler-was-run"
+    env = fake_compiler(tmp_path, f'echo "$@" >> {marker}\nexit 1\n')
+    env["KSBIND_TEST_CACHE_DIR"] = str(session_cache_dir())
+    code = textwrap.dedent(f"""\
+        import time, numpy as np, sys
+        sys.path.insert(0, {str(REPO)!r})
+        t0 = time.perf_counter()
+        from tests.e2e_support import built
+        m = built("relu3.yaml")
+        print(m.__file__)
+        print("seconds", time.perf_counter() - t0)
+        print(np.asarray(m.vrelu3(np.array([2.0], dtype=np.float32)))[0])
+        """)
+    out = run_python(code, env=env)
+    assert out.returncode == 0, out.stderr
+    assert not marker.exists(), "the compiler ran on a cache hit"
+    lines = out.stdout.splitlines()
+    assert lines[0] == relu3_ks.__file__
+    assert float(lines[2]) == pytest.approx(2 - 2 / 3)
+    assert "compiling" not in out.stderr
+
+
+def test_key_changes_with_every_input(tmp_path: Path) -> None:
+    from ksbind.build import CompilePlan, cache_key
+
+    src = tmp_path / "a.cpp"
+    src.write_text("int x;")
+    header = tmp_path / "a.h"
+    header.write_text("// v1")
+    plan = CompilePlan("m", (src,), (INCLUDE_DIR, tmp_path / "py1", tmp_path / "py2"), ("-O2",), ("g++",), tmp_path)
+    base = cache_key(plan, "ks")
+    assert cache_key(plan, "ks") == base
+    assert cache_key(plan, "python") != base
+    assert cache_key(CompilePlan("m", (src,), plan.include_dirs, ("-O3",), ("g++",), tmp_path), "ks") != base
+    assert cache_key(CompilePlan("m", (src,), plan.include_dirs, ("-O2",), ("clang++",), tmp_path), "ks") != base
+    header.write_text("// v2")  # a header beside a source
+    assert cache_key(plan, "ks") != base
+    header.write_text("// v1")
+    src.write_text("int y;")
+    assert cache_key(plan, "ks") != base
+
+
+def test_lock_of_a_killed_holder_does_not_hang(tmp_path: Path) -> None:
+    lock = tmp_path / "x.lock"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
+        import sys, time
+        sys.path.insert(0, {str(REPO)!r})
+        from pathlib import Path
+        from ksbind.buildcache import build_lock
+        with build_lock(Path({str(lock)!r})):
+            print("locked", flush=True)
+            time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    with pytest.raises(BuildError, match="timed out"):
+        with buildcache.build_lock(lock, timeout=0.3):
+            pass
+    holder.kill()
+    holder.wait()
+    assert lock.exists()  # the file stays; the lock does not
+    t0 = time.monotonic()
+    with buildcache.build_lock(lock, timeout=5):
+        pass
+    assert time.monotonic() - t0 < 2
+
+
+# ------------------------------------------------------------ failures
+
+def test_compile_error_is_build_error_naming_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.cpp"
+    bad.write_text('#include "knossos.h"\nnamespace ks {\nint oops( {\n}\n')
+    cache = tmp_path / "cache"
+    with pytest.raises(BuildError) as info:
+        build(relu3_config(tmp_path, "bad_ext", cpp=str(bad)), cache_dir=cache, quiet=True)
+    err = info.value
+    assert isinstance(err, KsbindError)
+    msg = str(err)
+    assert str(bad) in msg and "error" in msg and "\n" not in msg
+    assert err.location is not None and err.location.file == str(bad)
+    assert "full output:" in msg and (tmp_path / "out_bad_ext" / "bad.cpp.build.log").is_file()
+    assert modules_in(cache) == []
+
+
+def test_error_in_generated_code_names_the_generated_file(tmp_path: Path) -> None:
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "entry_points.cpp.j2").write_text(
+        '{% extends "builtin/entry_points.cpp.j2" %}\n{% block namespace_close %}\n}\n}\n}\nthis is not C++;\n'
+        '{% endblock %}\n')
+    cfg = relu3_config(tmp_path, "badgen_ext", extra=f"templates: [{templates}]\n")
+    with pytest.raises(BuildError) as info:
+        build(cfg, cache_dir=tmp_path / "cache", quiet=True)
+    generated = tmp_path / "out_badgen_ext" / "entry_points.cpp"
+    assert str(generated) in str(info.value)
+    assert "error" in str(info.value)
+
+
+def test_failing_compiler_leaves_nothing_loadable(tmp_path: Path) -> None:
+    # Writes half an output file, then fails: as a crashed or killed compiler would.
+    env = fake_compiler(tmp_path, 'while [ $# -gt 0 ]; do if [ "$1" = -o ]; then echo garbage > "$2"; fi; '
+                                  'shift; done\necho "fatal error: compiler crashed" >&2\nexit 1\n')
+    cache = tmp_path / "cache"
+    cfg = relu3_config(tmp_path)
+    code = f"import ksbind\nksbind.build({str(cfg)!r}, cache_dir={str(cache)!r})\n"
+    out = run_python(code, env=env)
+    assert out.returncode != 0 and "BuildError" in out.stderr and "compiler crashed" in out.stderr
+    assert modules_in(cache) == []
+    assert not [p for p in cache.iterdir() if p.name.startswith(".staging")]
+
+
+def test_killed_build_then_two_concurrent_builds(tmp_path: Path) -> None:
+    """A build killed mid-compile leaves a lock file and no module; the next two
+    builds, started at once, both end with the same working module."""
+    cache = tmp_path / "cache"
+    cfg = relu3_config(tmp_path)
+    code = textwrap.dedent(f"""\
+        import sys, numpy as np
+        import ksbind
+        m = ksbind.build({str(cfg)!r}, cache_dir={str(cache)!r})
+        r = np.asarray(m.vrelu3(np.array([-1.0, 0.5, 2.0], dtype=np.float32)))
+        print(m.__file__)
+        print(repr(r.tolist()))
+        """)
+    victim = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, start_new_session=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (cache.exists() and any(p.name.startswith(".staging") for p in cache.iterdir())):
+        assert time.monotonic() < deadline and victim.poll() is None, "build never started compiling"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.killpg(victim.pid, signal.SIGKILL)  # the build and its compilers
+    victim.wait()
+    assert modules_in(cache) == []
+    assert any(p.suffix == ".lock" for p in cache.iterdir())
+
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (stdout, stderr) in zip(procs, outs):
+        assert p.returncode == 0, stderr
+    files = {o[0].splitlines()[0] for o in outs}
+    assert len(files) == 1
+    for stdout, _ in outs:
+        assert stdout.splitlines()[1] == repr([0.0, pytest.approx(0.5 ** 3 / 3), pytest.approx(2 - 2 / 3)]) or \
+            np.allclose(eval(stdout.splitlines()[1]), [0.0, 0.5 ** 3 / 3, 2 - 2 / 3], rtol=1e-6)
+    compiled = sum("compiling" in stderr for _, stderr in outs)
+    assert compiled == 1, [e for _, e in outs]  # one built it, the other waited and reused it
+    assert len(modules_in(cache)) == 1
+
+
+# ------------------------------------------------------------ runtime and config keys
+
+def test_runtime_folder_from_config_and_config_keys(tmp_path: Path) -> None:
+    """runtime: {include_dirs, sources} replaces the bundled runtime; arena_bytes
+    and logging from the config take effect; `ksbind build` reuses the cache."""
+    runtime = tmp_path / "ksc_runtime"
+    runtime.mkdir()
+    shutil.copy(INCLUDE_DIR / "knossos.h", runtime / "knossos.h")
+    with open(runtime / "knossos.h", "a") as f:
+        f.write("\n#define KSC_RUNTIME_COPY 1\nnamespace ks { int runtime_marker(); }\n")
+    (runtime / "knossos.cpp").write_text('#include "knossos.h"\nint ks::runtime_marker() { return 42; }\n')
+    src = tmp_path / "marked.cpp"
+    src.write_text(textwrap.dedent("""\
+        #include "knossos.h"
+        #ifndef KSC_RUNTIME_COPY
+        #error "the bundled runtime was used instead of the config's"
+        #endif
+        namespace ks {
+        ks::Integer marker$ai(ks::allocator * $alloc, ks::Integer x) { return x + ks::runtime_marker(); }
+        }
+        """))
+    cfg = tmp_path / "marked.yaml"
+    cfg.write_text(textwrap.dedent(f"""\
+        name: marked_ext
+        target: ks
+        declarations: (edef marker Integer (Integer))
+        cpp: [marked.cpp]
+        runtime: {{include_dirs: [ksc_runtime], sources: [ksc_runtime/knossos.cpp]}}
+        arena_bytes: 2000000
+        logging: true
+        output: out
+        """))
+    cache = tmp_path / "cache"
+    m = build(cfg, cache_dir=cache, quiet=True)
+    assert m.marker(1) == 43
+    assert m.arena_bytes() == 2_000_000
+    env = {"KSBIND_CACHE_DIR": str(cache)}
+    code = (f"import ksbind\nm = ksbind.build({str(cfg)!r})\nprint(m.marker(5))\n")
+    out = run_python(code, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "47"
+    assert "marker$ai(5) =" in out.stderr and "\n47\n" in out.stderr + "\n"  # logging: true
+    cli = subprocess.run([sys.executable, "-m", "ksbind", "build", str(cfg)], env={**os.environ, **env},
+                         capture_output=True, text=True, cwd=REPO)
+    assert cli.returncode == 0, cli.stderr
+    assert "marked_ext: built" in cli.stdout and "compiling" not in cli.stderr
+
+
+def test_build_needs_a_name_for_multi_module_configs() -> None:
+    with pytest.raises(BuildError, match="examples_ks"):
+        ksbind.build(REPO / "configs" / "examples.yaml")
+    with pytest.raises(BuildError, match="no module named 'nope'"):
+        ksbind.build(REPO / "configs" / "examples.yaml", name="nope")
