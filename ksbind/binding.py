@@ -96,14 +96,30 @@ def _default_bindings(decls: Sequence[FunctionDecl], by_name: dict[StructuredNam
     counts: dict[str, int] = {}
     for d in bases:
         counts[d.name.name] = counts.get(d.name.name, 0) + 1
+    # Functions keep their own name when it is unique; the names ksbind makes up (overloads,
+    # vjps) are then made valid and distinct from every other, so defaults never clash.
+    taken = {d.name.name for d in bases if counts[d.name.name] == 1}
     out = []
     for d in bases:
         # Overloads of one ks name get the symbol as a distinguishing suffix.
-        name = d.name.name if counts[d.name.name] == 1 else sanitize(d.cpp_symbol.replace("$", "_"))
+        if counts[d.name.name] == 1:
+            name = d.name.name
+        else:
+            name = _unused(sanitize(d.cpp_symbol.replace("$", "_")), taken)
         vjp = by_name.get(StructuredName.derived("sufrev", d.name))
+        vjp_name = _unused(sanitize(f"{name}_vjp"), taken) if vjp else None
         # Located at the declaration: that is what a user fixes when a default binding is bad.
-        out.append(Binding(name, d, f"{name}_vjp" if vjp else None, vjp, "plain", d.location or where))
+        out.append(Binding(name, d, vjp_name, vjp, "plain", d.location or where))
     return out
+
+
+def _unused(name: str, taken: set[str]) -> str:
+    """name, or name_2, name_3... whichever is not taken yet; marks it taken."""
+    candidate, k = name, 2
+    while candidate in taken or candidate in RESERVED_NAMES:
+        candidate, k = f"{name}_{k}", k + 1
+    taken.add(candidate)
+    return candidate
 
 
 def _resolve(spec: BindingSpec, decls: Sequence[FunctionDecl],
