@@ -22,13 +22,14 @@ def tensor_class_name(t: TensorType) -> str:
 
 
 def py_type(t: KsType, param: bool = False) -> str:
-    """The stub annotation; a parameter's tensor also accepts any buffer (converted implicitly)."""
+    """The stub annotation; a parameter's tensor also accepts a buffer or numpy array of its element
+    type (converted implicitly; the stub defines _BufferLike)."""
     if isinstance(t, ScalarType):
         return SCALAR_PY[t.name]
     if isinstance(t, TensorType):
         if not isinstance(t.element, ScalarType):
             return "object"
-        return f"{tensor_class_name(t)} | Buffer" if param else tensor_class_name(t)
+        return f"{tensor_class_name(t)} | _BufferLike" if param else tensor_class_name(t)
     if isinstance(t, TupleType):
         return "tuple[" + (", ".join(py_type(e, param) for e in t.elements) or "()") + "]"
     return "object"
