@@ -69,7 +69,7 @@ def test_symbols_are_cpp_identifiers(name: StructuredName) -> None:
     assert CPP_IDENTIFIER.match(name.cpp_symbol), name.cpp_symbol
 
 
-@settings(max_examples=500)
+@settings(max_examples=300)
 @given(st.lists(structured_names(), min_size=2, max_size=10, unique=True))
 def test_distinct_names_have_distinct_symbols(ns: list[StructuredName]) -> None:
     """Except ksc's own quirk: [f (Tuple T)] and [f T] share a symbol (docs/errors.md)."""
