@@ -182,7 +182,7 @@ def stub_imports(target: str, tensor_types: Sequence[TensorTypeInfo]) -> list[st
     """Import lines the stub needs for the annotations the target produces."""
     lines = []
     if tensor_types:
-        lines += ["from typing import Any, Protocol", "", "from typing_extensions import Buffer"]
+        lines += ["from typing import Any, Protocol, TypeAlias", "", "from typing_extensions import Buffer"]
     if target == "torch":
         lines += ["", "import torch"] if lines else ["import torch"]
     return lines

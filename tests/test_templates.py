@@ -148,9 +148,9 @@ def test_worked_example_compiles_and_prints_timings(tmp_path: Path, capfd: pytes
     [spec] = ksbind.load_config(REPO / "configs" / "relu3.yaml")
     spec = dataclasses.replace(spec, name="relu3_timed", output=tmp_path / "relu3_timed")
     m = build_spec(spec, templates=[str(TIMING)], cache_dir=session_cache_dir(), quiet=True)
-    x = np.array([-1.0, 0.5, 2.0])
+    x = np.array([-1.0, 0.5, 2.0], dtype=np.float32)  # ks Float is float32
     r = np.asarray(m.vrelu3(x))
-    assert np.allclose(r, [0.0, 0.5 ** 3 / 3, 2.0 - 2.0 / 3.0])
+    assert np.allclose(r, [0.0, 0.5 ** 3 / 3, 2.0 - 2.0 / 3.0], rtol=1e-6)
     err = capfd.readouterr().err
     assert "vrelu3 took " in err and " us" in err
 
