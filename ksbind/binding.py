@@ -58,6 +58,7 @@ def select_bindings(decls: Sequence[FunctionDecl], specs: Sequence[BindingSpec] 
 def check_bindings(bindings: Iterable[Binding]) -> None:
     """Names valid and unique; functions callable from Python."""
     seen: dict[str, Location | None] = {}
+    symbols: dict[str, FunctionDecl] = {}
     for b in bindings:
         names = [b.name] + ([b.vjp_name] if b.vjp_name is not None else [])
         for name in names:
@@ -77,6 +78,14 @@ def check_bindings(bindings: Iterable[Binding]) -> None:
                                f"{', '.join(MODES)}", b.location)
         for d in [b.decl] + ([b.vjp_decl] if b.vjp_decl else []):
             _check_callable(d, b.location)
+            # ksc gives [f (Tuple T)] and [f T] one symbol; two C++ signatures for it cannot link.
+            other = symbols.setdefault(d.cpp_symbol, d)
+            if other.name != d.name and (other.cpp_return_type, other.cpp_param_types) != (
+                    d.cpp_return_type, d.cpp_param_types):
+                raise BindingError(
+                    f"{d.name} and {other.name} share the C++ symbol {d.cpp_symbol!r} (ksc drops the "
+                    "brackets of a one-element tuple) but have different C++ signatures; bind only one",
+                    b.location)
 
 
 def _check_callable(d: FunctionDecl, where: Location | None) -> None:
