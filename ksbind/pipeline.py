@@ -69,10 +69,20 @@ def load_filters(spec: ModuleSpec) -> dict[str, Callable[..., Any]]:
     """Filters a config's ``filters:`` module adds (its FILTERS dict)."""
     if not spec.filters:
         return {}
+    import importlib.util
     import sys
+    local = spec.config_path.parent / (spec.filters.replace(".", os.sep) + ".py")
     sys.path.insert(0, str(spec.config_path.parent))
     try:
-        mod = importlib.import_module(spec.filters)
+        if local.is_file():
+            # Loaded from the file each time (not sys.modules), so two configs'
+            # same-named filter modules, or an edited one, are never confused.
+            module_spec = importlib.util.spec_from_file_location(f"_ksbind_filters_{spec.name}", local)
+            assert module_spec is not None and module_spec.loader is not None
+            mod = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(spec.filters)
     except Exception as e:
         raise ConfigError(f"cannot import filters module {spec.filters!r}: {type(e).__name__}: {e}",
                           spec.location) from None
