@@ -60,6 +60,8 @@ def py_string(value: Any) -> str:
 def py_docstring(value: Any) -> str:
     """A triple-quoted Python docstring literal (for stubs)."""
     text = str(value).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    if text.endswith('"'):  # would merge with the closing quotes
+        text = text[:-1] + '\\"'
     return f'"""{text}"""'
 
 
@@ -196,8 +198,8 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
     plan = target_module.SINGLE_FILE if options.layout == "single" else target_module.FILES
     files: dict[str, str] = {}
     used: dict[str, str] = {}
-    for out, name in sorted(plan.items()):
-        out = out.replace("{module}", options.name)
+    for template_out, name in sorted(plan.items(), key=lambda item: item[0].replace("{module}", options.name)):
+        out = template_out.replace("{module}", options.name)
         origin = template_origin(name, options.templates)
         file_ctx = dict(ctx, stamp_cpp=stamp(options, "//", name, origin),
                         stamp_py=stamp(options, "#", name, origin))
