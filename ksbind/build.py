@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -118,7 +119,9 @@ def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
 
     runtime_dirs = (INCLUDE_DIR,) if spec.runtime.bundled else tuple(spec.runtime.include_dirs)
     runtime_sources = () if spec.runtime.bundled else tuple(spec.runtime.sources)
-    units = tuple(p for p in generated if p.suffix in CPP_SUFFIXES) + tuple(spec.cpp) + runtime_sources
+    # The user's sources first: small, and where errors usually are, so a
+    # mistake is reported before the slow pybind11 files finish.
+    units = tuple(spec.cpp) + runtime_sources + tuple(p for p in generated if p.suffix in CPP_SUFFIXES)
     include_dirs = tuple(dict.fromkeys(
         [*runtime_dirs, INCLUDE_DIR, Path(pybind11.get_include()), Path(sysconfig.get_paths()["include"])]))
     flags = BASE_FLAGS + (f"-DTORCH_EXTENSION_NAME={spec.name}",) + tuple(
@@ -189,13 +192,20 @@ def compile_all(plan: CompilePlan, tmp: Path) -> list[Path]:
             failed.set()
             with lock:
                 for proc in running:
-                    proc.terminate()
+                    _kill_group(proc)
             return e
         return None
 
     jobs = int(os.environ.get("KSBIND_JOBS", "0") or 0) or os.cpu_count() or 1
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(plan.sources)))) as pool:
-        errors = list(pool.map(one, range(len(plan.sources))))
+        try:
+            errors = list(pool.map(one, range(len(plan.sources))))
+        except BaseException:  # Ctrl-C: stop the compilers now, not when they finish
+            failed.set()
+            with lock:
+                for proc in running:
+                    _kill_group(proc)
+            raise
     for e in errors:
         if e is not None:
             raise e
@@ -209,8 +219,9 @@ def _run(cmd: list[str], src: Path, what: str, log_dir: Path,
          running: set[subprocess.Popen[str]] | None = None, lock: threading.Lock | None = None,
          stopped: threading.Event | None = None) -> None:
     try:
+        # Own process group, so stopping a compile also stops cc1plus.
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", stdin=subprocess.DEVNULL)
+                                errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as e:
         raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
                          Location(str(src))) from None
@@ -220,7 +231,7 @@ def _run(cmd: list[str], src: Path, what: str, log_dir: Path,
     try:
         output, _ = proc.communicate()
     except BaseException:
-        proc.kill()
+        _kill_group(proc)
         proc.wait()
         raise
     finally:
@@ -240,6 +251,13 @@ def _run(cmd: list[str], src: Path, what: str, log_dir: Path,
     first = first_error(output) or f"{cmd[0]} exited with status {proc.returncode}"
     more = f" (full output: {log})" if log is not None else ""
     raise BuildError(f"{what} {src} failed: {first}{more}", Location(str(src)))
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _writable(d: Path) -> bool:

@@ -56,6 +56,24 @@ def modules_in(cache: Path) -> list[Path]:
     return sorted(p for p in cache.rglob(f"*{buildcache.extension_suffix()}") if not p.name.startswith("."))
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below pid (read from /proc), children before their children."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out, frontier = [], [pid]
+    while frontier:
+        kids = [p for p, pp in parents.items() if pp in frontier]
+        out.extend(kids)
+        frontier = kids
+    return out
+
+
 # ------------------------------------------------------------ the cache
 
 def test_cache_hit_in_a_fresh_process_does_not_run_the_compiler(relu3_ks: ModuleType, tmp_path: Path) -> None:  # noqa: F811
@@ -189,7 +207,11 @@ def test_killed_build_then_two_concurrent_builds(tmp_path: Path) -> None:
         assert time.monotonic() < deadline and victim.poll() is None, "build never started compiling"
         time.sleep(0.05)
     time.sleep(0.5)
-    os.killpg(victim.pid, signal.SIGKILL)  # the build and its compilers
+    for pid in [victim.pid, *descendants(victim.pid)]:  # the build and its compilers
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     victim.wait()
     assert modules_in(cache) == []
     assert any(p.suffix == ".lock" for p in cache.iterdir())
