@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shlex
 import sys
 import threading
@@ -43,6 +44,7 @@ LDFLAGS = ("-fopenmp",)
 WRAPPER = "module.py"
 UNIT = "ks_unit.cpp"
 
+_COMPILER_ERROR = re.compile(r"^\S+:\d+(?::\d+)?: (?:fatal )?error: .*$", re.MULTILINE)
 _loaded: dict[str, ModuleType] = {}
 _lock = threading.Lock()
 
@@ -177,7 +179,9 @@ def _build_error(spec: ModuleSpec, where: Path, output: str) -> BuildError:
         more = f" (full output: {log})"
     except OSError:
         more = ""
-    first = first_error(output) or output.strip().splitlines()[0] if output.strip() else "unknown error"
+    # The compiler's own first error, not cpp_extension's "Error building extension".
+    match = _COMPILER_ERROR.search(output)
+    first = match.group(0).strip() if match else (first_error(output) or "unknown error")
     return BuildError(f"building {spec.name} with torch.utils.cpp_extension failed: {first}{more}",
                       Location(str(where)))
 

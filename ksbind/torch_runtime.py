@@ -7,11 +7,11 @@ of its bindings (computed by ksbind/targets/torch.py at generation time).
 
 ``install`` puts in the module, for each binding:
 
-- without ``torch_library``: a function that calls the raw entry directly
-  unless grad mode is on and a differentiable argument requires grad; then it
-  goes through a ``torch.autograd.Function`` whose backward calls the vjp
-  entry. Bindings without a vjp (or whose result is not a float tensor) are
-  the raw entry itself.
+- without ``torch_library``: the C++ entry point itself. For a binding with
+  a vjp and a float tensor result, the entry checks (in C++, at no cost to
+  calls without gradients) whether grad mode is on and a differentiable
+  argument requires grad; only then it calls ``NAME_Function.apply``, a
+  ``torch.autograd.Function`` whose backward calls the vjp entry.
 - with ``torch_library: NS``: the op ``torch.ops.NS.NAME`` (a
   ``torch.library.custom_op``) with its autograd formula from the vjp (op
   ``NS.NAME_vjp``) and a fake implementation, so it traces under
@@ -57,7 +57,12 @@ def install(namespace: dict[str, Any], ext: ModuleType, bindings: Sequence[dict[
         if torch_library is not None:
             namespace[b["name"]] = register_op(torch_library, b, entry, vjp)
         elif b["autograd"]:
-            namespace[b["name"]] = autograd_function(b, entry, vjp)
+            # The C++ entry checks grad mode and requires_grad itself and calls
+            # Function.apply only when a gradient is needed.
+            function = autograd_function(b, entry, vjp)
+            ext._set_autograd(b["name"], function.apply)
+            namespace[b["name"]] = entry
+            namespace[f"{b['name']}_Function"] = function
         else:
             namespace[b["name"]] = entry
     namespace["raw"] = SimpleNamespace(**raw)
@@ -101,11 +106,13 @@ def _input_grads(b: dict[str, Any], args: Sequence[Any], grads: Any, all_params:
 
 
 def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callable[..., Any] | None
-                      ) -> Callable[..., Any]:
-    """``entry`` with autograd from ``vjp``, at no cost when no gradient is needed."""
+                      ) -> type[torch.autograd.Function]:
+    """A torch.autograd.Function: forward calls ``entry``, backward ``vjp``.
+
+    Inside forward grad mode is off, so ``entry`` (the C++ function that
+    routes calls needing gradients here) computes directly.
+    """
     assert vjp is not None
-    names = [p["name"] for p in b["params"]]
-    diff = tuple(i for i, p in enumerate(b["params"]) if p["differentiable"])
 
     class Function(torch.autograd.Function):
         @staticmethod
@@ -120,33 +127,7 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
             return _input_grads(b, args, vjp(*args, grad), all_params=True)
 
     Function.__name__ = Function.__qualname__ = f"{b['name']}_Function"
-    grad_enabled = torch.is_grad_enabled
-    apply = Function.apply
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            args = _bind(b["name"], names, args, kwargs)
-        if grad_enabled():
-            for i in diff:
-                if i < len(args) and getattr(args[i], "requires_grad", False):
-                    return apply(*args)
-        return entry(*args)
-
-    call.__name__ = call.__qualname__ = b["name"]
-    call.__doc__ = entry.__doc__
-    call.Function = Function  # type: ignore[attr-defined]
-    return call
-
-
-def _bind(name: str, names: Sequence[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    out = list(args)
-    for n in names[len(args):]:
-        if n not in kwargs:
-            raise TypeError(f"{name}() missing argument {n!r}")
-        out.append(kwargs.pop(n))
-    if kwargs:
-        raise TypeError(f"{name}() got unexpected keyword argument(s) {', '.join(map(repr, kwargs))}")
-    return tuple(out)
+    return Function
 
 
 # ------------------------------------------------------------ torch.library

@@ -266,7 +266,11 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
                 outs = "Tensor" if len(grads) == 1 else "(" + ", ".join("Tensor" for _ in grads) + ")"
                 vjp_schema = f"({args}, Tensor dret) -> {outs}"
         infos.append(TorchBinding(b.name, b.vjp_name, b.mode, params, result, autograd, schema, vjp_schema))
+    slots = [b for b in infos if b.autograd]
+    autograd_slots = {b.name: AutogradSlot(i, tuple(p.name for p in torch_entries[b.name].params if p.differentiable))
+                      for i, b in enumerate(slots)}
     return {
+        "torch_autograd_slots": autograd_slots,
         "torch_entries": torch_entries,
         "torch_entry_types": {name: _entry_signature(e, entries[name], b_mode=e.mode)
                               for name, e in torch_entries.items()},
@@ -274,6 +278,16 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
         "torch_bindings_literal": pprint.pformat([asdict(i) for i in infos], indent=1, width=110, sort_dicts=False),
         "ext_name": ext_name(options.name),
     }
+
+
+@dataclass(frozen=True)
+class AutogradSlot:
+    """A binding whose C++ entry hands off to its Python autograd.Function when
+    grad mode is on and one of ``grad_params`` requires grad (checked in C++, so
+    calls without gradients pay nothing)."""
+
+    index: int
+    grad_params: tuple[str, ...]  # C++ names of the differentiable tensor parameters
 
 
 @dataclass(frozen=True)
