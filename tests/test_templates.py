@@ -135,6 +135,20 @@ def test_worked_example_is_the_one_in_the_docs() -> None:
     assert (TIMING / "entry_points.cpp.j2").read_text() in doc
 
 
+def test_docs_cover_every_block_and_context_name() -> None:
+    doc = (REPO / "docs" / "templates.md").read_text()
+    for name in authoring.builtin_names():
+        if name.startswith("torch_"):
+            continue  # described with the torch target
+        assert f"`{name}`" in doc, name
+        for block in authoring.template_info(name).blocks:
+            assert f"`{block.name}`" in doc, (name, block.name)
+    for target in ("ks", "python"):
+        ctx = ksbind.render_module(DECLS, "m", target, bindings=SPECS).context
+        for key in list(ctx) + ["stamp_cpp", "stamp_py"]:
+            assert f"`{key}`" in doc, key
+
+
 @pytest.mark.slow
 def test_worked_example_compiles_and_prints_timings(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     import dataclasses
