@@ -6,6 +6,7 @@ here and in targets/; templates only lay these values out.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, is_dataclass
+from functools import lru_cache
 from typing import Any, Sequence
 
 from ._version import TEMPLATE_API, __version__
@@ -108,15 +109,17 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     if options.layout not in LAYOUTS:
         raise ConfigError(f"unknown layout {options.layout!r}; expected one of {', '.join(LAYOUTS)}")
     target = get_target(options.target)
-    entries = entry_points_for(list(bindings), target.crossing)
+    # Many bindings share types: decide each (type, role) crossing once.
+    entries = entry_points_for(list(bindings), lru_cache(maxsize=None)(target.crossing))
     by_name = {e.name: e for e in entries}
     infos = [BindingInfo(b.name, str(b.decl.name), b.mode, by_name[b.name],
                          by_name[b.vjp_name] if b.vjp_name else None) for b in bindings]
     functions: dict[str, KsFunction] = {}
     for b in bindings:
         for d in [b.decl] + ([b.vjp_decl] if b.vjp_decl else []):
-            functions.setdefault(d.cpp_symbol, KsFunction(d.cpp_symbol, str(d.name), d.cpp_return_type,
-                                                          tuple(d.cpp_param_types)))
+            symbol = d.cpp_symbol
+            if symbol not in functions:
+                functions[symbol] = KsFunction(symbol, str(d.name), d.cpp_return_type, tuple(d.cpp_param_types))
     files = {"entry_points_h": "entry_points.h", "entry_points_cpp": "entry_points.cpp",
              "module_cpp": "module.cpp"}
     ctx: dict[str, Any] = {
@@ -150,15 +153,16 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
 
 def _tensor_types(bindings: Sequence[Binding], configured: Sequence[tuple[int, str]]) -> list[TensorTypeInfo]:
     """Configured tensor types, then every other scalar-element tensor a binding uses."""
-    seen: list[tuple[int, str]] = list(dict.fromkeys((int(r), str(e)) for r, e in configured))
+    seen: dict[tuple[int, str], None] = dict.fromkeys((int(r), str(e)) for r, e in configured)
+    types: dict[KsType, None] = {}  # each distinct type once, in first-use order
     for b in bindings:
         for d in [b.decl] + ([b.vjp_decl] if b.vjp_decl else []):
-            for t in list(d.params) + [d.return_type]:
-                for sub in t.walk():
-                    if isinstance(sub, TensorType) and isinstance(sub.element, ScalarType):
-                        key = (sub.rank, sub.element.name)
-                        if key not in seen:
-                            seen.append(key)
+            types.update(dict.fromkeys(d.params))
+            types[d.return_type] = None
+    for t in types:
+        for sub in t.walk():
+            if isinstance(sub, TensorType) and isinstance(sub.element, ScalarType):
+                seen.setdefault((sub.rank, sub.element.name), None)
     return [_tensor_info(r, e) for r, e in seen]
 
 
