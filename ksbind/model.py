@@ -8,6 +8,7 @@ from the tangent rules.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .errors import DeclarationError, KsTypeError, Location
 from .types import KsType, TupleType
@@ -76,12 +77,18 @@ class StructuredName:
     @property
     def cpp_symbol(self) -> str:
         """ksc's C++ function name in namespace ks, e.g. ``vrelu3$aT1f``."""
-        return self.raw_symbol.translate(_SYMBOL_ENCODING)
+        return _cpp_symbol(self)
 
     def __str__(self) -> str:
         if self.inner is not None:
             return f"[{self.name} {self.inner}]"
         return f"[{self.name} {self.arg_type}]"
+
+
+@lru_cache(maxsize=16384)
+def _cpp_symbol(name: StructuredName) -> str:
+    # Cached: rendering asks for each binding's symbol many times.
+    return name.raw_symbol.translate(_SYMBOL_ENCODING)
 
 
 @dataclass(frozen=True, slots=True)

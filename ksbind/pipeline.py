@@ -19,6 +19,7 @@ from .model import FunctionDecl
 from .output import PlannedFile, plan_files, write_planned
 from .reader import parse_ks, read_ks, same_signature
 from .render import RenderedModule, render_module
+from .sexpr import gc_paused
 
 ConfigArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -96,8 +97,9 @@ def load_filters(spec: ModuleSpec) -> dict[str, Callable[..., Any]]:
 
 
 def render_spec(spec: ModuleSpec, extra_templates: Sequence[str] = ()) -> RenderedModule:
-    return render_module(module_bindings(spec), options=module_options(spec, extra_templates),
-                         filters=load_filters(spec))
+    with gc_paused():  # reading and rendering build many short-lived objects; see sexpr.gc_paused
+        return render_module(module_bindings(spec), options=module_options(spec, extra_templates),
+                             filters=load_filters(spec))
 
 
 def _config_list(configs: ConfigArg) -> list[Path]:

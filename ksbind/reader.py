@@ -12,7 +12,7 @@ from typing import Sequence
 
 from .errors import DeclarationError, InputFileError, Location, closest
 from .model import DERIVATIONS, FunctionDecl, StructuredName
-from .sexpr import Atom, Node, SList, parse_sexprs
+from .sexpr import Atom, Node, SList, gc_paused, parse_sexprs
 from .types import KsType, TupleType, type_from_node, type_from_nodes
 
 TOP_LEVEL_FORMS = ("def", "edef", "gdef", "rule")
@@ -20,6 +20,11 @@ TOP_LEVEL_FORMS = ("def", "edef", "gdef", "rule")
 
 def parse_ks(text: str, filename: str = "<string>") -> list[FunctionDecl]:
     """Every function declared in ks text, in file order (gdefs where they stand)."""
+    with gc_paused():
+        return _parse_ks(text, filename)
+
+
+def _parse_ks(text: str, filename: str) -> list[FunctionDecl]:
     forms = parse_sexprs(text, filename)
     entries: list[FunctionDecl | tuple[str, StructuredName, Location]] = []
     declared: dict[StructuredName, FunctionDecl] = {}

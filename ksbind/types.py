@@ -53,12 +53,17 @@ class KsType:
     @property
     def unbindable_reason(self) -> str | None:
         """Why a value of this type cannot cross into Python, or None if it can."""
-        for t in self.walk():
-            if isinstance(t, LMType):
-                return f"{t} is a linear map (LM), internal to automatic differentiation"
-            if isinstance(t, LamType):
-                return f"{t} is a function value (Lam), which ksbind cannot convert"
-        return None
+        return _unbindable_reason(self)
+
+
+@lru_cache(maxsize=4096)
+def _unbindable_reason(t0: KsType) -> str | None:
+    for t in t0.walk():
+        if isinstance(t, LMType):
+            return f"{t} is a linear map (LM), internal to automatic differentiation"
+        if isinstance(t, LamType):
+            return f"{t} is a function value (Lam), which ksbind cannot convert"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +83,7 @@ class TensorType(KsType):
         return (self.element,)
 
     def __str__(self) -> str:
-        return f"(Tensor {self.rank} {self.element})"
+        return _spell(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +94,7 @@ class TupleType(KsType):
         return self.elements
 
     def __str__(self) -> str:
-        return "(Tuple" + "".join(" " + str(e) for e in self.elements) + ")"
+        return _spell(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +133,15 @@ def tuple_of(types: Sequence[KsType]) -> TupleType:
 
 
 # ---------------------------------------------------------------- spelling
+
+@lru_cache(maxsize=4096)
+def _spell(t: KsType) -> str:
+    """The canonical spelling of a tensor or tuple (cached: rendering prints the same types often)."""
+    if isinstance(t, TensorType):
+        return f"(Tensor {t.rank} {t.element})"
+    assert isinstance(t, TupleType)
+    return "(Tuple" + "".join(" " + str(e) for e in t.elements) + ")"
+
 
 @lru_cache(maxsize=4096)
 def _mangle(t: KsType) -> str:
