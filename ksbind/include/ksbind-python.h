@@ -98,15 +98,40 @@ inline ks::String convert(ks::allocator*, py::handle h, const std::string& where
 
 // ------------------------------------------------------------ sequences
 
-// A list/tuple (fast path) or any sequence that is not text; owns a reference.
+// Length of a sequence without materializing it (a huge range or array must
+// fail on the arena, not by building a list of a billion objects first).
+inline Py_ssize_t seq_length(py::handle h, const std::string& where, const char* expected) {
+    if (is_text(h) || h.ptr() == Py_None || !PySequence_Check(h.ptr())) type_error(where, expected, h);
+    Py_ssize_t n = PySequence_Size(h.ptr());
+    if (n < 0) {
+        PyErr_Clear();
+        type_error(where, expected, h);
+    }
+    return n;
+}
+
+// A list/tuple (fast path) or any sequence that is not text, of exactly
+// `length` items (checked before a lazy sequence is materialized); owns a reference.
 class Seq {
 public:
-    Seq(py::handle h, const std::string& where, const char* expected) {
+    Seq(py::handle h, const std::string& where, const char* expected, Py_ssize_t length) {
         if (is_text(h) || h.ptr() == Py_None || !PySequence_Check(h.ptr())) type_error(where, expected, h);
+        Py_ssize_t n = PySequence_Size(h.ptr());
+        if (n < 0) {
+            PyErr_Clear();
+            type_error(where, expected, h);
+        }
+        if (n != length)
+            value_error(where, "expected " + std::to_string(length) + " elements, got " + std::to_string(n));
         fast_ = PySequence_Fast(h.ptr(), expected);
         if (!fast_) {
             PyErr_Clear();
             type_error(where, expected, h);
+        }
+        if (PySequence_Fast_GET_SIZE(fast_) != length) {  // a sequence whose items disagree with its len()
+            Py_DECREF(fast_);
+            fast_ = nullptr;
+            value_error(where, "sequence changed size while being read");
         }
     }
     ~Seq() { Py_XDECREF(fast_); }
@@ -131,23 +156,12 @@ Tup convert_tuple(ks::allocator* alloc, const Seq& s, const std::string& where, 
 
 template <class... Ts>
 ks::Tuple<Ts...> convert(ks::allocator* alloc, py::handle h, const std::string& where, tag<ks::Tuple<Ts...>>) {
-    Seq s(h, where, "a tuple");
-    if (s.size() != static_cast<Py_ssize_t>(sizeof...(Ts)))
+    Py_ssize_t n = seq_length(h, where, "a tuple");
+    if (n != static_cast<Py_ssize_t>(sizeof...(Ts)))
         value_error(where, "expected a tuple of " + std::to_string(sizeof...(Ts)) + " values, got " +
-                               std::to_string(s.size()));
+                               std::to_string(n));
+    Seq s(h, where, "a tuple", n);
     return convert_tuple<ks::Tuple<Ts...>>(alloc, s, where, std::index_sequence_for<Ts...>());
-}
-
-// Length of a sequence without materializing it (a huge range or array must
-// fail on the arena, not by building a list of a billion objects first).
-inline Py_ssize_t seq_length(py::handle h, const std::string& where, const char* expected) {
-    if (is_text(h) || h.ptr() == Py_None || !PySequence_Check(h.ptr())) type_error(where, expected, h);
-    Py_ssize_t n = PySequence_Size(h.ptr());
-    if (n < 0) {
-        PyErr_Clear();
-        type_error(where, expected, h);
-    }
-    return n;
 }
 
 // Shape of a rank-Dim nested sequence: sizes[0..Dim), read along element 0.
@@ -170,10 +184,11 @@ inline void tensor_shape(py::handle h, const std::string& where, int dim, int ra
 template <class T>
 void fill_tensor(ks::allocator* alloc, py::handle h, const std::string& where, int dim, int rank,
                  const int* sizes, T*& out) {
-    Seq s(h, where, "a list");
-    if (s.size() != sizes[dim])
+    Py_ssize_t n = seq_length(h, where, "a list");
+    if (n != sizes[dim])
         value_error(where, "ragged nested list: expected " + std::to_string(sizes[dim]) + " elements, got " +
-                               std::to_string(s.size()));
+                               std::to_string(n));
+    Seq s(h, where, "a list", n);
     for (Py_ssize_t i = 0; i < s.size(); ++i) {
         std::string at = where + "[" + std::to_string(i) + "]";
         if (dim + 1 < rank) {
