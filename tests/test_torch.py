@@ -1,0 +1,328 @@
+"""End to end: the torch target, compiled with torch.utils.cpp_extension and imported.
+
+Two modules of configs/torch_ops.yaml (plain, elementwise and vmap bindings;
+and the same functions as torch.library ops) plus configs/relu3_torch.yaml
+(the nn.Module example) are built once per session (tests/e2e_support.py).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from .e2e_support import REPO, built, session_cache_dir  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+# float32 gradients checked by finite differences: eps and tolerances to match.
+F32 = dict(eps=1e-3, atol=2e-2, rtol=2e-2)
+
+
+@pytest.fixture(scope="module")
+def ops() -> ModuleType:
+    return built("torch_ops.yaml", "torch_ops")
+
+
+@pytest.fixture(scope="module")
+def lib() -> ModuleType:
+    return built("torch_ops.yaml", "torch_ops_lib")
+
+
+def relu3_ref(x: "torch.Tensor") -> "torch.Tensor":
+    return torch.where(x < 0, torch.zeros_like(x), torch.where(x < 1, x * x * x / 3, x - 2.0 / 3.0))
+
+
+def gradcheck32(fn, *inputs) -> bool:  # type: ignore[no-untyped-def]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "not double precision": float32 is the point
+        return torch.autograd.gradcheck(fn, inputs, **F32)
+
+
+def away_from_kinks(*shape: int) -> "torch.Tensor":
+    """Random values not within eps of relu3's joins at 0 and 1 (finite differences)."""
+    x = torch.rand(*shape) * 4 - 2
+    x = torch.where((x.abs() < 0.05) | ((x - 1).abs() < 0.05), x + 0.2, x)
+    return x.requires_grad_()
+
+
+# ------------------------------------------------------------ plain mode: values and crossings
+
+def test_vrelu3_values_and_new_result_tensor(ops: ModuleType) -> None:
+    x = torch.randn(100)
+    r = ops.vrelu3(x)
+    assert r.dtype == torch.float32 and r.shape == x.shape
+    torch.testing.assert_close(r, relu3_ref(x))
+    assert r.data_ptr() != x.data_ptr()
+    # The result was copied out of the arena, and the arena reset: a later call does not clobber it.
+    keep = r.clone()
+    ops.vrelu3(torch.randn(100))
+    torch.testing.assert_close(r, keep)
+    assert ops.allocator_top() == 0
+
+
+def test_arena_stays_flat_over_many_calls(ops: ModuleType) -> None:
+    x = torch.randn(1000)
+    ops.vrelu3(x)
+    peak = ops.allocator_peak()
+    for _ in range(2000):
+        ops.vrelu3(x)
+    assert ops.allocator_peak() == peak and ops.allocator_top() == 0
+
+
+def test_zero_copy_input(ops: ModuleType) -> None:
+    """poke writes into t[0] through the ks view: the caller's tensor changes."""
+    t = torch.zeros(5)
+    assert ops.poke(t, 7.5) == 0.0
+    assert t[0].item() == 7.5
+    big = torch.zeros(1_000_000)
+    ops.poke(big, 2.0)
+    assert big[0].item() == 2.0
+    # A view with an offset is contiguous too: the ks function sees its own data.
+    base = torch.zeros(10)
+    ops.poke(base[3:], 1.0)
+    assert base[3].item() == 1.0
+
+
+def test_non_contiguous_input_is_made_contiguous(ops: ModuleType) -> None:
+    m = torch.randn(6, 4)
+    col = m[:, 1]
+    assert not col.is_contiguous()
+    torch.testing.assert_close(ops.vrelu3(col), relu3_ref(col))
+    # The ks function worked on a contiguous copy, not on m.
+    before = m.clone()
+    ops.poke(col, 99.0)
+    torch.testing.assert_close(m, before)
+    mt = torch.randn(3, 5).t()
+    torch.testing.assert_close(ops.transpose(mt), mt.t())
+
+
+def test_integer_bool_rank2_tuple_crossings(ops: ModuleType) -> None:
+    v = torch.arange(-3, 4, dtype=torch.int32)
+    r = ops.add_int(v, 10)
+    assert r.dtype == torch.int32 and r.tolist() == [7, 8, 9, 10, 11, 12, 13]
+    assert ops.count_true(torch.tensor([True, False, True, True])) == 3
+    m = torch.randn(3, 5)
+    torch.testing.assert_close(ops.transpose(m), m.t().contiguous())
+    total, running = ops.stats(torch.tensor([1.0, 2.0, 3.0]))
+    assert total == pytest.approx(6.0) and running.tolist() == [1.0, 3.0, 6.0]
+    assert ops.tsum((torch.tensor([1.0, 2.0]), 0.5), 3) == pytest.approx(10.5)
+    assert ops.scale_add(a=torch.ones(2), b=torch.full((2,), 2.0), n=3).tolist() == [7.0, 7.0]
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda m: m.vrelu3(torch.zeros(3, dtype=torch.float64)), TypeError, ["'t'", "torch.float32", "torch.float64"]),
+    (lambda m: m.add_int(torch.zeros(3, dtype=torch.int64), 1), TypeError, ["'v'", "torch.int32", "torch.int64"]),
+    (lambda m: m.count_true(torch.zeros(3, dtype=torch.int32)), TypeError, ["'b'", "torch.bool"]),
+    (lambda m: m.vrelu3(torch.zeros(2, 3)), ValueError, ["'t'", "1-dimensional", "[2, 3]"]),
+    (lambda m: m.transpose(torch.zeros(4)), ValueError, ["'m'", "2-dimensional"]),
+    (lambda m: m.vrelu3(torch.zeros(3, device="meta")), ValueError, ["'t'", "CPU", "meta"]),
+    (lambda m: m.tsum((torch.zeros(2, dtype=torch.float64), 1.0), 1), TypeError, ["'p[0]'", "torch.float32"]),
+    (lambda m: m.vrelu3([1.0, 2.0]), TypeError, ["vrelu3"]),
+    (lambda m: m.add_int(torch.zeros(3, dtype=torch.int32), 1.5), TypeError, ["add_int"]),
+    (lambda m: m.relu3(torch.zeros(3, dtype=torch.float64)), TypeError, ["'x'", "torch.float32"]),
+    (lambda m: m.mulsin(torch.zeros(3), torch.zeros(4)), ValueError, ["'y'", "broadcast"]),
+    (lambda m: m.sumsq_rows(torch.zeros(3)), ValueError, ["'v'", "2-dimensional"]),
+    (lambda m: m.scale_add(torch.zeros(3), torch.zeros(4), 1), RuntimeError, ["KS_ASSERT"]),
+])
+def test_bad_arguments_raise_python_errors(ops: ModuleType, call, error, words) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(error) as info:
+        call(ops)
+    for w in words:
+        assert w in str(info.value)
+    assert ops.allocator_top() == 0  # a failed call leaves the arena as it was
+
+
+# ------------------------------------------------------------ autograd
+
+def test_gradcheck_vrelu3(ops: ModuleType) -> None:
+    x = away_from_kinks(20)
+    assert gradcheck32(ops.vrelu3, x)
+    # And against torch.func.vjp of the eager reference.
+    g = torch.randn(20)
+    (out, ks_grad), (ref_out, ref_grad) = [
+        (f(x), torch.autograd.grad(f(x), x, g)[0]) for f in (ops.vrelu3, relu3_ref)]
+    torch.testing.assert_close(out, ref_out)
+    _, vjp_fn = torch.func.vjp(relu3_ref, x.detach())
+    torch.testing.assert_close(ks_grad, vjp_fn(g)[0])
+    torch.testing.assert_close(ks_grad, ref_grad)
+
+
+def test_gradcheck_two_tensor_arguments_and_an_integer(ops: ModuleType) -> None:
+    a = torch.randn(8, requires_grad=True)
+    b = torch.randn(8, requires_grad=True)
+    assert gradcheck32(lambda a, b: ops.scale_add(a, b, 3), a, b)
+    # The Integer argument gets no gradient; the vjp binding returns one per argument.
+    da, db, dn = ops.scale_add_vjp(a.detach(), b.detach(), 3, torch.ones(8))
+    assert dn == ()
+    torch.testing.assert_close(da, 3 * b.detach() + 1)
+    out = ops.scale_add(a, b, 3)
+    assert out.requires_grad and out.grad_fn is not None
+    out.sum().backward()
+    torch.testing.assert_close(a.grad, 3 * b.detach() + 1)
+    torch.testing.assert_close(b.grad, 3 * a.detach())
+
+
+def test_gradcheck_elementwise_two_arguments_with_broadcasting(ops: ModuleType) -> None:
+    x = torch.randn(3, 1, requires_grad=True)
+    y = torch.randn(1, 4, requires_grad=True)
+    assert gradcheck32(ops.mulsin, x, y)
+    x2, y2 = x.detach().clone().requires_grad_(), y.detach().clone().requires_grad_()
+    (x2 * torch.sin(y2)).sum().backward()
+    ops.mulsin(x, y).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad)
+    torch.testing.assert_close(y.grad, y2.grad)
+
+
+def test_elementwise_relu3_gradient(ops: ModuleType) -> None:
+    x = away_from_kinks(4, 5, 3)
+    assert gradcheck32(ops.relu3, x)
+
+
+def test_vmap_gradients(ops: ModuleType) -> None:
+    v = torch.randn(5, 7, requires_grad=True)
+    assert gradcheck32(ops.sumsq_rows, v)
+    ops.sumsq_rows(v).sum().backward()
+    torch.testing.assert_close(v.grad, 2 * v.detach())
+    r = away_from_kinks(4, 6)
+    assert gradcheck32(ops.vrelu3_rows, r)
+
+
+def test_no_graph_without_grad(ops: ModuleType) -> None:
+    x = torch.randn(5, requires_grad=True)
+    with torch.no_grad():
+        assert not ops.vrelu3(x).requires_grad
+    assert not ops.vrelu3(torch.randn(5)).requires_grad
+    assert ops.vrelu3(x).requires_grad
+
+
+# ------------------------------------------------------------ modes against eager PyTorch
+
+SHAPES = [(), (1,), (7,), (3, 4), (2, 3, 5), (2, 1, 4, 3), (0, 3), (40_000,)]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_elementwise_matches_eager(ops: ModuleType, shape: tuple[int, ...]) -> None:
+    gen = torch.Generator().manual_seed(len(shape) * 31 + sum(shape))
+    x = torch.randn(shape, generator=gen) * 2
+    y = torch.randn(shape, generator=gen)
+    r = ops.relu3(x)
+    assert r.shape == x.shape
+    torch.testing.assert_close(r, relu3_ref(x))
+    torch.testing.assert_close(ops.mulsin(x, y), x * torch.sin(y))
+    torch.testing.assert_close(ops.relu3_vjp(x, y), torch.where(x < 0, 0.0, torch.where(x < 1, x * x, 1.0)) * y)
+
+
+def test_elementwise_random_shapes_and_broadcasts(ops: ModuleType) -> None:
+    gen = torch.Generator().manual_seed(4)
+    for _ in range(20):
+        rank = int(torch.randint(0, 4, (1,), generator=gen))
+        shape = [int(s) for s in torch.randint(1, 6, (rank,), generator=gen)]
+        other = [1 if torch.rand(1, generator=gen) < 0.4 else s for s in shape]
+        x, y = torch.randn(shape, generator=gen), torch.randn(other, generator=gen)
+        torch.testing.assert_close(ops.mulsin(x, y), x * torch.sin(y))
+        torch.testing.assert_close(ops.relu3(x.t() if rank == 2 else x), relu3_ref(x.t() if rank == 2 else x))
+
+
+def test_vmap_matches_eager_on_random_shapes(ops: ModuleType) -> None:
+    gen = torch.Generator().manual_seed(7)
+    for batch, n in [(1, 1), (3, 5), (16, 2), (5, 0), (int(torch.randint(1, 9, (1,), generator=gen)),
+                                                     int(torch.randint(1, 9, (1,), generator=gen)))]:
+        v = torch.randn(batch, n, generator=gen)
+        torch.testing.assert_close(ops.sumsq_rows(v), (v * v).sum(dim=1))
+        torch.testing.assert_close(ops.vrelu3_rows(v), relu3_ref(v))
+        torch.testing.assert_close(ops.vrelu3_rows(v), torch.func.vmap(relu3_ref)(v))
+        d = torch.randn(batch, generator=gen)
+        torch.testing.assert_close(ops.sumsq_rows_vjp(v, d), 2 * v * d[:, None])
+    assert ops.allocator_top() == 0
+    # An empty batch runs no step, so nothing tells the shape of a step's result:
+    # documented as size 0 in every dimension.
+    assert ops.vrelu3_rows(torch.zeros(0, 4)).shape == (0, 0)
+    assert ops.sumsq_rows(torch.zeros(0, 4)).shape == (0,)
+
+
+# ------------------------------------------------------------ torch.library
+
+def test_library_ops_registered_with_autograd_and_fake(lib: ModuleType) -> None:
+    assert lib.vrelu3 is torch.ops.ksbind_ops.vrelu3
+    for op, args in [(torch.ops.ksbind_ops.vrelu3.default, (away_from_kinks(6),)),
+                     (torch.ops.ksbind_ops.relu3.default, (away_from_kinks(3, 4),)),
+                     (torch.ops.ksbind_ops.mulsin.default, (torch.randn(3, 1, requires_grad=True),
+                                                          torch.randn(4, requires_grad=True))),
+                     (torch.ops.ksbind_ops.scale_add.default, (torch.randn(5, requires_grad=True),
+                                                             torch.randn(5, requires_grad=True), 2)),
+                     (torch.ops.ksbind_ops.vrelu3_rows.default, (away_from_kinks(3, 4),))]:
+        result = torch.library.opcheck(op, args)
+        assert all(v == "SUCCESS" for v in result.values()), (op, result)
+    x = away_from_kinks(10)
+    assert gradcheck32(lib.vrelu3, x)
+
+
+def test_torch_compile_fullgraph_on_registered_ops(lib: ModuleType) -> None:
+    """fullgraph=True fails on any graph break. backend aot_eager traces forward and
+    backward through the fake implementations without inductor's C++ compile
+    (inductor works too, about 25 s more on 2 cores)."""
+    ns = torch.ops.ksbind_ops
+
+    def f(a: "torch.Tensor", b: "torch.Tensor") -> "torch.Tensor":
+        h = ns.relu3(a) * 2 + ns.mulsin(a, b)
+        return h.sum() + ns.vrelu3(b[0]).sum() + ns.vrelu3_rows(h).mean() + ns.scale_add(a[1], b[1], 3).sum()
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    for shape in [(3, 4), (5, 2)]:
+        a = torch.randn(shape, requires_grad=True)
+        b = torch.randn(shape, requires_grad=True)
+        a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+        out = compiled(a, b)
+        expected = f(a2, b2)
+        torch.testing.assert_close(out, expected)
+        out.backward()
+        expected.backward()
+        torch.testing.assert_close(a.grad, a2.grad)
+        torch.testing.assert_close(b.grad, b2.grad)
+
+
+# ------------------------------------------------------------ cache, example
+
+def test_cached_build_in_a_new_process_skips_cpp_extension(ops: ModuleType) -> None:
+    script = textwrap.dedent(f"""
+        import sys, time, torch
+        from ksbind import load_config
+        from ksbind.build import build_spec
+        import dataclasses, tempfile
+        spec = next(s for s in load_config({str(REPO / 'configs' / 'torch_ops.yaml')!r}) if s.name == "torch_ops")
+        spec = dataclasses.replace(spec, output=__import__("pathlib").Path(tempfile.mkdtemp()) / spec.name)
+        start = time.perf_counter()
+        m = build_spec(spec, cache_dir={str(session_cache_dir())!r}, quiet=False)
+        took = time.perf_counter() - start
+        assert "torch.utils.cpp_extension" not in sys.modules, "cpp_extension was imported"
+        assert m.vrelu3(torch.tensor([-1.0, 0.5, 2.0])).tolist() == [0.0, 0.125 / 3, 2.0 - 2.0 / 3]
+        print("took", took)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert "compiling" not in proc.stderr
+    assert float(proc.stdout.split()[-1]) < 5.0
+
+
+def test_relu3_nn_module_example_trains(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    path = REPO / "examples" / "relu3_torch" / "train.py"
+    spec = importlib.util.spec_from_file_location("relu3_train_example", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    losses = example.main(built("relu3_torch.yaml"))
+    assert losses[-1] < 0.5 * losses[0]
+    assert sum(losses[-5:]) < sum(losses[:5])
+    assert "loss" in capsys.readouterr().out
