@@ -6,6 +6,7 @@ inspect ``.location`` (file, line, column) and ``.message``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ class BuildError(KsbindError):
     kind = "build error"
 
 
-def closest(word: str, choices: "list[str] | tuple[str, ...] | set[str]") -> str:
+def closest(word: str, choices: "Iterable[str]") -> str:
     """A ' (did you mean X?)' suffix for the choice closest to word, or ''."""
     import difflib
 

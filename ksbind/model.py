@@ -152,6 +152,8 @@ class FunctionDecl:
     def derive(self, kind: str) -> "FunctionDecl":
         """The declaration of ``[kind NAME]`` computed from this signature."""
         s, t = self.arg_type, self.return_type
+        arg: KsType
+        ret: KsType
         try:
             if kind == "fwd":
                 arg, ret = TupleType((s, s.tangent)), t.tangent

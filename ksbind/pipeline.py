@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from .binding import Binding, select_bindings
 from .config import ModuleSpec, load_config
 from .context import ModuleOptions
-from .errors import ConfigError, DeclarationError, KsbindError, Location, OutputError
+from .errors import ConfigError, DeclarationError, Location, OutputError
 from .model import FunctionDecl
 from .output import PlannedFile, plan_files, write_planned
 from .reader import parse_ks, read_ks, same_signature
@@ -39,7 +39,7 @@ def module_decls(spec: ModuleSpec) -> list[FunctionDecl]:
     if spec.declarations is not None:
         decls.extend(parse_ks(spec.declarations.text, str(spec.config_path)))
     seen: dict[Any, FunctionDecl] = {}
-    unique = []
+    unique: list[FunctionDecl] = []
     for d in decls:
         if d.name in seen:
             if not same_signature(seen[d.name], d):

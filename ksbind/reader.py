@@ -211,6 +211,7 @@ def structured_name_from_node(node: SList) -> StructuredName:
             f"a structured name is [NAME TYPE] or [DERIVATION [NAME TYPE]], found {_short(node)}", node.loc
         )
     head, rest = items
+    assert isinstance(head, Atom)  # checked above; tells the type checker
     if head.text in DERIVATIONS and not (isinstance(rest, SList) and rest.bracket == "["):
         raise DeclarationError(
             f"{head.text!r} is a derivation: it takes a structured name, as in [{head.text} [f Float]]; "
