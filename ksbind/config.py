@@ -7,6 +7,7 @@ unknown keys. Paths are relative to the config file.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -243,7 +244,7 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
         arena_bytes=get("arena_bytes", lambda n: _positive_int(r, n, "'arena_bytes'"), DEFAULT_ARENA_BYTES),
         output=get("output", lambda n: _normal(base / r.typed(n, str, "'output'", "a path")), _normal(base / "build" / name)),
         layout=get("layout", lambda n: _choice(r, n, "'layout'", LAYOUTS), "split"),
-        filters=get("filters", lambda n: r.typed(n, str, "'filters'", "a Python module name"), None),
+        filters=get("filters", lambda n: _module_name(r, n), None),
         location=where,
     )
 
@@ -257,6 +258,15 @@ def _choice(r: _NodeReader, node: yaml.Node, what: str, choices: Sequence[str]) 
     if value not in choices:
         raise ConfigError(f"unknown {what.strip(chr(39))} {value!r}{closest(value, choices)}; expected one of "
                           f"{', '.join(choices)}", r.loc(node))
+    return value
+
+
+def _module_name(r: _NodeReader, node: yaml.Node) -> str:
+    """A dotted Python module name (it is imported from the config's folder, never a path)."""
+    value = r.typed(node, str, "'filters'", "a Python module name")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", value):
+        raise ConfigError(f"'filters' must be a Python module name such as my_filters, found {value!r}",
+                          r.loc(node))
     return value
 
 
