@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from tests.e2e_support import ks_examples, py_examples  # noqa: F401  (session fixtures)
+from tests.e2e_support import REPO, ks_examples, py_examples, relu3_ks, run_python, session_cache_dir  # noqa: F401
 
 pytestmark = pytest.mark.slow
 rng = np.random.default_rng(0)
@@ -164,3 +164,15 @@ def test_ks_tensors_from_torch_without_copying(ks_examples: ModuleType) -> None:
     np.testing.assert_allclose(np.asarray(ks_examples.vrelu3(view)), relu3_ref(t.numpy()), rtol=1e-6)
     with pytest.raises(TypeError, match="Tensor_1_Float"):
         ks_examples.Tensor_1_Float(torch.zeros(3, dtype=torch.float64))
+
+
+def test_readme_main_job_script(relu3_ks: ModuleType) -> None:  # noqa: F811
+    """examples/relu3/run.py (what scripts/demo.sh runs) prints inputs, results and the vjp."""
+    out = run_python(f"import runpy, sys; sys.argv = ['run.py']; "
+                     f"runpy.run_path({str(REPO / 'examples' / 'relu3' / 'run.py')!r}, run_name='__main__')",
+                     env={"KSBIND_CACHE_DIR": str(session_cache_dir())})
+    assert out.returncode == 0, out.stderr
+    assert "vrelu3(x)       = [0.     0.     0.     0.0417 0.243  0.3333 1.3333 2.8333]" in out.stdout
+    assert "vrelu3_vjp(x, 1)= [0.   0.   0.   0.25 0.81 1.   1.   1.  ]" in out.stdout
+    assert "matches numpy: True" in out.stdout
+    assert "compiling" not in out.stderr  # the session's relu3 build was reused: keys are path-independent
