@@ -176,3 +176,11 @@ def test_readme_main_job_script(relu3_ks: ModuleType) -> None:  # noqa: F811
     assert "vrelu3_vjp(x, 1)= [0.   0.   0.   0.25 0.81 1.   1.   1.  ]" in out.stdout
     assert "matches numpy: True" in out.stdout
     assert "compiling" not in out.stderr  # the session's relu3 build was reused: keys are path-independent
+
+
+def test_python_target_ragged_nested_tensors(py_examples: ModuleType) -> None:  # noqa: F811
+    rows = [[1.0, 2.0], [], [3.0, 4.0, 5.0], [0.5]]
+    assert py_examples.sums(rows) == pytest.approx([3.0, 0.0, 12.0, 0.5])
+    assert py_examples.sums([]) == []
+    with pytest.raises(TypeError, match=r"'rows\[1\]\[0\]': expected a float"):
+        py_examples.sums([[1.0], ["x"]])

@@ -64,4 +64,15 @@ ks::tensor<2, ks::Float> sufrev$rowsums$aT2f(ks::allocator * $alloc, ks::tensor<
     return dm;
 }
 
+ks::tensor<1, ks::Float> sums$aT1T1f(ks::allocator * $alloc, ks::tensor<1, ks::tensor<1, ks::Float>> rows) {
+    int n = rows.size();
+    auto ret = ks::tensor<1, ks::Float>::create($alloc, n);
+    for (int i = 0; i < n; ++i) {
+        ks::Float acc = 0.0f;
+        for (int j = 0; j < rows[i].size(); ++j) acc += rows[i][j];
+        ret[i] = acc;
+    }
+    return ret;
+}
+
 }  // namespace ks
