@@ -3,8 +3,9 @@
 Measures, best of --repeat runs:
   default   render_module with the built-in templates
   override  the same with a one-block override (the `call` block of entry_points.cpp.j2)
-  fstring   a plain f-string generator of the same three C++ files, written here
-            from the same Bindings (what ksbind would be without templates)
+  fstring   a plain f-string generator of the same files (three C++ files and the
+            .pyi stub), written here from the same Bindings (what ksbind would be
+            without templates and the context layer)
 
 and prints each time and the ratios override/default and default/fstring
 (target: <= 3.0), checking that the f-string output is byte-identical to the
@@ -120,6 +121,28 @@ def fstring_files(bindings: list[Binding], module_doc: str, tensor_types: list[t
     return {"entry_points.h": header, "entry_points.cpp": source, "module.cpp": module}
 
 
+def fstring_stub(bindings: list[Binding], ctx_stub: str) -> str:
+    """The .pyi's per-binding part, as the stub template writes it (its fixed prologue is copied)."""
+    from ksbind.render import py_docstring
+    from ksbind.targets.ks import py_type
+    out = [ctx_stub]
+    for b in bindings:
+        entries = [(b.name, b.decl, False)] + ([(b.vjp_name, b.vjp_decl, True)] if b.vjp_decl else [])
+        for name, d, is_vjp in entries:
+            assert d is not None
+            if is_vjp:
+                primal = b.decl
+                types = list(primal.params) + [d.params[1]]
+                names = _py_names(primal) + ["dret"]
+                doc = (f"vjp of {primal.name}: gradient of each argument given the result's gradient. "
+                       f"Calls {d.signature}")
+            else:
+                types, names, doc = list(d.params), _py_names(d), d.signature
+            params = ", ".join(f"{n}: {py_type(t, param=True)}" for n, t in zip(names, types))
+            out.append(f"\n\ndef {name}({params}) -> {py_type(d.return_type)}:\n    {py_docstring(doc)}\n")
+    return "".join(out)
+
+
 def _py_names(d: FunctionDecl) -> list[str]:
     return list(d.param_names) if len(d.param_names) == len(d.params) else [f"arg{i}" for i in range(len(d.params))]
 
@@ -129,9 +152,9 @@ def _py_names(d: FunctionDecl) -> list[str]:
 def best(fn: Callable[[], object], repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.process_time()  # CPU time: a busy machine slows wall time unevenly
         fn()
-        times.append(time.perf_counter() - t)
+        times.append(time.process_time() - t)
     return min(times)
 
 
@@ -168,7 +191,17 @@ def main(argv: list[str] | None = None) -> int:
         return fstring_files(bindings, doc, used)
 
     rendered = default()
-    plain = fstring()
+    # The stub's fixed part (stamp aside: imports, tensor classes, allocator functions), which
+    # the f-string generator copies rather than re-implements.
+    stub_text = rendered.files["bench.pyi"].split("\n", 1)[1]
+    stub_head = stub_text[:stub_text.index("\n\n\ndef fn0(") + 1]
+
+    def fstring_all() -> dict[str, str]:
+        files = fstring()
+        files["bench.pyi"] = fstring_stub(select_bindings(decls, specs), stub_head)
+        return files
+
+    plain = fstring_all()
     same = all(rendered.files[k].split("\n", 1)[1] == plain[k] for k in plain)
     n_entries = len(rendered.context["entry_points"])
 
@@ -181,10 +214,10 @@ def main(argv: list[str] | None = None) -> int:
 
     t_default = best(default, args.repeat)
     t_override = best(overridden, args.repeat)
-    t_fstring = best(fstring, args.repeat)
+    t_fstring = best(fstring_all, args.repeat)
     size = sum(len(v) for v in rendered.files.values())
     print(f"{args.n} bindings ({n_entries} entry points), ks target, {size / 1e6:.1f} MB of output, "
-          f"best of {args.repeat}; Python {sys.version.split()[0]}")
+          f"CPU seconds, best of {args.repeat}; Python {sys.version.split()[0]}")
     print(f"  default templates    {t_default:7.3f} s")
     print(f"  one-block override   {t_override:7.3f} s   ratio to default {t_override / t_default:.2f}")
     print(f"  f-string generator   {t_fstring:7.3f} s   default / f-string {t_default / t_fstring:.2f} "
