@@ -86,6 +86,19 @@ def test_block_inside_the_loop_sees_the_entry_point_and_the_macros(tmp_path: Pat
     assert text.count("auto ret = ks::f$afi(&g_alloc, arg0_ks, arg1_ks);") == 1
 
 
+def test_wrapper_values_match_the_macros(tmp_path: Path) -> None:
+    """`ks_call` and `converted_ret` (set by the wrapper) spell what the _macros.j2 macros spell."""
+    over = write(tmp_path / "t", "entry_points.cpp.j2",
+                 '{% extends "builtin/entry_points.cpp.j2" %}\n{% block call %}\n'
+                 '{{ ks_call == m.ks_call(e) }} {{ converted_ret == m.convert_out(e, "ret") }} {{ ks_call }}\n'
+                 "{% endblock %}\n")
+    for target in ("ks", "python"):
+        lines = [line for line in render(target, (over,))["entry_points.cpp"].splitlines()
+                 if line.startswith(("True", "False"))]
+        assert len(lines) == 5 and all(line.startswith("True True ks::") for line in lines), lines
+    assert "True True ks::sufrev$g$aT2f(&g_alloc, arg0_ks, arg1_ks)" in lines
+
+
 def test_full_replacement(tmp_path: Path) -> None:
     over = write(tmp_path / "t", "module.cpp.j2",
                  "// my own module for {{ module_name }}\n"
