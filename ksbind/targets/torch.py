@@ -266,7 +266,8 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
                 outs = "Tensor" if len(grads) == 1 else "(" + ", ".join("Tensor" for _ in grads) + ")"
                 vjp_schema = f"({args}, Tensor dret) -> {outs}"
         infos.append(TorchBinding(b.name, b.vjp_name, b.mode, params, result, autograd, schema, vjp_schema))
-    slots = [b for b in infos if b.autograd]
+    # torch.library ops carry their own autograd: no routing to a Python Function then.
+    slots = [b for b in infos if b.autograd and options.torch_library is None]
     autograd_slots = {b.name: AutogradSlot(i, tuple(p.name for p in torch_entries[b.name].params if p.differentiable))
                       for i, b in enumerate(slots)}
     return {
