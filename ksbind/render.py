@@ -12,14 +12,14 @@ import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import jinja2
 import jinja2.runtime
 
 from ._version import TEMPLATE_API, __version__
 from .binding import Binding, BindingSpec, select_bindings
-from .context import ModuleOptions, build_context
+from .context import DEFAULT_ARENA_BYTES, ModuleOptions, build_context
 from .errors import KsbindError, Location, TemplateError
 from .model import FunctionDecl, StructuredName
 from .reader import structured_name_from_node
@@ -202,15 +202,16 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
             name=module_name, target=target, tensor_types=tuple((int(r), str(e)) for r, e in tensor_types),
             logging=logging, layout=layout, torch_library=torch_library, config=config,
             templates=tuple(os.fspath(t) for t in templates),
-            **({"arena_bytes": arena_bytes} if arena_bytes is not None else {}),
+            arena_bytes=DEFAULT_ARENA_BYTES if arena_bytes is None else arena_bytes,
         )
     for d in options.templates:
         if not os.path.isdir(d):
             raise TemplateError("template override directory not found", Location(d))
+    resolved: list[Binding]
     if decls and isinstance(decls[0], Binding):
-        resolved = list(decls)  # type: ignore[arg-type]
+        resolved = cast("list[Binding]", list(decls))
     else:
-        resolved = select_bindings(list(decls), bindings)  # type: ignore[arg-type]
+        resolved = select_bindings(cast("list[FunctionDecl]", list(decls)), bindings)
     ctx = build_context(resolved, options)
     env = environment(options.templates, tuple(sorted((filters or {}).items())))
     target_module = get_target(options.target)
