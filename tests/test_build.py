@@ -284,3 +284,73 @@ def test_build_needs_a_name_for_multi_module_configs() -> None:
         ksbind.build(REPO / "configs" / "examples.yaml")
     with pytest.raises(BuildError, match="no module named 'nope'"):
         ksbind.build(REPO / "configs" / "examples.yaml", name="nope")
+
+
+KSC_STYLE_TUPLE_RUNTIME = """\
+// A runtime whose ks::Tuple is its own class (not std::tuple), as a ksc
+// runtime may have: only the KNOSSOS.md surface (make_Tuple, ks::get).
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+namespace ks {
+typedef int Integer; typedef float Float; typedef bool Bool; typedef std::string String;
+template <class... Ts> struct Tuple {
+    std::tuple<Ts...> items;
+    Tuple() = default;
+    explicit Tuple(Ts... xs) : items(xs...) {}
+};
+template <class... Ts> Tuple<std::decay_t<Ts>...> make_Tuple(Ts&&... ts) {
+    return Tuple<std::decay_t<Ts>...>(std::forward<Ts>(ts)...);
+}
+template <size_t I, class... Ts> auto& get(Tuple<Ts...>& t) { return std::get<I>(t.items); }
+template <size_t I, class... Ts> const auto& get(const Tuple<Ts...>& t) { return std::get<I>(t.items); }
+struct allocator {
+    explicit allocator(size_t) {}
+    size_t mark() const { return 0; }
+    void reset(size_t) {}
+    size_t peak() const { return 0; }
+};
+template <int D> struct tensor_dimension { typedef int index_type; };
+template <int D, class T> struct tensor {
+    typedef int index_type;
+    int size() const { return 0; }
+    int num_elements() const { return 0; }
+    T* data() const { return nullptr; }
+};
+}
+"""
+
+
+def test_headers_work_with_a_runtime_whose_tuple_is_not_std_tuple(tmp_path: Path) -> None:
+    """ksbind's headers use only the runtime surface: ks::Tuple as a class of its
+    own converts to and from Python (pybind caster, python-target converters) and logs."""
+    import pybind11
+    import sysconfig
+
+    (tmp_path / "knossos.h").write_text(KSC_STYLE_TUPLE_RUNTIME)
+    (tmp_path / "t.cpp").write_text(textwrap.dedent("""\
+        #include "knossos-pybind.h"
+        #include <sstream>
+        using T = ks::Tuple<ks::Float, ks::Tuple<ks::Integer, ks::Bool>>;
+        PYBIND11_MODULE(ksc_tuple_ext, m) {
+            m.def("echo", [](T x) { return x; });
+            m.def("logged", [](T x) { std::ostringstream os; os << ksbind::logged(x); return os.str(); });
+            m.def("python", [](pybind11::handle h) {
+                return ksbind::python::to_py(ksbind::python::from_py<T>(nullptr, h, "x")); });
+        }
+        """))
+    so = tmp_path / f"ksc_tuple_ext{buildcache.extension_suffix()}"
+    proc = subprocess.run(["g++", "-O0", "-std=c++17", "-fPIC", "-shared", "-fvisibility=hidden", f"-I{tmp_path}",
+                           f"-I{INCLUDE_DIR}", f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
+                           str(tmp_path / "t.cpp"), "-o", str(so)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[:3000]
+    m = buildcache.import_from_path("ksc_tuple_ext", so)
+    assert m.echo((1.5, (2, True))) == (1.5, (2, True))
+    assert m.logged((1.5, (2, True))) == "(1.5, (2, true))"
+    assert m.python([1.5, (2, True)]) == (1.5, (2, True))
+    with pytest.raises(TypeError, match=r"'x\[1\]\[1\]': expected a bool"):
+        m.python((1.5, (2, 3)))

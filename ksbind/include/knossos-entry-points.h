@@ -225,10 +225,11 @@ struct is_tensor : std::false_type {};
 template <int D, class T>
 struct is_tensor<ks::tensor<D, T>> : std::true_type {};
 
-template <class T, class = void>
-struct is_tuple_like : std::false_type {};
+// Arity of a ks::Tuple, whether the runtime's Tuple is std::tuple or its own class.
+template <class T>
+struct tuple_arity;
 template <class... Ts>
-struct is_tuple_like<std::tuple<Ts...>> : std::true_type {};
+struct tuple_arity<ks::Tuple<Ts...>> : std::integral_constant<size_t, sizeof...(Ts)> {};
 
 template <class T>
 void print(std::ostream& os, const T& v);
@@ -240,12 +241,13 @@ void print_tuple(std::ostream& os, const T& t, std::index_sequence<I...>) {
     os << ")";
 }
 
-template <class... Ts>
-void print_size(std::ostream& os, const std::tuple<Ts...>& size) {
-    std::apply([&](auto... s) {
-        int i = 0;
-        ((os << (i++ ? "x" : "") << s), ...);
-    }, size);
+template <class Size, size_t... I>
+void print_size_impl(std::ostream& os, const Size& size, std::index_sequence<I...>) {
+    ((os << (I ? "x" : "") << ks::get<I>(size)), ...);
+}
+template <class Size>
+void print_size(std::ostream& os, const Size& size) {
+    print_size_impl(os, size, std::make_index_sequence<tuple_arity<Size>::value>());
 }
 inline void print_size(std::ostream& os, int size) { os << size; }
 
@@ -272,7 +274,7 @@ void print(std::ostream& os, const T& v) {
         if (n > logged_elements) os << ", ...";
         os << ")";
     } else {
-        print_tuple(os, v, std::make_index_sequence<std::tuple_size<T>::value>());
+        print_tuple(os, v, std::make_index_sequence<tuple_arity<T>::value>());
     }
 }
 

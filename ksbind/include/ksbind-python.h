@@ -278,16 +278,18 @@ py::object nested_list(const T* data, const int* sizes, int dim, int rank, long 
     return std::move(out);
 }
 
+template <class Size, size_t... I>
+void store_sizes(const Size& size, int* sizes, std::index_sequence<I...>) {
+    ((sizes[I] = ks::get<I>(size)), ...);
+}
+
 template <int Dim, class T>
 py::object to_py(const ks::tensor<Dim, T>& t) {
     int sizes[Dim];
     if constexpr (Dim == 1) {
         sizes[0] = t.size();
     } else {
-        std::apply([&](auto... s) {
-            int i = 0;
-            ((sizes[i++] = s), ...);
-        }, t.size());
+        store_sizes(t.size(), sizes, std::make_index_sequence<Dim>());
     }
     long long total = 1;
     for (int d = 0; d < Dim; ++d) total *= sizes[d];
