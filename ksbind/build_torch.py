@@ -13,8 +13,9 @@ Translation units (compiled in parallel by ninja):
   headers (the slow part).
 - the runtime's own sources, if any.
 
-The result is ``NAME_ext`` (the extension) plus ``module.py`` imported as
-``NAME``: what ``ksbind.build`` returns.
+The cache entry holds ``NAME_ext`` (the extension), ``NAME.py`` (the wrapper
+users import: what ``ksbind.build`` returns) and its stub ``NAME.pyi``; that
+folder on sys.path makes ``import NAME`` work without ksbind's build.
 """
 from __future__ import annotations
 
@@ -41,7 +42,6 @@ from .targets.torch import ext_name
 #: at::parallel_for (OpenMP in torch's CPU builds) actually run in parallel.
 CFLAGS = ("-O3", "-fopenmp", "-g0", "-fvisibility=hidden", "-Wno-unused-variable")
 LDFLAGS = ("-fopenmp",)
-WRAPPER = "module.py"
 UNIT = "ks_unit.cpp"
 
 _COMPILER_ERROR = re.compile(r"^\S+:\d+(?::\d+)?: (?:fatal )?error: .*$", re.MULTILINE)
@@ -106,7 +106,7 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
     root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
     ext = ext_name(spec.name)
     entry = buildcache.CacheEntry(root, ext, cache_key(spec, rendered, include_dirs, cflags, ldflags))
-    wrapper_path = entry.dir / WRAPPER
+    wrapper_path = entry.dir / f"{spec.name}.py"
     with _lock:
         if str(entry.module_path) not in _loaded:
             if not entry.is_built():
@@ -170,7 +170,9 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: buildcache.Cache
             raise BuildError(f"torch.utils.cpp_extension built no {built.name}", Location(str(tmp)))
         # The wrapper goes in first: the extension's appearance marks the entry complete.
         entry.dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(entry.dir / WRAPPER, rendered.files[WRAPPER])
+        for name in (f"{spec.name}.py", f"{spec.name}.pyi"):
+            if name in rendered.files:
+                write_atomic(entry.dir / name, rendered.files[name])
         entry.install(built)
     # This process already loaded the extension (from the staging folder): reuse it.
     _loaded[str(entry.module_path)] = module

@@ -2,7 +2,7 @@
 
 A torch-target build is two files: the compiled extension ``NAME_ext`` (raw
 entry points: tensors in, tensors out, no autograd) and the generated
-``module.py``, imported as ``NAME``, which calls :func:`install` with a table
+``NAME.py``, which calls :func:`install` with a table
 of its bindings (computed by ksbind/targets/torch.py at generation time).
 
 ``install`` puts in the module, for each binding:

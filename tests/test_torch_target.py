@@ -52,7 +52,7 @@ def test_crossing_rules(text: str, entry: str, converter: str) -> None:
 
 def test_plain_files_include_torch_headers_only_where_needed() -> None:
     files = render(BindingSpec("vrelu3", "vrelu3", "vrelu3_vjp")).files
-    assert set(files) >= {"entry_points.h", "entry_points.cpp", "module.cpp", "module.py"}
+    assert set(files) >= {"entry_points.h", "entry_points.cpp", "module.cpp", "m.py", "m.pyi"}
     # The entry points see ATen's core headers (through ksbind-torch.h), not torch/extension.h.
     assert '#include "ksbind-torch.h"' in files["entry_points.h"]
     assert "torch/" not in files["entry_points.h"] + files["entry_points.cpp"]
@@ -63,7 +63,7 @@ def test_plain_files_include_torch_headers_only_where_needed() -> None:
     assert "ksbind::ArenaScope" in cpp and "to_torch(ret)" in cpp
     # Autograd is routed from C++ only when grad mode is on and the tensor requires grad.
     assert "c10::GradMode::is_enabled() && (arg0.requires_grad())" in files["module.cpp"]
-    assert "'autograd': True" in files["module.py"] and "torch_library=None" in files["module.py"]
+    assert "'autograd': True" in files["m.py"] and "torch_library=None" in files["m.py"]
 
 
 def test_elementwise_and_vmap_render_loops() -> None:
@@ -76,6 +76,12 @@ def test_elementwise_and_vmap_render_loops() -> None:
     assert "out1_data[i] = ks::get<1>(r);" in cpp  # two gradients per element
     assert "tt::Stacker<ks::Float> out(batch);" in cpp and "g_alloc.reset(mark);" in cpp
     assert "at::Tensor rows_vjp(at::Tensor arg0, at::Tensor arg1)" in files["entry_points.h"]
+    # The stub shows what Python passes in these modes: tensors.
+    stub = files["m.pyi"]
+    assert "def relu3(arg0: torch.Tensor) -> torch.Tensor:" in stub
+    assert ("def mulsin_vjp(arg0: torch.Tensor, arg1: torch.Tensor, dret: torch.Tensor) "
+            "-> tuple[torch.Tensor, torch.Tensor]:") in stub
+    assert "def rows(arg0: torch.Tensor) -> torch.Tensor:" in stub
 
 
 @pytest.mark.parametrize("spec, words", [
@@ -110,7 +116,7 @@ def test_torch_library_schemas() -> None:
     files = render(BindingSpec("vrelu3", "vrelu3", "vrelu3_vjp"),
                    BindingSpec("mulsin", "mulsin", "mulsin_vjp", "elementwise"),
                    BindingSpec("rows", "vrelu3", "rows_vjp", "vmap"), torch_library="my_ops").files
-    py = files["module.py"]
+    py = files["m.py"]
     assert "'schema': '(Tensor t) -> Tensor'" in py or "'schema': '(Tensor arg0) -> Tensor'" in py
     assert "(Tensor arg0, Tensor arg1, Tensor dret) -> (Tensor, Tensor)" in py
     assert "torch_library='my_ops'" in py

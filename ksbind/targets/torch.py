@@ -13,7 +13,7 @@ every element of float32 tensors of any (broadcast) shape; ``vmap`` maps a
 function over the leading dimension of its tensor arguments. Signatures that
 do not fit a mode are a BindingError at generation time.
 
-The generated Python wrapper (``module.py``) adds autograd from each vjp and,
+The generated Python wrapper (``NAME.py``) adds autograd from each vjp and,
 with ``torch_library``, registers torch.ops; it reads the plain values built
 by ``extra_context`` here (see ksbind/torch_runtime.py).
 """
@@ -25,16 +25,18 @@ from typing import Any, Sequence
 
 from ..binding import Binding
 from ..errors import BindingError
-from ..types import FLOAT, KsType, ScalarType, TensorType, TupleType
+from ..types import FLOAT, KsType, ScalarType, TensorType, TupleType, parse_type
 from .common import Crossing
 from .ks import SCALAR_PY
 
 NAME = "torch"
+# "{module}" in a file name is replaced by the module's name: NAME.py (the wrapper
+# users import) and NAME.pyi (its stub) sit next to the extension NAME_ext.
 FILES = {"entry_points.h": "torch_entry_points.h.j2", "entry_points.cpp": "torch_entry_points.cpp.j2",
-         "module.cpp": "torch_module.cpp.j2", "module.py": "torch_wrapper.py.j2"}
-SINGLE_FILE = {"module.cpp": "torch_single_file.cpp.j2", "module.py": "torch_wrapper.py.j2"}
+         "module.cpp": "torch_module.cpp.j2", "{module}.py": "torch_wrapper.py.j2"}
+SINGLE_FILE = {"module.cpp": "torch_single_file.cpp.j2", "{module}.py": "torch_wrapper.py.j2"}
 FILES["{module}.pyi"] = SINGLE_FILE["{module}.pyi"] = "stub.pyi.j2"  # the typed stub, named after the module
-#: The compiled extension is ``NAME + EXT_SUFFIX``; ``module.py`` is imported as NAME.
+#: The compiled extension is ``NAME + EXT_SUFFIX``; ``NAME.py`` wraps it.
 EXT_SUFFIX = "_ext"
 TENSOR_ELEMENTS = ("Float", "Integer", "Bool")
 TORCH_DTYPES = {"Float": "float32", "Integer": "int32", "Bool": "bool"}
@@ -270,7 +272,16 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
     slots = [b for b in infos if b.autograd and options.torch_library is None]
     autograd_slots = {b.name: AutogradSlot(i, tuple(p.name for p in torch_entries[b.name].params if p.differentiable))
                       for i, b in enumerate(slots)}
+    # In elementwise and vmap modes every Float/tensor argument and result is a
+    # tensor from Python: the stubs and docs see those types.
+    from ..context import BindingInfo, stub_functions
+    moded = {name: _moded_entry(e, torch_entries[name]) for name, e in entries.items()}
+    binding_infos = [BindingInfo(b.name, str(b.decl.name), b.mode, moded[b.name],
+                                 moded[b.vjp_name] if b.vjp_name else None) for b in bindings]
     return {
+        "entry_points": list(moded.values()),
+        "bindings": binding_infos,
+        "stub_functions": stub_functions(list(moded.values())),
         "torch_autograd_slots": autograd_slots,
         "torch_entries": torch_entries,
         "torch_entry_types": {name: _entry_signature(e, entries[name], b_mode=e.mode)
@@ -279,6 +290,21 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
         "torch_bindings_literal": pprint.pformat([asdict(i) for i in infos], indent=1, width=110, sort_dicts=False),
         "ext_name": ext_name(options.name),
     }
+
+
+def _moded_entry(e: Any, te: TorchEntry) -> Any:
+    if te.mode == "plain":
+        return e
+    from dataclasses import replace
+    params = tuple(replace(p, py_type="torch.Tensor") if te.mode == "elementwise" or tp.batched else p
+                   for p, tp in zip(e.params, te.params))
+    result = e.result
+    rt = parse_type(result.ks_type)
+    if isinstance(rt, TupleType):
+        py = "tuple[" + ", ".join("tuple[()]" if x == TupleType(()) else "torch.Tensor" for x in rt.elements) + "]"
+    else:
+        py = "torch.Tensor"
+    return replace(e, params=params, result=replace(result, py_type=py))
 
 
 @dataclass(frozen=True)
