@@ -112,7 +112,9 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
     Inside forward grad mode is off, so ``entry`` (the C++ function that
     routes calls needing gradients here) computes directly.
     """
-    assert vjp is not None
+    if vjp is None:
+        raise ValueError(f"binding {b['name']!r} has no vjp: autograd needs one")
+    backward_fn: Callable[..., Any] = vjp
 
     class Function(torch.autograd.Function):
         @staticmethod
@@ -124,7 +126,7 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
         @staticmethod
         def backward(ctx: Any, grad: torch.Tensor) -> Any:  # type: ignore[override]
             args = _join(ctx.saved_tensors, ctx.others)
-            return _input_grads(b, args, vjp(*args, grad), all_params=True)
+            return _input_grads(b, args, backward_fn(*args, grad), all_params=True)
 
     Function.__name__ = Function.__qualname__ = f"{b['name']}_Function"
     return Function
