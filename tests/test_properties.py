@@ -23,7 +23,7 @@ CPP_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 
 # ------------------------------------------------------------ round trips
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(structured_names(ks_types(lm=True)), ks_types(), ks_types())
 def test_edef_round_trip(name: StructuredName, arg: ksbind.KsType, ret: ksbind.KsType) -> None:
     if not name.is_derived:
@@ -34,7 +34,7 @@ def test_edef_round_trip(name: StructuredName, arg: ksbind.KsType, ret: ksbind.K
     assert back.to_edef() == d.to_edef()
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(decls(ks_types()), st.data())
 def test_def_round_trip_keeps_parameter_names(d: FunctionDecl, data: st.DataObject) -> None:
     n = len(d.params)
@@ -47,7 +47,7 @@ def test_def_round_trip_keeps_parameter_names(d: FunctionDecl, data: st.DataObje
     assert back == d and back.param_names == param_names
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(decls(ks_types()), max_size=6))
 def test_many_decls_round_trip(ds: list[FunctionDecl]) -> None:
     unique = list({d.name: d for d in ds}.values())
@@ -63,13 +63,13 @@ def _singleton_tuple_arg(n: StructuredName) -> bool:
     return isinstance(t, TupleType) and len(t.elements) == 1
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(structured_names())
 def test_symbols_are_cpp_identifiers(name: StructuredName) -> None:
     assert CPP_IDENTIFIER.match(name.cpp_symbol), name.cpp_symbol
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(structured_names(), min_size=2, max_size=10, unique=True))
 def test_distinct_names_have_distinct_symbols(ns: list[StructuredName]) -> None:
     """Except ksc's own quirk: [f (Tuple T)] and [f T] share a symbol (docs/errors.md)."""
@@ -77,7 +77,7 @@ def test_distinct_names_have_distinct_symbols(ns: list[StructuredName]) -> None:
     assert len({n.cpp_symbol for n in ns}) == len(ns)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(names, mangleable_types)
 def test_singleton_tuple_quirk(name: str, t: ksbind.KsType) -> None:
     assume(not isinstance(t, TupleType))
@@ -150,13 +150,13 @@ def _only_ksbind_errors(fn, *args) -> None:  # type: ignore[no-untyped-def]
     # anything else propagates and fails the test
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(KS_ALPHABET, max_size=40).map(" ".join))
 def test_random_ks_text(text: str) -> None:
     _only_ksbind_errors(lambda t: ksbind.render_module(ksbind.parse_ks(t)), text)
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.text(max_size=80))
 def test_random_unicode_text(text: str) -> None:
     _only_ksbind_errors(ksbind.parse_ks, text)
@@ -197,7 +197,7 @@ def mutations(draw: st.DrawFn, text: str) -> str:
     return text
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(mutations(SEED_KS))
 def test_mutated_ks(text: str) -> None:
     _only_ksbind_errors(lambda t: ksbind.render_module(ksbind.parse_ks(t, "m.ks"), tensor_types=[(1, "Float")]),

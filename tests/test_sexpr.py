@@ -65,7 +65,7 @@ def test_nesting_limit() -> None:
         parse_sexprs("(" * 10_000 + ")" * 10_000)
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list('()[]";#| \nab\\')), max_size=60))
 def test_bracket_soup_never_crashes(text: str) -> None:
     try:

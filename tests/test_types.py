@@ -123,7 +123,7 @@ def test_bad_types(text: str, fragment: str) -> None:
 
 # ------------------------------------------------------------- properties
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(ks_types())
 def test_round_trip(t: ksbind.KsType) -> None:
     """parse(str(t)) == t for every type, Lam and LM included."""
@@ -134,28 +134,28 @@ def test_round_trip(t: ksbind.KsType) -> None:
     assert str(back) == s
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(bindable_types)
 def test_round_trip_with_vec_alias_and_extra_space(t: ksbind.KsType) -> None:
     spelled = str(t).replace("(Tensor 1 ", "(Vec ").replace(" ", "  \n ")
     assert parse_type(spelled) == t
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(mangleable_types, min_size=2, max_size=8, unique=True))
 def test_distinct_types_never_share_a_mangling(types: list[ksbind.KsType]) -> None:
     assert len({t.mangled for t in types}) == len(types)
     assert len({t.cpp for t in types}) == len(types)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(mangleable_types)
 def test_mangling_alphabet(t: ksbind.KsType) -> None:
     # Only these characters; the symbol encoding turns < and > into $d and $b.
     assert set(t.mangled) <= set("ifbsTl<>0123456789")
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(bindable_types)
 def test_tangent_of_tangent_is_tangent(t: ksbind.KsType) -> None:
     dt = t.tangent
