@@ -136,10 +136,10 @@ def cache_key(plan: CompilePlan, target: str) -> str:
     h.add_text("cxx", "\0".join(plan.cxx))
     h.add_text("flags", "\0".join(plan.flags))
     for i, src in enumerate(plan.sources):
-        h.add_file(src, f"source{i}:{src.name}")
+        h.add_file(src, f"source{i}:{src.name}", strip_stamp=True)
     # Headers the sources may include: beside each source, and on the include path.
     for d in dict.fromkeys([*(s.parent for s in plan.sources), *plan.include_dirs[:-2]]):
-        h.add_dir_headers(d)
+        h.add_dir_headers(d, strip_stamp=True)
     return h.hexdigest()
 
 

@@ -90,7 +90,7 @@ def test_cache_hit_in_a_fresh_process_does_not_run_the_compiler(relu3_ks: Module
         print("seconds", time.perf_counter() - t0)
         print(np.asarray(m.vrelu3(np.array([2.0], dtype=np.float32)))[0])
         """)
-    out = run_python(code, env=env)
+    out = run_python(code, env=env, cwd=tmp_path)  # another cwd: the stamp line differs, the key must not
     assert out.returncode == 0, out.stderr
     assert not marker.exists(), "the compiler ran on a cache hit"
     lines = out.stdout.splitlines()
