@@ -111,8 +111,15 @@ def _default_bindings(decls: Sequence[FunctionDecl], by_name: dict[StructuredNam
     out = []
     for d in bases:
         # Overloads of one ks name get the symbol as a distinguishing suffix.
+        _check_callable(d, d.location or where)  # a function that cannot be bound at all says why first
         if counts[d.name.name] == 1:
             name = d.name.name
+            problem = identifier_problem(name) or (
+                f"{name!r} is reserved by the generated module"
+                if name in RESERVED_NAMES or name.startswith("Tensor_") else None)
+            if problem:
+                raise BindingError(f"{d.name} cannot be bound under its own name: {problem}; "
+                                   "list it under 'bindings:' with another name", d.location or where)
         else:
             name = _unused(sanitize(d.cpp_symbol.replace("$", "_")), taken)
         vjp = by_name.get(StructuredName.derived("sufrev", d.name))
