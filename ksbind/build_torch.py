@@ -38,9 +38,11 @@ from .output import write_atomic
 from .render import RenderedModule
 from .targets.torch import ext_name
 
-#: -O3 lets g++ vectorise the elementwise loops; -fopenmp makes ATen's
-#: at::parallel_for (OpenMP in torch's CPU builds) actually run in parallel.
-CFLAGS = ("-O3", "-fopenmp", "-g0", "-fvisibility=hidden", "-Wno-unused-variable")
+#: -O3 with -fno-trapping-math lets g++ turn a scalar function's branches into
+#: vector selects and vectorise the elementwise loops (results are the same IEEE
+#: values; only floating-point trap semantics are given up); -fopenmp makes
+#: ATen's at::parallel_for (OpenMP in torch's CPU builds) run in parallel.
+CFLAGS = ("-O3", "-fno-trapping-math", "-fopenmp", "-g0", "-fvisibility=hidden", "-Wno-unused-variable")
 LDFLAGS = ("-fopenmp",)
 UNIT = "ks_unit.cpp"
 
