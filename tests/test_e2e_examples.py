@@ -184,3 +184,16 @@ def test_python_target_ragged_nested_tensors(py_examples: ModuleType) -> None:  
     assert py_examples.sums([]) == []
     with pytest.raises(TypeError, match=r"'rows\[1\]\[0\]': expected a float"):
         py_examples.sums([[1.0], ["x"]])
+
+
+def test_ks_tensor_keeps_its_buffer_alive(ks_examples: ModuleType) -> None:  # noqa: F811
+    import gc
+
+    view = ks_examples.Tensor_1_Float(np.arange(5, dtype=np.float32) * 2)  # the only reference to the array
+    gc.collect()
+    np.asarray(np.zeros(10000, dtype=np.float32))  # reuse freed memory, if any was freed
+    assert [view[i] for i in range(5)] == [0.0, 2.0, 4.0, 6.0, 8.0]
+    assert view.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0]
+    assert view[-1] == 8.0
+    with pytest.raises(IndexError):
+        view[5]

@@ -80,7 +80,7 @@ inline ks::allocator& construct_arena(size_t bytes) {
 
 // The allocator passed to every ks call, and whether calls are logged.
 KSBIND_HIDDEN inline ks::allocator& g_alloc = detail::construct_arena(detail::initial_arena_bytes());
-KSBIND_HIDDEN inline bool g_logging = false;
+KSBIND_HIDDEN inline std::atomic<bool> g_logging{false};  // atomic: any thread may switch it
 KSBIND_HIDDEN inline std::mutex arena_mutex;
 KSBIND_HIDDEN inline auto g_base_mark = g_alloc.mark();
 

@@ -27,6 +27,9 @@ def py_type(t: KsType) -> str:
 
 
 def crossing(t: KsType, role: str) -> Crossing:
+    """Every ks type crosses as a Python object converted in C++ (ksbind-python.h):
+    ``from_py<T>`` checks and copies a parameter into the arena, naming the
+    argument in errors; ``to_py`` copies a result (or gradient) out."""
     if role == "param":
         return Crossing("pybind11::handle", f"ksbind::python::from_py<{t.cpp}>", py_type(t))
     return Crossing("pybind11::object", "ksbind::python::to_py", py_type(t))
