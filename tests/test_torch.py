@@ -242,6 +242,25 @@ def test_vmap_matches_eager_on_random_shapes(ops: ModuleType) -> None:
         d = torch.randn(batch, generator=gen)
         torch.testing.assert_close(ops.sumsq_rows_vjp(v, d), 2 * v * d[:, None])
     assert ops.allocator_top() == 0
+    # Tuple results stack part by part; scalar arguments are shared by every step.
+    v = torch.randn(4, 6, generator=gen)
+    totals, running = ops.stats_rows(v)
+    torch.testing.assert_close(totals, v.sum(dim=1))
+    torch.testing.assert_close(running, v.cumsum(dim=1))
+    ints = torch.randint(-5, 5, (3, 4), dtype=torch.int32, generator=gen)
+    assert torch.equal(ops.add_int_rows(ints, 7), ints + 7)
+    with pytest.raises(ValueError, match="'v'.*2-dimensional"):
+        ops.add_int_rows(torch.zeros(4, dtype=torch.int32), 1)
+    # Two batched tensors and a shared Integer; gradients per row, None for the Integer.
+    a = torch.randn(5, 3, generator=gen, requires_grad=True)
+    b = torch.randn(5, 3, generator=gen, requires_grad=True)
+    torch.testing.assert_close(ops.scale_add_rows(a, b, 2), 2 * a * b + a)
+    assert gradcheck32(lambda a, b: ops.scale_add_rows(a, b, 2), a, b)
+    da, db, dn = ops.scale_add_rows_vjp(a.detach(), b.detach(), 2, torch.ones(5, 3))
+    assert dn == ()
+    torch.testing.assert_close(db, 2 * a.detach())
+    with pytest.raises(ValueError, match="'b'.*batch size 4 differs from argument 'a' \\(5\\)"):
+        ops.scale_add_rows(torch.zeros(5, 3), torch.zeros(4, 3), 1)
     # An empty batch runs no step, so nothing tells the shape of a step's result:
     # documented as size 0 in every dimension.
     assert ops.vrelu3_rows(torch.zeros(0, 4)).shape == (0, 0)
