@@ -152,3 +152,38 @@ def test_shipped_torch_configs_render() -> None:
         for spec in ksbind.load_config(config):
             assert spec.target == "torch"
         assert ksbind.pipeline.prepare(config)
+
+
+def test_single_file_layout_holds_everything() -> None:
+    files = ksbind.render_module(DECLS, "m", "torch", bindings=[BindingSpec("relu3", "relu3", "relu3_vjp",
+                                                                            "elementwise")], layout="single").files
+    assert set(files) == {"module.cpp", "m.py", "m.pyi"}
+    cpp = files["module.cpp"]
+    assert '#include "entry_points.h"' not in cpp
+    assert cpp.index('#include "ksbind-torch.h"') < cpp.index("at::Tensor relu3(at::Tensor arg0) {") \
+        < cpp.index("PYBIND11_MODULE")
+
+
+def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
+    from ksbind.build_torch import unit_text
+
+    spec = ksbind.load_config(REPO / "configs" / "relu3_torch.yaml")[0]
+    text = unit_text(spec, tmp_path / "entry_points.cpp")
+    lines = [ln for ln in text.splitlines() if ln.startswith("#include")]
+    assert lines == [f'#include "{(REPO / "examples" / "relu3" / "relu3.cpp").resolve()}"',
+                     f'#include "{(tmp_path / "entry_points.cpp").resolve()}"']
+
+
+def test_build_error_reports_the_compilers_first_error(tmp_path: Path) -> None:
+    import dataclasses
+
+    from ksbind.build_torch import _build_error
+
+    spec = dataclasses.replace(ksbind.load_config(REPO / "configs" / "relu3_torch.yaml")[0], output=tmp_path)
+    output = ("Error building extension 'x_ext': [1/3] c++ -MMD ... -c /b/module.cpp -o module.o\n"
+              "FAILED: module.o\n/b/relu3.cpp:7:5: error: 'foo' was not declared in this scope\n"
+              "/b/relu3.cpp:9:1: error: expected ';'\n")
+    err = _build_error(spec, tmp_path / "entry_points.cpp", output)
+    assert "/b/relu3.cpp:7:5: error: 'foo' was not declared in this scope" in str(err)
+    assert "expected ';'" not in str(err)
+    assert (tmp_path / "torch_build.log").read_text() == output
