@@ -166,12 +166,20 @@ def _pybind_params(fn: object) -> list[str]:
     """Parameter names from a pybind11 function's signature line."""
     first = (getattr(fn, "__doc__", "") or "").splitlines()[0]
     inside = first[first.index("(") + 1:first.rindex(") ->")]
-    return [p.split(":")[0].strip() for p in re.split(r",\s*(?![^\[]*\])", inside) if p.strip()]
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(inside + ","):  # split at the commas outside brackets
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            parts.append(inside[start:i])
+            start = i + 1
+    return [part.split(":")[0].strip() for part in parts if part.strip()]
 
 
 def _check_against(module: ModuleType, text: str) -> None:
     tree = ast.parse(text)
     for node in tree.body:
+        if getattr(node, "name", "").startswith("_"):
+            continue  # the stub's own typing helpers (_BufferLike...), not in the module
         if isinstance(node, ast.ClassDef):
             assert isinstance(getattr(module, node.name), type), node.name
         elif isinstance(node, ast.FunctionDef):
