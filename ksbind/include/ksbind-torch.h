@@ -28,8 +28,11 @@
 #include <ATen/EmptyTensor.h>
 #include <c10/core/ScalarType.h>
 
+#include <algorithm>
+#include <array>
 #include <climits>
 #include <cstring>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <tuple>

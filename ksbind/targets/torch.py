@@ -189,7 +189,6 @@ def _param_kind(t: KsType) -> str:
 def _torch_params(e: Any, mode: str) -> tuple[TorchParam, ...]:
     out = []
     for p in e.params:
-        from ..types import parse_type
         t = parse_type(p.ks_type)
         kind = _param_kind(t)
         batched = mode == "vmap" and (kind == "tensor" or (e.is_vjp and p is e.params[-1]))
@@ -326,7 +325,6 @@ class EntrySignature:
 
 
 def _entry_signature(te: TorchEntry, e: Any, b_mode: str) -> EntrySignature:
-    from ..types import parse_type
     if b_mode == "plain":
         return EntrySignature(e.result.entry_type, tuple((p.entry_type, p.name) for p in e.params))
     params = []
