@@ -150,7 +150,7 @@ def _only_ksbind_errors(fn, *args) -> None:  # type: ignore[no-untyped-def]
     # anything else propagates and fails the test
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(st.lists(KS_ALPHABET, max_size=40).map(" ".join))
 def test_random_ks_text(text: str) -> None:
     _only_ksbind_errors(lambda t: ksbind.render_module(ksbind.parse_ks(t)), text)
