@@ -229,3 +229,16 @@ def test_gil_is_released_during_ks_calls(ks_examples: ModuleType) -> None:  # no
         spinner.join()
     m.reset_allocator()
     assert during_rate > 0.3 * free_rate, (during_rate, free_rate)
+
+
+def test_results_from_an_old_arena_stay_readable(ks_examples: ModuleType) -> None:  # noqa: F811
+    m = ks_examples
+    before = m.arena_bytes()
+    r = m.vrelu3(np.full(1000, 2.0, dtype=np.float32))
+    try:
+        m.set_arena_bytes(before + 4096)  # a new arena; r still views the old one
+        m.vrelu3(np.zeros(1000, dtype=np.float32))
+        assert np.asarray(r)[999] == pytest.approx(2 - 2 / 3)
+    finally:
+        m.set_arena_bytes(before)
+        m.reset_allocator()

@@ -120,8 +120,10 @@ inline void logging(bool on) { g_logging = on; }
 
 inline size_t arena_bytes() { return detail::arena_size; }
 
-// Re-create the arena with a new size. Everything in the old arena (ks-target
-// results not yet copied out) is invalidated: documented as such.
+// Re-create the arena with a new size (setup, not a loop: see below).
+// ks-target results still held from the old arena stop being updated but stay
+// readable: the old arena is deliberately never freed, so a Python object
+// still viewing it can never read unmapped memory.
 inline void set_arena_bytes(size_t bytes) {
     if (bytes == 0) throw std::invalid_argument("arena_bytes must be positive");
     lock_arena();
@@ -130,12 +132,10 @@ inline void set_arena_bytes(size_t bytes) {
         g_alloc.reset(g_base_mark);
         return;
     }
-    // Allocate the new arena before dropping the old one so a failure
-    // (std::bad_alloc -> MemoryError) leaves the module working.
-    ks::allocator* fresh = new ks::allocator(bytes);
-    delete fresh;
-    g_alloc.~allocator();
-    detail::construct_arena(bytes);
+    // Probe first so that a failure (std::bad_alloc -> MemoryError) leaves the
+    // module working with its old arena.
+    delete new ks::allocator(bytes);
+    detail::construct_arena(bytes);  // over the old one, without destroying it (leaked on purpose)
     g_base_mark = g_alloc.mark();
 }
 
