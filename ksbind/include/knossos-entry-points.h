@@ -82,6 +82,10 @@ inline ks::allocator& construct_arena(size_t bytes) {
 KSBIND_HIDDEN inline ks::allocator& g_alloc = detail::construct_arena(detail::initial_arena_bytes());
 KSBIND_HIDDEN inline std::atomic<bool> g_logging{false};  // atomic: any thread may switch it
 KSBIND_HIDDEN inline std::mutex arena_mutex;
+// Entry points now holding arena_mutex (changed only with the GIL held). While
+// it is 0, a call that keeps the GIL throughout needs no mutex: the GIL alone
+// keeps every other user of the arena out.
+KSBIND_HIDDEN inline std::atomic<int> arena_holders{0};
 KSBIND_HIDDEN inline auto g_base_mark = g_alloc.mark();
 
 // Take arena_mutex without ever blocking while holding the GIL: try first
@@ -155,19 +159,35 @@ namespace ksbind {
 
 // ------------------------------------------------------------ arena guards
 
-// Holds arena_mutex for an entry point's whole run (ks target). If the call
-// fails, what it allocated is garbage: the arena goes back to the mark so a
-// MemoryError does not leave the arena full for the next call.
+// Guards the arena for an entry point's whole run. A call that will release
+// the GIL (release_gil) takes arena_mutex; a call that keeps the GIL takes it
+// only when another entry point holds it (arena_holders), because otherwise
+// the GIL already excludes every other arena user. Skipping the mutex saves
+// about 20-40 ns per small call. If the call fails, what it allocated is
+// garbage: the arena goes back to the mark so a MemoryError does not leave
+// the arena full for the next call.
 class ArenaLock {
 public:
     using mark_t = decltype(std::declval<ks::allocator&>().mark());
-    explicit ArenaLock(ks::allocator& alloc) : alloc_(alloc), exceptions_(std::uncaught_exceptions()) {
-        ks::entry_points::lock_arena();
+    // Entry points are entered from pybind11's dispatcher with the GIL held,
+    // never during stack unwinding: so no GIL check, and no exception is in
+    // flight at construction (std::uncaught_exceptions() is a TLS call worth
+    // avoiding on the hot path).
+    explicit ArenaLock(ks::allocator& alloc, bool release_gil = true)
+        : alloc_(alloc), exceptions_(0),
+          locked_(release_gil || ks::entry_points::arena_holders.load(std::memory_order_relaxed) != 0) {
+        if (locked_) {
+            ks::entry_points::lock_arena();
+            ks::entry_points::arena_holders.fetch_add(1, std::memory_order_relaxed);
+        }
         mark_ = alloc_.mark();
     }
     ~ArenaLock() {
         if (std::uncaught_exceptions() > exceptions_) alloc_.reset(mark_);
-        ks::entry_points::arena_mutex.unlock();
+        if (locked_) {
+            ks::entry_points::arena_holders.fetch_sub(1, std::memory_order_relaxed);
+            ks::entry_points::arena_mutex.unlock();
+        }
     }
     ArenaLock(const ArenaLock&) = delete;
     ArenaLock& operator=(const ArenaLock&) = delete;
@@ -175,6 +195,7 @@ public:
 protected:
     ks::allocator& alloc_;
     int exceptions_;
+    bool locked_;
     mark_t mark_;
 };
 
@@ -200,6 +221,42 @@ decltype(auto) without_gil(F&& f) {
         PyThreadState* state;
         ~Restore() { PyEval_RestoreThread(state); }
     } restore{PyEval_SaveThread()};
+    return f();
+}
+
+// Release the GIL only for calls with enough tensor data to be worth it:
+// releasing and re-taking it costs about 100-150 ns, more than a scalar ks
+// call itself (benchmarks/run.py, "call overhead"). Elements of the top-level
+// tensor arguments are counted; KSBIND_GIL_RELEASE_ELEMENTS overrides the bar.
+inline size_t gil_release_elements() {
+    static const size_t bar = [] {
+        const char* text = std::getenv("KSBIND_GIL_RELEASE_ELEMENTS");
+        if (text && *text) {
+            char* end = nullptr;
+            unsigned long long v = std::strtoull(text, &end, 10);
+            if (end && *end == '\0') return static_cast<size_t>(v);
+        }
+        return static_cast<size_t>(2048);
+    }();
+    return bar;
+}
+
+template <class T>
+size_t tensor_elements(const T&) { return 0; }
+template <int Dim, class T>
+size_t tensor_elements(const ks::tensor<Dim, T>& t) { return static_cast<size_t>(t.num_elements()); }
+
+template <class... Ts>
+bool large_call(const Ts&... values) {
+    size_t n = 0;
+    ((n += tensor_elements(values)), ...);
+    return n >= gil_release_elements();
+}
+
+// without_gil(f) when release is true, else f() with the GIL held.
+template <class F>
+decltype(auto) without_gil_if(bool release, F&& f) {
+    if (release) return without_gil(std::forward<F>(f));
     return f();
 }
 
