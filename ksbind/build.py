@@ -149,7 +149,19 @@ def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path, quiet: b
         with entry.lock():
             if not entry.is_built():  # another process may have built it while we waited
                 _compile_into(entry, plan, quiet)
+    _install_stub(entry, plan.name, rendered)
     return buildcache.import_from_path(plan.name, entry.module_path)
+
+
+def _install_stub(entry: buildcache.CacheEntry, name: str, rendered: RenderedModule) -> None:
+    """Put NAME.pyi next to the built module so editors and mypy find it.
+
+    Written on every build (if changed), not only on a cache miss: the stub is
+    not part of the compile key, so a template change may alter it alone.
+    """
+    text = rendered.files.get(f"{name}.pyi")
+    if text is not None:
+        write_planned(plan_files(entry.dir, {f"{name}.pyi": text}))
 
 
 def _progress(quiet: bool, text: str) -> None:
@@ -196,7 +208,7 @@ def compile_all(plan: CompilePlan, tmp: Path) -> list[Path]:
             return e
         return None
 
-    jobs = int(os.environ.get("KSBIND_JOBS", "0") or 0) or os.cpu_count() or 1
+    jobs = _jobs() or os.cpu_count() or 1
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(plan.sources)))) as pool:
         try:
             errors = list(pool.map(one, range(len(plan.sources))))
@@ -210,6 +222,16 @@ def compile_all(plan: CompilePlan, tmp: Path) -> list[Path]:
         if e is not None:
             raise e
     return objects
+
+
+def _jobs() -> int:
+    """KSBIND_JOBS: how many compilers run at once (0 or unset: one per core)."""
+    text = os.environ.get("KSBIND_JOBS", "").strip()
+    if not text:
+        return 0
+    if not text.isdigit():
+        raise BuildError(f"KSBIND_JOBS must be a whole number of parallel compiles, found {text!r}")
+    return int(text)
 
 
 _ERROR_LINE = re.compile(r"(?:^|\s)(?:fatal )?error[:\s]", re.IGNORECASE)

@@ -354,3 +354,25 @@ def test_headers_work_with_a_runtime_whose_tuple_is_not_std_tuple(tmp_path: Path
     assert m.python([1.5, (2, True)]) == (1.5, (2, True))
     with pytest.raises(TypeError, match=r"'x\[1\]\[1\]': expected a bool"):
         m.python((1.5, (2, 3)))
+
+
+def test_built_module_has_its_stub_beside_it(relu3_ks: ModuleType) -> None:  # noqa: F811
+    """Editors and mypy find NAME.pyi next to the imported extension."""
+    stub = Path(relu3_ks.__file__).with_name("relu3_ext.pyi")
+    assert stub.is_file()
+    text = stub.read_text()
+    assert "def vrelu3(" in text and "def vrelu3_vjp(" in text
+    assert "class Tensor_1_Float" in text
+
+
+def test_bad_ksbind_jobs_is_a_build_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "jobs.yaml"
+    cfg.write_text(textwrap.dedent(f"""\
+        name: jobs_ext
+        declarations: "(edef [f Float] Float (Float))"
+        cpp: [{REPO}/examples/relu3/relu3.cpp]
+        output: out
+        """))
+    monkeypatch.setenv("KSBIND_JOBS", "two")
+    with pytest.raises(BuildError, match="KSBIND_JOBS must be a whole number"):
+        build(cfg, cache_dir=tmp_path / "cache", quiet=True)
