@@ -23,6 +23,7 @@ import importlib.util
 import os
 import re
 import shlex
+import shutil
 import sys
 import threading
 import time
@@ -137,6 +138,8 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: buildcache.Cache
              quiet: bool) -> None:
     from torch.utils import cpp_extension  # only on a cache miss: it is slow to import
 
+    _ninja_on_path()
+
     start = time.monotonic()
     ext = entry.name
     by_name = {p.name: p for p in generated}
@@ -175,6 +178,15 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: buildcache.Cache
     if not quiet:
         print(f"ksbind: {spec.name}: done in {time.monotonic() - start:.1f} s ({entry.module_path})",
               file=sys.stderr, flush=True)
+
+
+def _ninja_on_path() -> None:
+    """cpp_extension runs `ninja` from PATH; pip's ninja lives beside this
+    interpreter, which is not on PATH when a virtualenv is used unactivated."""
+    if shutil.which("ninja") is None:
+        bindir = os.path.dirname(sys.executable)
+        if os.path.isfile(os.path.join(bindir, "ninja")):
+            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
 
 
 def _build_error(spec: ModuleSpec, where: Path, output: str) -> BuildError:

@@ -137,6 +137,9 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "logging": options.logging,
         "arena_bytes": options.arena_bytes,
         "arena_per_call": options.target != "ks",
+        # torch ops release the GIL on every call (a fixed cost, whatever the
+        # tensor size); ks/python entries only for calls with enough data.
+        "release_gil_always": options.target == "torch",
         "torch_library": options.torch_library,
         "module_doc": f"ksbind {options.target}-target bindings for: "
                       + ", ".join(str(b.decl.name) for b in bindings),

@@ -1,0 +1,342 @@
+"""The performance table: every comparison of issue 6, side by side, in one run.
+
+    python benchmarks/run.py            # full sizes (about 3-4 minutes on 2 cores)
+    python benchmarks/run.py --quick    # tiny sizes: checks every row runs (CI)
+    python benchmarks/run.py --write-doc docs/performance.md
+
+Each row times ksbind and its reference *interleaved* (A, B, A, B, ...) after
+a warm-up, so drift in machine load hits both sides alike, and reports the
+ratio of the two medians. Builds happen in fresh processes with empty caches
+where the row is about a cold or cached build. Everything is built into a
+temporary folder: nothing here touches the user's caches.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import ksbind  # noqa: E402
+import render_bench  # noqa: E402
+
+# ---------------------------------------------------------------- the modules under test
+
+MODULES = textwrap.dedent("""\
+    modules:
+      - name: bench_ks
+        target: ks
+        ks: [{repo}/examples/relu3/relu3.ks]
+        cpp: [{repo}/examples/relu3/relu3.cpp]
+        bindings:
+          - {{name: relu3, function: "[relu3 Float]"}}
+          - {{name: vrelu3, function: "[vrelu3 (Tensor 1 Float)]"}}
+        output: {out}/bench_ks
+      - name: bench_py
+        target: python
+        ks: [{repo}/examples/relu3/relu3.ks]
+        cpp: [{repo}/examples/relu3/relu3.cpp]
+        bindings:
+          - {{name: vrelu3, function: "[vrelu3 (Tensor 1 Float)]"}}
+        output: {out}/bench_py
+      - name: bench_torch
+        target: torch
+        ks: [{repo}/examples/relu3/relu3.ks, {repo}/examples/torch_ops/ops.ks]
+        cpp: [{repo}/examples/relu3/relu3.cpp, {repo}/examples/torch_ops/ops.cpp]
+        bindings:
+          - {{name: vrelu3, vjp: vrelu3_vjp}}
+          - {{name: relu3, mode: elementwise}}
+          - {{name: poke}}
+        output: {out}/bench_torch
+    """)
+
+# The same relu3 bound by hand with pybind11's m.def (reference for the ks target).
+HAND_PYBIND = textwrap.dedent("""\
+    #include "knossos-pybind.h"
+    namespace ks { ks::Float relu3$af(ks::allocator *, ks::Float); }
+    static ks::allocator hand_alloc(1000000);
+    PYBIND11_MODULE(bench_hand, m) {
+        m.def("relu3", [](ks::Float x) { return ks::relu3$af(&hand_alloc, x); });
+    }
+    """)
+
+# The same vrelu3 as a hand-written torch extension (reference for the torch target).
+HAND_TORCH = r"""
+#include <torch/extension.h>
+static inline float relu3(float x) {
+    if (x < 0.0f) return 0.0f;
+    if (x < 1.0f) return x * x * x / 3.0f;
+    return x - 2.0f / 3.0f;
+}
+torch::Tensor vrelu3(torch::Tensor t) {
+    TORCH_CHECK_TYPE(t.scalar_type() == torch::kFloat32, "t: expected float32");
+    TORCH_CHECK_VALUE(t.device().is_cpu() && t.dim() == 1, "t: expected a 1-d CPU tensor");
+    t = t.contiguous();
+    auto out = torch::empty_like(t);
+    const float* in = t.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) o[i] = relu3(in[i]);
+    return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("vrelu3", &vrelu3); }
+"""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    render_bindings: int
+    render_repeats: int
+    calls: int            # calls per timed batch (overhead rows)
+    repeats: int          # timed batches per side
+    elements: int         # size of the "large" tensors
+    memory_calls: int
+    cached_builds: int
+
+
+FULL = Sizes(10_000, 5, 20_000, 21, 1_000_000, 100_000, 5)
+QUICK = Sizes(200, 2, 200, 3, 10_000, 1_000, 2)
+
+
+@dataclass
+class Row:
+    name: str
+    ksbind: str
+    reference: str
+    ksbind_value: float
+    reference_value: float
+    unit: str
+    target: str  # e.g. "<= 3.0"
+
+    @property
+    def ratio(self) -> float:
+        return self.ksbind_value / self.reference_value if self.reference_value else float("inf")
+
+    @property
+    def met(self) -> bool:
+        op, bound = self.target.split()
+        r, b = round(self.ratio, 2), float(bound)
+        return {"<=": r <= b, ">=": r >= b, "=": r == b}[op]
+
+
+# ---------------------------------------------------------------- timing
+
+def interleaved(a: Callable[[], object], b: Callable[[], object], number: int, repeats: int,
+                clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
+    """Median seconds per call of a and of b, timed in alternating batches."""
+    for fn in (a, b):  # warm-up: caches, lazy imports, branch predictors
+        for _ in range(max(1, number // 10)):
+            fn()
+    ta: list[float] = []
+    tb: list[float] = []
+    for _ in range(repeats):
+        for fn, out in ((a, ta), (b, tb)):
+            start = clock()
+            for _ in range(number):
+                fn()
+            out.append((clock() - start) / number)
+    return statistics.median(ta), statistics.median(tb)
+
+
+def in_new_process(code: str, env: dict[str, str]) -> float:
+    """Seconds a snippet reports (it prints one float), run in a fresh interpreter."""
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"benchmark subprocess failed:\n{proc.stderr[-3000:]}")
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def build_in_new_process(config: Path, name: str, cache: Path) -> float:
+    """ksbind.build in a fresh process: seconds from before `import ksbind` to the imported module."""
+    code = ("import time; t0 = time.perf_counter(); import ksbind; "
+            f"ksbind.build({str(config)!r}, name={name!r}, quiet=True); print(time.perf_counter() - t0)")
+    return in_new_process(code, {"KSBIND_CACHE_DIR": str(cache)})
+
+
+def load_inline_in_new_process(build_dir: Path) -> float:
+    build_dir.mkdir(parents=True, exist_ok=True)
+    code = ("import time; t0 = time.perf_counter(); "
+            "from torch.utils.cpp_extension import load_inline; "
+            f"load_inline('bench_inline', cpp_sources=[{HAND_TORCH!r}], extra_cflags=['-O3'], "
+            f"build_directory={str(build_dir)!r}); print(time.perf_counter() - t0)")
+    return in_new_process(code, {})
+
+
+def compile_hand_pybind(tmp: Path) -> object:
+    """The hand-written pybind11 module, compiled with the flags ksbind uses."""
+    import importlib.util
+
+    import pybind11
+
+    from ksbind.build import BASE_FLAGS, INCLUDE_DIR
+
+    src = tmp / "bench_hand.cpp"
+    src.write_text(HAND_PYBIND)
+    out = tmp / f"bench_hand{sysconfig.get_config_var('EXT_SUFFIX')}"
+    subprocess.run(["g++", *BASE_FLAGS, "-shared", f"-I{INCLUDE_DIR}", f"-I{pybind11.get_include()}",
+                    f"-I{sysconfig.get_paths()['include']}", str(src), str(REPO / "examples/relu3/relu3.cpp"),
+                    "-o", str(out)], check=True)
+    spec = importlib.util.spec_from_file_location("bench_hand", out)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------- the rows
+
+def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
+    import torch
+
+    rows: list[Row] = []
+    config = tmp / "bench.yaml"
+    config.write_text(MODULES.format(repo=REPO, out=tmp / "out"))
+
+    log("render")
+    cases = render_bench.render_cases(sizes.render_bindings)
+    assert cases.identical, "the f-string generator no longer writes what the templates write"
+    t_render, t_fstring = interleaved(cases.default, cases.fstring, 1, sizes.render_repeats, time.process_time)
+    rows.append(Row("render", f"render_module, {sizes.render_bindings:,} bindings",
+                    "plain f-string generator of the same files", t_render, t_fstring, "s", "<= 3.0"))
+
+    log("cold and cached builds (fresh processes)")
+    cold_cache = tmp / "cache-cold"
+    t_cold = build_in_new_process(config, "bench_ks", cold_cache)
+    t_cached = statistics.median(build_in_new_process(config, "bench_ks", cold_cache)
+                                 for _ in range(sizes.cached_builds))
+    t_inline_cold = load_inline_in_new_process(tmp / "inline-build")
+
+    log("ks target call overhead")
+    cache = tmp / "cache"
+    ks_mod = ksbind.build(config, name="bench_ks", cache_dir=cache, quiet=True)
+    hand = compile_hand_pybind(tmp)
+    assert ks_mod.relu3(0.5) == hand.relu3(0.5)  # type: ignore[attr-defined]
+    t_gen, t_hand = interleaved(lambda: ks_mod.relu3(0.5), lambda: hand.relu3(0.5),  # type: ignore[attr-defined]
+                                sizes.calls, sizes.repeats)
+    rows.append(Row("call overhead, ks target", "generated entry, scalar relu3",
+                    "hand-written pybind11 m.def", t_gen * 1e9, t_hand * 1e9, "ns", "<= 1.10"))
+
+    log("torch target")
+    torch_mod = ksbind.build(config, name="bench_torch", cache_dir=cache, quiet=True)
+    from torch.utils.cpp_extension import load_inline
+    inline = load_inline("bench_inline", cpp_sources=[HAND_TORCH], extra_cflags=["-O3"],
+                         build_directory=str(tmp / "inline-build"))
+    small = torch.randn(10)
+    assert torch.allclose(torch_mod.vrelu3(small), inline.vrelu3(small))
+    t_entry, t_inline = interleaved(lambda: torch_mod.vrelu3(small), lambda: inline.vrelu3(small),
+                                    sizes.calls, sizes.repeats)
+    rows.append(Row("call overhead, torch target", "generated entry, 10-element vrelu3",
+                    "load_inline hand-written equivalent", t_entry * 1e9, t_inline * 1e9, "ns", "<= 1.10"))
+
+    one, big = torch.zeros(1), torch.zeros(sizes.elements)
+    t_one, t_big = interleaved(lambda: torch_mod.poke(one, 1.0), lambda: torch_mod.poke(big, 1.0),
+                               sizes.calls, sizes.repeats)
+    rows.append(Row("size independence", "torch entry, do-nothing kernel, 1 element",
+                    f"the same with {sizes.elements:,} elements", t_one * 1e9, t_big * 1e9, "ns", ">= 0.9"))
+
+    x = torch.randn(sizes.elements)
+
+    def eager() -> torch.Tensor:
+        return torch.where(x < 0, torch.zeros_like(x), torch.where(x < 1, x * x * x / 3, x - 2.0 / 3.0))
+
+    assert torch.allclose(torch_mod.relu3(x), eager(), atol=1e-6)
+    t_elem, t_eager = interleaved(lambda: torch_mod.relu3(x), eager, max(1, sizes.calls // 200),
+                                  sizes.repeats)
+    rows.append(Row("elementwise throughput", f"elementwise relu3, {sizes.elements:,} floats",
+                    "eager PyTorch torch.where composite", t_elem * 1e6, t_eager * 1e6, "us", "<= 1.0"))
+
+    rows.append(Row("cached build", "ksbind.build, unchanged module, new process",
+                    "cold build of the same", t_cached, t_cold, "s", "<= 0.05"))
+    rows.append(Row("build cost", "cold build, ks-target module",
+                    "cold load_inline of an equivalent torch extension", t_cold, t_inline_cold, "s", "<= 0.5"))
+
+    log("memory")
+    py_mod = ksbind.build(config, name="bench_py", cache_dir=cache, quiet=True)
+    values = [0.5] * 100
+    tensor = torch.randn(100)
+    for label, mod, arg in (("python", py_mod, values), ("torch", torch_mod, tensor)):
+        mod.reset_allocator()
+        mod.vrelu3(arg)
+        first = mod.allocator_peak()
+        for _ in range(sizes.memory_calls - 1):
+            mod.vrelu3(arg)
+        rows.append(Row(f"memory, {label} target", f"arena peak after {sizes.memory_calls:,} calls of vrelu3",
+                        "peak after 1 call", float(mod.allocator_peak()), float(first), "bytes", "= 1.0"))
+    return rows
+
+
+# ---------------------------------------------------------------- reporting
+
+def machine() -> str:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gxx = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    return (f"{cpu}, {os.cpu_count()} cores; Linux {platform.release()}; Python {platform.python_version()}; "
+            f"torch {torch.__version__} ({torch.get_num_threads()} threads); {gxx}; ksbind {ksbind.__version__}")
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| row | ksbind | reference | ksbind median | reference median | ratio | target | met |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.name} | {r.ksbind} | {r.reference} | {_fmt(r.ksbind_value)} {r.unit} | "
+                     f"{_fmt(r.reference_value)} {r.unit} | {r.ratio:.3f} | {r.target} | "
+                     f"{'yes' if r.met else 'NO'} |")
+    return "\n".join(lines)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: check that every row runs")
+    ap.add_argument("--write-doc", metavar="FILE", help="also write the table into this markdown file")
+    args = ap.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ksbind-benchmarks-") as d:
+        rows = measure(sizes, Path(d), lambda what: print(f"... {what}", file=sys.stderr, flush=True))
+    text = table(rows)
+    about = (f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/run.py{' --quick' if args.quick else ''}`"
+             f" in {time.perf_counter() - start:.0f} s on: {machine()}.")
+    print(about)
+    print()
+    print(text)
+    if args.write_doc:
+        _write_doc(Path(args.write_doc), about, text)
+    return 0
+
+
+def _write_doc(path: Path, about: str, text: str) -> None:
+    """Replace the table between the markers in path (the prose around it is kept)."""
+    begin, end = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
+    old = path.read_text() if path.exists() else f"# Performance\n\n{begin}\n{end}\n"
+    head, rest = old.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    path.write_text(f"{head}{begin}\n{about}\n\n{text}\n{end}{tail}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
