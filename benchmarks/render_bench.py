@@ -89,14 +89,14 @@ def fstring_files(bindings: list[Binding], module_doc: str, tensor_types: list[t
             bodies.append(
                 f"{ret} {name}({params}) {{\n"
                 f"    const bool release_gil = ksbind::large_call({', '.join(names)});\n"
-                f"    ksbind::ArenaLock arena_lock(g_alloc, release_gil);\n"
+                f"    ksbind::ArenaLock arena(g_alloc, release_gil);\n"
                 f"    if (g_logging) {{\n"
                 f"        std::cerr << \"{sym}(\" {logged}<< \") =\" << std::endl;\n"
-                f"        auto ret = {ks_call};\n"
+                f"        auto ret = arena.call(release_gil, [&] {{ return {ks_call}; }});\n"
                 f"        std::cerr << ksbind::logged(ret) << std::endl;\n"
                 f"        return ret;\n"
                 f"    }} else {{\n"
-                f"        auto ret = ksbind::without_gil_if(release_gil, [&] {{ return {ks_call}; }});\n"
+                f"        auto ret = arena.call(release_gil, [&] {{ return {ks_call}; }});\n"
                 f"        return ret;\n"
                 f"    }}\n"
                 f"}}\n")

@@ -157,59 +157,6 @@ inline void configure(size_t config_arena_bytes, bool log) {
 
 namespace ksbind {
 
-// ------------------------------------------------------------ arena guards
-
-// Guards the arena for an entry point's whole run. A call that will release
-// the GIL (release_gil) takes arena_mutex; a call that keeps the GIL takes it
-// only when another entry point holds it (arena_holders), because otherwise
-// the GIL already excludes every other arena user. Skipping the mutex saves
-// about 20-40 ns per small call. If the call fails, what it allocated is
-// garbage: the arena goes back to the mark so a MemoryError does not leave
-// the arena full for the next call.
-class ArenaLock {
-public:
-    using mark_t = decltype(std::declval<ks::allocator&>().mark());
-    // Entry points are entered from pybind11's dispatcher with the GIL held,
-    // never during stack unwinding: so no GIL check, and no exception is in
-    // flight at construction (std::uncaught_exceptions() is a TLS call worth
-    // avoiding on the hot path).
-    explicit ArenaLock(ks::allocator& alloc, bool release_gil = true)
-        : alloc_(alloc), exceptions_(0),
-          locked_(release_gil || ks::entry_points::arena_holders.load(std::memory_order_relaxed) != 0) {
-        if (locked_) {
-            ks::entry_points::lock_arena();
-            ks::entry_points::arena_holders.fetch_add(1, std::memory_order_relaxed);
-        }
-        mark_ = alloc_.mark();
-    }
-    ~ArenaLock() {
-        if (std::uncaught_exceptions() > exceptions_) alloc_.reset(mark_);
-        if (locked_) {
-            ks::entry_points::arena_holders.fetch_sub(1, std::memory_order_relaxed);
-            ks::entry_points::arena_mutex.unlock();
-        }
-    }
-    ArenaLock(const ArenaLock&) = delete;
-    ArenaLock& operator=(const ArenaLock&) = delete;
-
-protected:
-    ks::allocator& alloc_;
-    int exceptions_;
-    bool locked_;
-    mark_t mark_;
-};
-
-// ArenaLock that also resets the arena to its mark when the entry point
-// returns (python and torch targets: results are copied out first), so a
-// loop of calls never grows the arena.
-class ArenaScope : public ArenaLock {
-public:
-    explicit ArenaScope(ks::allocator& alloc) : ArenaLock(alloc) {}
-    ~ArenaScope() {
-        if (std::uncaught_exceptions() <= exceptions_) alloc_.reset(mark_);
-    }
-};
-
 // ------------------------------------------------------------ the GIL
 
 // Run f with the GIL released (when this thread holds it), so other Python
@@ -259,6 +206,65 @@ decltype(auto) without_gil_if(bool release, F&& f) {
     if (release) return without_gil(std::forward<F>(f));
     return f();
 }
+
+// ------------------------------------------------------------ arena guards
+
+// Guards the arena for an entry point's whole run. A call that will release
+// the GIL (release_gil) takes arena_mutex; a call that keeps the GIL takes it
+// only when another entry point holds it (arena_holders), because otherwise
+// the GIL already excludes every other arena user. Skipping the mutex saves
+// about 20-40 ns per small call. Entry points are entered from pybind11's
+// dispatcher with the GIL held, so there is no GIL check here.
+class ArenaLock {
+public:
+    using mark_t = decltype(std::declval<ks::allocator&>().mark());
+    explicit ArenaLock(ks::allocator& alloc, bool release_gil = true)
+        : alloc_(alloc),
+          locked_(release_gil || ks::entry_points::arena_holders.load(std::memory_order_relaxed) != 0) {
+        if (locked_) {
+            ks::entry_points::lock_arena();
+            ks::entry_points::arena_holders.fetch_add(1, std::memory_order_relaxed);
+        }
+        mark_ = alloc_.mark();
+    }
+    ~ArenaLock() {
+        if (locked_) {
+            ks::entry_points::arena_holders.fetch_sub(1, std::memory_order_relaxed);
+            ks::entry_points::arena_mutex.unlock();
+        }
+    }
+    ArenaLock(const ArenaLock&) = delete;
+    ArenaLock& operator=(const ArenaLock&) = delete;
+
+    // Run the ks call f (with the GIL released if asked). If it fails, what it
+    // allocated is garbage: the arena goes back to the mark, so a MemoryError
+    // does not leave the arena full for the next call. (A try/catch costs
+    // nothing when no exception is thrown; std::uncaught_exceptions() in a
+    // destructor would cost a TLS call on every call.)
+    template <class F>
+    decltype(auto) call(bool release_gil, F&& f) {
+        try {
+            return without_gil_if(release_gil, std::forward<F>(f));
+        } catch (...) {
+            alloc_.reset(mark_);
+            throw;
+        }
+    }
+
+protected:
+    ks::allocator& alloc_;
+    bool locked_;
+    mark_t mark_;
+};
+
+// ArenaLock that also resets the arena to its mark when the entry point ends,
+// normally or not (python and torch targets: results are copied out first),
+// so a loop of calls never grows the arena.
+class ArenaScope : public ArenaLock {
+public:
+    explicit ArenaScope(ks::allocator& alloc) : ArenaLock(alloc) {}
+    ~ArenaScope() { alloc_.reset(mark_); }
+};
 
 // ------------------------------------------------------------ logging
 
