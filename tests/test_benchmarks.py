@@ -1,0 +1,26 @@
+"""The benchmark runs end to end (tiny sizes). Speed is never asserted here:
+targets live in benchmarks/ and docs/performance.md (shared, noisy machines)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from .conftest import REPO
+
+ROWS = ("render", "call overhead, ks target", "call overhead, torch target", "size independence",
+        "elementwise throughput", "cached build", "build cost", "memory, python target", "memory, torch target")
+
+
+def test_benchmark_runner_prints_every_row(tmp_path) -> None:
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\nintro\n\n<!-- benchmarks:begin -->\nold\n<!-- benchmarks:end -->\n\nafter\n")
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--quick", "--write-doc", str(doc)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = [line for line in proc.stdout.splitlines() if line.startswith("| ") and not line.startswith("| row")]
+    assert [line.split(" | ")[0].removeprefix("| ") for line in table] == list(ROWS)
+    for line in table:
+        ratio = float(line.split(" | ")[5])
+        assert ratio > 0
+    text = doc.read_text()
+    assert "old" not in text and "intro" in text and "after" in text and "| render |" in text
