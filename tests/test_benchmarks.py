@@ -13,7 +13,7 @@ ROWS = ("render", "call overhead, ks target", "call overhead, torch target", "si
 
 def test_benchmark_runner_prints_every_row(tmp_path) -> None:
     doc = tmp_path / "performance.md"
-    doc.write_text("# Performance\n\nintro\n\n<!-- benchmarks:begin -->\nold\n<!-- benchmarks:end -->\n\nafter\n")
+    doc.write_text("# Performance\n\nintro\n\n<!-- benchmarks:begin -->\nSTALE-TABLE\n<!-- benchmarks:end -->\n\nafter\n")
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--quick", "--write-doc", str(doc)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -23,4 +23,4 @@ def test_benchmark_runner_prints_every_row(tmp_path) -> None:
         ratio = float(line.split(" | ")[5])
         assert ratio > 0
     text = doc.read_text()
-    assert "old" not in text and "intro" in text and "after" in text and "| render |" in text
+    assert "STALE-TABLE" not in text and "intro" in text and "after" in text and "| render |" in text
