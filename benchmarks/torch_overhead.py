@@ -8,6 +8,7 @@
 3. the entry's cost with a do-nothing kernel (``poke``: touches one element)
    on 1 vs 1M elements: equal times mean the input is not copied.
 
+Details behind the torch rows of benchmarks/run.py (the table of record).
 Run: python benchmarks/torch_overhead.py  (builds configs/torch_ops.yaml and
 the inline extension the first time; later runs use the caches).
 """
@@ -23,29 +24,10 @@ import torch
 import ksbind
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-INLINE_CPP = r"""
-#include <torch/extension.h>
-
-static inline float relu3(float x) {
-    if (x < 0.0f) return 0.0f;
-    if (x < 1.0f) return x * x * x / 3.0f;
-    return x - 2.0f / 3.0f;
-}
-
-torch::Tensor vrelu3(torch::Tensor t) {
-    TORCH_CHECK_TYPE(t.scalar_type() == torch::kFloat32, "t: expected float32");
-    TORCH_CHECK_VALUE(t.device().is_cpu() && t.dim() == 1, "t: expected a 1-d CPU tensor");
-    t = t.contiguous();
-    auto out = torch::empty_like(t);
-    const float* in = t.data_ptr<float>();
-    float* o = out.data_ptr<float>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) o[i] = relu3(in[i]);
-    return out;
-}
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("vrelu3", &vrelu3); }
-"""
+# The hand-written load_inline reference is the one benchmarks/run.py uses.
+from run import HAND_TORCH as INLINE_CPP  # noqa: E402
 
 
 def best_per_call(fn: Callable[[], object], number: int, repeat: int = 7) -> float:

@@ -15,6 +15,7 @@ from .errors import ConfigError
 from .identifiers import identifier_problem
 from .targets import get_target
 from .targets.common import EntryPoint, entry_points_for
+from .targets.ks import SCALAR_PY
 from .types import KsType, ScalarType, TensorType
 
 DEFAULT_ARENA_BYTES = 100_000_000
@@ -80,7 +81,6 @@ ALLOCATOR_FUNCTIONS: tuple[StubFunction, ...] = (
                  "Replace the arena by one of this many bytes (frees everything in the old one).",
                  positional_only=True),
 )
-_SCALAR_PY = {"Float": "float", "Integer": "int", "Bool": "bool", "String": "str"}
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def _tensor_types(bindings: Sequence[Binding], configured: Sequence[tuple[int, s
 
 
 def _tensor_info(rank: int, element: str) -> TensorTypeInfo:
-    py = _SCALAR_PY[element]
+    py = SCALAR_PY[element]
     nested = py
     for _ in range(rank):
         nested = f"list[{nested}]"
