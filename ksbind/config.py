@@ -304,6 +304,7 @@ def _paths(r: _NodeReader, node: yaml.Node, what: str, base: Path, must_exist: s
 
 def _inline(r: _NodeReader, node: yaml.Node) -> InlineDeclarations:
     text = r.typed(node, str, "'declarations'", "ks text")
+    assert isinstance(node, yaml.ScalarNode)  # typed() accepted it
     # Pad so the ks reader's line numbers are the config file's.
     mark = node.start_mark
     if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
