@@ -29,7 +29,6 @@ import threading
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from . import buildcache
 from .build import INCLUDE_DIR, first_error, write_generated
@@ -201,11 +200,6 @@ def _build_error(spec: ModuleSpec, where: Path, output: str) -> BuildError:
     first = match.group(0).strip() if match else (first_error(output) or "unknown error")
     return BuildError(f"building {spec.name} with torch.utils.cpp_extension failed: {first}{more}",
                       Location(str(where)))
-
-
-def loaded_modules() -> dict[str, Any]:
-    """Modules built or imported in this process, by path (for tests and tools)."""
-    return dict(_loaded)
 
 
 __all__ = ["build_torch_module", "cache_key", "unit_text", "CFLAGS", "LDFLAGS"]

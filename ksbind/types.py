@@ -128,10 +128,6 @@ STRING = ScalarType("String")
 EMPTY_TUPLE = TupleType(())
 
 
-def tuple_of(types: Sequence[KsType]) -> TupleType:
-    return TupleType(tuple(types))
-
-
 # ---------------------------------------------------------------- spelling
 
 @lru_cache(maxsize=4096)
