@@ -6,16 +6,19 @@ here, so renderers can trust them.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from .errors import BindingError, KsbindError, Location, closest
+from .errors import BindingError, KsbindError, KsbindWarning, Location, closest
 from .identifiers import CPP_KEYWORDS, identifier_problem, is_ks_symbol, sanitize
 from .model import FunctionDecl, StructuredName
 from .reader import structured_name_from_node
 from .sexpr import SList, parse_sexprs
 
 MODES = ("plain", "elementwise", "vmap")
+#: Where a binding's vjp comes from: [sufrev F] when declared, else [rev F] ("auto"), or one of them.
+VJP_SOURCES = ("auto", "sufrev", "rev")
 #: Names every generated module defines itself.
 RESERVED_NAMES = frozenset({"reset_allocator", "allocator_top", "allocator_peak", "logging",
                             "set_arena_bytes", "arena_bytes"})
@@ -30,6 +33,7 @@ class BindingSpec:
     vjp: str | None = None
     mode: str = "plain"
     location: Location | None = field(default=None, compare=False)
+    vjp_from: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -43,11 +47,13 @@ class Binding:
 
 
 def select_bindings(decls: Sequence[FunctionDecl], specs: Sequence[BindingSpec] | None = None,
-                    where: Location | None = None) -> list[Binding]:
-    """Resolve binding specs against decls; None binds every base function."""
+                    where: Location | None = None,
+                    own: Callable[[FunctionDecl], bool] | None = None) -> list[Binding]:
+    """Resolve binding specs against decls; None binds every base function that ``own``
+    accepts (all of them when ``own`` is None): the user's, not a prelude's."""
     by_name = {d.name: d for d in decls}
     if specs is None:
-        bindings = _default_bindings(decls, by_name, where)
+        bindings = _default_bindings([d for d in decls if own is None or own(d)], by_name, where)
     else:
         plain = plain_name_index(decls)  # built once: resolving N specs stays O(N)
         bindings = [_resolve(spec, decls, by_name, plain) for spec in specs]
@@ -101,39 +107,89 @@ def _check_callable(d: FunctionDecl, where: Location | None) -> None:
 
 def _default_bindings(decls: Sequence[FunctionDecl], by_name: dict[StructuredName, FunctionDecl],
                       where: Location | None) -> list[Binding]:
-    bases = [d for d in decls if not d.name.is_derived]
+    """Every base function, under its own name where it can be one.
+
+    Defaults never sink a module: a name that cannot be a binding (a keyword such
+    as ksc's prelude's ``not``) gets a cleaned one, and a function that cannot be
+    bound at all is skipped, each with a one-line warning. Explicit bindings stay strict.
+    """
+    bases = []
+    for d in decls:
+        if d.name.is_derived:
+            continue
+        reason = _uncallable_reason(d)
+        if reason:
+            warn(f"{d.location or where}: not binding {d.name} by default: {reason}")
+            continue
+        bases.append(d)
     counts: dict[str, int] = {}
     for d in bases:
         counts[d.name.name] = counts.get(d.name.name, 0) + 1
-    # Functions keep their own name when it is unique; the names ksbind makes up (overloads,
-    # vjps) are then made valid and distinct from every other, so defaults never clash.
-    taken = {d.name.name for d in bases if counts[d.name.name] == 1}
+    # Functions keep their own name when it is unique and valid; the names ksbind makes up
+    # (cleaned, overloads, vjps) are then made distinct from every other, so defaults never clash.
+    taken = {d.name.name for d in bases if counts[d.name.name] == 1 and _default_name_problem(d.name.name) is None}
     out = []
     for d in bases:
-        # Overloads of one ks name get the symbol as a distinguishing suffix.
-        _check_callable(d, d.location or where)  # a function that cannot be bound at all says why first
-        if counts[d.name.name] == 1:
-            name = d.name.name
-            problem = identifier_problem(name) or (
-                f"{name!r} is reserved by the generated module"
-                if name in RESERVED_NAMES or name.startswith("Tensor_") else None)
-            if problem:
-                raise BindingError(f"{d.name} cannot be bound under its own name: {problem}; "
-                                   "list it under 'bindings:' with another name", d.location or where)
-        else:
-            name = _unused(sanitize(d.cpp_symbol.replace("$", "_")), taken)
-        vjp = by_name.get(StructuredName.derived("sufrev", d.name))
-        vjp_name = _unused(sanitize(f"{name}_vjp"), taken) if vjp else None
+        own = d.name.name
+        if counts[own] == 1 and own in taken:
+            name = own
+        elif counts[own] == 1:
+            name = _unused(_clean(own), taken)
+            warn(f"{d.location or where}: binding {d.name} as {name!r}: {_default_name_problem(own)}")
+        else:  # overloads of one ks name get the symbol as a distinguishing suffix
+            name = _unused(_clean(d.cpp_symbol.replace("$", "_")), taken)
+        vjp = declared_vjp(d.name, by_name)
+        vjp_name = _unused(_clean(f"{name}_vjp"), taken) if vjp else None
         # Located at the declaration: that is what a user fixes when a default binding is bad.
         out.append(Binding(name, d, vjp_name, vjp, "plain", d.location or where))
     return out
+
+
+def declared_vjp(primal: StructuredName, by_name: dict[StructuredName, FunctionDecl],
+                 vjp_from: str = "auto") -> FunctionDecl | None:
+    """The declared vjp of a function: [sufrev F], else [rev F] (auto), or the one asked for."""
+    kinds = ("sufrev", "rev") if vjp_from == "auto" else (vjp_from,)
+    for kind in kinds:
+        found = by_name.get(StructuredName.derived(kind, primal))
+        if found is not None:
+            return found
+    return None
+
+
+def _default_name_problem(name: str) -> str | None:
+    problem = identifier_problem(name)
+    if problem is None and (name in RESERVED_NAMES or name.startswith("Tensor_")):
+        problem = f"{name!r} is reserved by the generated module"
+    return problem
+
+
+def _clean(name: str) -> str:
+    """A valid binding name from any text: sanitized, then suffixed or prefixed until it is one."""
+    out = sanitize(name)
+    for candidate in (out, out + "_", "ks_" + out):
+        if _default_name_problem(candidate) is None:
+            return candidate
+    return "ks_f"
+
+
+def _uncallable_reason(d: FunctionDecl) -> str | None:
+    try:
+        _check_callable(d, d.location)
+    except BindingError as e:
+        return e.message
+    return None
+
+
+def warn(message: str) -> None:
+    """A one-line warning (KsbindWarning): shown once per message, and by the CLI on stderr."""
+    warnings.warn(message, KsbindWarning, stacklevel=3)
 
 
 def _unused(name: str, taken: set[str]) -> str:
     """name, or name_2, name_3... whichever is not taken yet; marks it taken."""
     candidate, k = name, 2
     while candidate in taken or candidate in RESERVED_NAMES:
-        candidate, k = f"{name}_{k}", k + 1
+        candidate, k = f"{name.rstrip('_') or name}_{k}", k + 1
     taken.add(candidate)
     return candidate
 
@@ -144,10 +200,11 @@ def _resolve(spec: BindingSpec, decls: Sequence[FunctionDecl],
     decl = find_function(spec.function or spec.name, decls, by_name, spec.location, plain)
     vjp_decl = None
     if spec.vjp is not None:
-        vjp_decl = by_name.get(StructuredName.derived("sufrev", decl.name))
+        vjp_decl = declared_vjp(decl.name, by_name, spec.vjp_from)
         if vjp_decl is None:
+            # Not declared (no .kso yet): its signature follows from the primal's.
             try:
-                vjp_decl = decl.derive("sufrev")
+                vjp_decl = decl.derive("sufrev" if spec.vjp_from == "auto" else spec.vjp_from)
             except KsbindError as e:
                 raise BindingError(f"cannot bind a vjp for {decl.name}: {e.message}", spec.location) from None
     return Binding(spec.name, decl, spec.vjp, vjp_decl, spec.mode, spec.location)
@@ -167,7 +224,7 @@ def find_function(ref: str, decls: Sequence[FunctionDecl], by_name: dict[Structu
     """A decl by structured name text (``[f Float]``) or unique plain name."""
     ref = ref.strip()
     if ref.startswith("["):
-        name = _parse_structured_name(ref, where)
+        name = parse_structured_name(ref, where)
         if name in by_name:
             return by_name[name]
         raise BindingError(f"no function {name} is declared{_suggest(str(name), decls)}", where)
@@ -180,7 +237,7 @@ def find_function(ref: str, decls: Sequence[FunctionDecl], by_name: dict[Structu
     raise BindingError(f"{ref!r} is ambiguous: it names {options}; write the structured name", where)
 
 
-def _parse_structured_name(text: str, where: Location | None) -> StructuredName:
+def parse_structured_name(text: str, where: Location | None) -> StructuredName:
     filename = where.file if where else "<binding>"
     try:
         nodes = parse_sexprs(text, filename)

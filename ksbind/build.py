@@ -33,6 +33,7 @@ from typing import Sequence
 from . import buildcache
 from .config import ModuleSpec, load_config
 from .errors import BuildError, Location
+from .missing import explain_missing
 from .output import plan_files, write_planned
 from .render import RenderedModule
 
@@ -92,15 +93,21 @@ def build_configs(configs: str | os.PathLike[str] | Sequence[str | os.PathLike[s
 def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
                cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False) -> ModuleType:
     from .pipeline import render_spec
+    from .resolve import resolve_spec
 
-    rendered = render_spec(spec, templates)
     root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
-    if spec.target == "torch":
-        from .build_torch import build_torch_module  # torch is imported only for torch modules
-        return build_torch_module(spec, rendered, cache_dir=root, quiet=quiet)
-    generated = write_generated(spec.output, rendered)
-    plan = compile_plan(spec, generated)
-    return build_plan(plan, rendered, root, quiet=quiet)
+    resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
+    spec = resolved.spec
+    rendered = render_spec(resolved, templates)
+    try:
+        if spec.target == "torch":
+            from .build_torch import build_torch_module  # torch is imported only for torch modules
+            return build_torch_module(spec, rendered, cache_dir=root, quiet=quiet)
+        generated = write_generated(spec.output, rendered)
+        plan = compile_plan(spec, generated)
+        return build_plan(plan, rendered, root, quiet=quiet)
+    except BuildError as e:
+        raise explain_missing(e, resolved.decls) from None
 
 
 def write_generated(out_dir: Path, rendered: RenderedModule) -> list[Path]:

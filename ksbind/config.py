@@ -14,18 +14,21 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
-from .binding import MODES, BindingSpec
+from .binding import MODES, VJP_SOURCES, BindingSpec
 from .context import DEFAULT_ARENA_BYTES, LAYOUTS
 from .errors import ConfigError, Location, closest
 from .identifiers import identifier_problem
+from .ksc import DEFAULT_TIMEOUT, KscSpec
 from .reader import read_text
 from .targets import TARGETS
 from .types import MAX_RANK
 
 MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindings", "tensor_types",
-               "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters")
-BINDING_KEYS = ("name", "function", "vjp", "mode")
+               "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters", "ksc",
+               "prelude")
+BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from")
 RUNTIME_KEYS = ("include_dirs", "sources")
+KSC_KEYS = ("path", "runtime", "timeout")
 TENSOR_ELEMENTS = ("Float", "Integer", "Bool")
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "seq", "map")}
 
@@ -37,6 +40,8 @@ class RuntimeSpec:
     bundled: bool = True
     include_dirs: tuple[Path, ...] = ()
     sources: tuple[Path, ...] = ()
+    #: Not named in the config, which names ksc: ksc's runtime, filled in by the ksc step.
+    from_ksc: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,10 @@ class ModuleSpec:
     output: Path = Path("build")
     layout: str = "split"
     filters: str | None = None
+    #: Run ksc on the .ks sources (None: .ks files are read as declarations).
+    ksc: KscSpec | None = None
+    #: Files whose functions are not bound by default (None: the runtime's prelude.ks, if any).
+    prelude: tuple[Path, ...] | None = None
     location: Location | None = field(default=None, compare=False)
 
 
@@ -229,13 +238,15 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
         raise ConfigError(f"module {name!r} declares no functions: add 'ks:' (.ks/.kso files) or "
                           "'declarations:' (inline ks text)", where)
     torch_library = get("torch_library", lambda n: _identifier(r, n, "'torch_library'"), None)
+    ksc = get("ksc", lambda n: _ksc(r, n, base), None)
+    default_runtime = RuntimeSpec(bundled=False, from_ksc=True) if ksc is not None else RuntimeSpec()
     if torch_library is not None and target != "torch":
         raise ConfigError(f"'torch_library' needs target: torch (this module's target is {target!r})",
                           r.loc(fields["torch_library"][0]))
     return ModuleSpec(
         name=name, config_path=config_path, target=target, ks_files=ks_files, declarations=declarations,
         cpp=get("cpp", lambda n: _paths(r, n, "'cpp'", base, must_exist="file"), ()),
-        runtime=get("runtime", lambda n: _runtime(r, n, base), RuntimeSpec()),
+        runtime=get("runtime", lambda n: _runtime(r, n, base), default_runtime),
         bindings=get("bindings", lambda n: _bindings(r, n), None),
         tensor_types=get("tensor_types", lambda n: _tensor_types(r, n), ()),
         logging=get("logging", lambda n: r.typed(n, bool, "'logging'", "true or false"), False),
@@ -245,6 +256,8 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
         output=get("output", lambda n: _normal(base / r.typed(n, str, "'output'", "a path")), _normal(base / "build" / name)),
         layout=get("layout", lambda n: _choice(r, n, "'layout'", LAYOUTS), "split"),
         filters=get("filters", lambda n: _module_name(r, n), None),
+        ksc=ksc,
+        prelude=get("prelude", lambda n: _paths(r, n, "'prelude'", base, must_exist="file"), None),
         location=where,
     )
 
@@ -343,6 +356,20 @@ def _runtime(r: _NodeReader, node: yaml.Node, base: Path) -> RuntimeSpec:
     return RuntimeSpec(False, dirs, sources)
 
 
+def _ksc(r: _NodeReader, node: yaml.Node, base: Path) -> KscSpec:
+    """``ksc: {path, runtime, timeout}``; every key optional (``ksc: {}`` takes the defaults)."""
+    fields = r.mapping(node, "'ksc'")
+    for key, (k, _) in fields.items():
+        if key not in KSC_KEYS:
+            raise ConfigError(f"unknown key {key!r} in 'ksc'{closest(key, KSC_KEYS)}; expected "
+                              f"{', '.join(KSC_KEYS)}", r.loc(k))
+    path = _paths(r, fields["path"][1], "'ksc: path'", base, "file")[0] if "path" in fields else None
+    runtime = _paths(r, fields["runtime"][1], "'ksc: runtime'", base, "dir")[0] if "runtime" in fields else None
+    timeout = float(_positive_int(r, fields["timeout"][1], "'ksc: timeout'", 86400)) if "timeout" in fields \
+        else DEFAULT_TIMEOUT
+    return KscSpec(path, runtime, timeout, r.loc(node))
+
+
 def _bindings(r: _NodeReader, node: yaml.Node) -> tuple[BindingSpec, ...]:
     out = []
     for item in r.sequence(node, "'bindings'"):
@@ -357,7 +384,10 @@ def _bindings(r: _NodeReader, node: yaml.Node) -> tuple[BindingSpec, ...]:
         function = r.typed(fields["function"][1], str, "'function'", "a function name") if "function" in fields else None
         vjp = r.typed(fields["vjp"][1], str, "'vjp'", "a name for the vjp binding") if "vjp" in fields else None
         mode = _choice(r, fields["mode"][1], "'mode'", MODES) if "mode" in fields else "plain"
-        out.append(BindingSpec(name, function, vjp, mode, r.loc(fields["name"][1])))
+        vjp_from = _choice(r, fields["vjp_from"][1], "'vjp_from'", VJP_SOURCES) if "vjp_from" in fields else "auto"
+        if vjp_from != "auto" and vjp is None:
+            raise ConfigError("'vjp_from' needs 'vjp:' (the name to bind the vjp under)", r.loc(fields["vjp_from"][0]))
+        out.append(BindingSpec(name, function, vjp, mode, r.loc(fields["name"][1]), vjp_from))
     return tuple(out)
 
 

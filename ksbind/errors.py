@@ -96,6 +96,16 @@ class BuildError(KsbindError):
     kind = "build error"
 
 
+class KscError(BuildError):
+    """The Knossos compiler ksc is missing or rejected the module's ks sources."""
+
+    kind = "ksc error"
+
+
+class KsbindWarning(UserWarning):
+    """Something ksbind chose for the user and says out loud (e.g. a default binding skipped)."""
+
+
 def closest(word: str, choices: "Iterable[str]") -> str:
     """A ' (did you mean X?)' suffix for the choice closest to word, or ''."""
     import difflib

@@ -1,4 +1,4 @@
-"""The whole pipeline for configs: read -> select -> render -> write.
+"""The whole pipeline for configs: (ksc ->) read -> select -> render -> write.
 
 Every module of every config is rendered in memory first; only then is
 anything written, so bad input leaves the disk untouched.
@@ -11,14 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .binding import Binding, select_bindings
+from .binding import Binding
 from .config import ModuleSpec, load_config
 from .context import ModuleOptions
-from .errors import ConfigError, DeclarationError, Location, OutputError
-from .model import FunctionDecl
+from .errors import ConfigError, Location, OutputError
 from .output import PlannedFile, plan_files, write_planned
-from .reader import parse_ks, read_ks, same_signature
 from .render import RenderedModule, render_module
+from .resolve import ResolvedModule, module_decls, resolve_spec
 from .sexpr import gc_paused
 
 ConfigArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
@@ -32,29 +31,8 @@ class GeneratedModule:
     planned: list[PlannedFile]
 
 
-def module_decls(spec: ModuleSpec) -> list[FunctionDecl]:
-    decls: list[FunctionDecl] = []
-    for path in spec.ks_files:
-        decls.extend(read_ks(path))
-    if spec.declarations is not None:
-        decls.extend(parse_ks(spec.declarations.text, str(spec.config_path)))
-    seen: dict[Any, FunctionDecl] = {}
-    unique: list[FunctionDecl] = []
-    for d in decls:
-        if d.name in seen:
-            if not same_signature(seen[d.name], d):
-                raise DeclarationError(f"{d.name} is declared twice with different signatures "
-                                       f"(also at {seen[d.name].location})", d.location)
-            if d.param_names and not seen[d.name].param_names:  # prefer the def's parameter names
-                unique[unique.index(seen[d.name])] = seen[d.name] = d
-            continue
-        seen[d.name] = d
-        unique.append(d)
-    return unique
-
-
 def module_bindings(spec: ModuleSpec) -> list[Binding]:
-    return select_bindings(module_decls(spec), spec.bindings, spec.location)
+    return resolve_spec(spec).bindings
 
 
 def module_options(spec: ModuleSpec, extra_templates: Sequence[str] = ()) -> ModuleOptions:
@@ -96,10 +74,12 @@ def load_filters(spec: ModuleSpec) -> dict[str, Callable[..., Any]]:
     return filters
 
 
-def render_spec(spec: ModuleSpec, extra_templates: Sequence[str] = ()) -> RenderedModule:
+def render_spec(spec: ModuleSpec | ResolvedModule, extra_templates: Sequence[str] = ()) -> RenderedModule:
+    """Render a module (resolving it first: reading its files, running ksc if it names it)."""
     with gc_paused():  # reading and rendering build many short-lived objects; see sexpr.gc_paused
-        return render_module(module_bindings(spec), options=module_options(spec, extra_templates),
-                             filters=load_filters(spec))
+        resolved = spec if isinstance(spec, ResolvedModule) else resolve_spec(spec)
+        return render_module(resolved.bindings, options=module_options(resolved.spec, extra_templates),
+                             filters=load_filters(resolved.spec))
 
 
 def _config_list(configs: ConfigArg) -> list[Path]:

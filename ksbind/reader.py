@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from typing import Sequence
 
 from .errors import DeclarationError, InputFileError, Location, closest
@@ -24,7 +25,44 @@ def parse_ks(text: str, filename: str = "<string>") -> list[FunctionDecl]:
         return _parse_ks(text, filename)
 
 
+@dataclass(frozen=True)
+class GdefRequest:
+    """A ``(gdef KIND [f T])`` form as written: what it asks ksc to derive, and where."""
+
+    kind: str
+    target: StructuredName
+    location: Location
+
+    @property
+    def name(self) -> StructuredName:
+        return StructuredName.derived(self.kind, self.target)
+
+
+@dataclass(frozen=True)
+class KsSource:
+    """A ks source file as ksc will see it: its defs/edefs and its gdef requests,
+    not resolved (ksc resolves gdefs across files, and derives what ksbind cannot)."""
+
+    decls: tuple[FunctionDecl, ...]
+    gdefs: tuple[GdefRequest, ...]
+
+
+def scan_ks(text: str, filename: str = "<string>") -> KsSource:
+    """The defs, edefs and gdefs of ks source, unresolved (for the ksc step)."""
+    with gc_paused():
+        entries, _ = _read_forms(text, filename)
+    decls = tuple(e for e in entries if isinstance(e, FunctionDecl))
+    gdefs = tuple(GdefRequest(*e) for e in entries if not isinstance(e, FunctionDecl))
+    return KsSource(decls, gdefs)
+
+
 def _parse_ks(text: str, filename: str) -> list[FunctionDecl]:
+    entries, declared = _read_forms(text, filename)
+    return _resolve_gdefs(entries, declared)
+
+
+def _read_forms(text: str, filename: str) -> tuple[list[FunctionDecl | tuple[str, StructuredName, Location]],
+                                                   dict[StructuredName, FunctionDecl]]:
     forms = parse_sexprs(text, filename)
     entries: list[FunctionDecl | tuple[str, StructuredName, Location]] = []
     declared: dict[StructuredName, FunctionDecl] = {}
@@ -51,7 +89,7 @@ def _parse_ks(text: str, filename: str) -> list[FunctionDecl]:
             continue
         declared[decl.name] = decl
         entries.append(decl)
-    return _resolve_gdefs(entries, declared)
+    return entries, declared
 
 
 def same_signature(a: FunctionDecl, b: FunctionDecl) -> bool:
@@ -188,6 +226,9 @@ def _make_decl(name_node: Node, arg_type: KsType, return_type: KsType,
                 name_node.loc,
             )
         name = StructuredName.base(name_node.text, arg_type)
+    elif _is_plain_derivation(name_node):
+        assert isinstance(name_node, SList)
+        name = _plain_derivation_name(name_node, arg_type)
     elif isinstance(name_node, SList) and name_node.bracket == "[":
         name = structured_name_from_node(name_node)
         if not name.is_derived and name.arg_type != arg_type:
@@ -201,6 +242,36 @@ def _make_decl(name_node: Node, arg_type: KsType, return_type: KsType,
             name_node.loc,
         )
     return FunctionDecl(name, arg_type, return_type, param_names, loc, origin)
+
+
+#: Derivations whose argument is the primal's argument S, and those whose argument is (Tuple S dX).
+_ARG_IS_PRIMAL = ("D", "suffwdpass", "CL", "shape")
+_ARG_STARTS_WITH_PRIMAL = ("fwd", "rev", "sufrev")
+
+
+def _is_plain_derivation(node: Node) -> bool:
+    """``[rev f]``: a derivation of a plain name, as ksc allows in a def or edef."""
+    return (isinstance(node, SList) and node.bracket == "[" and len(node.items) == 2
+            and all(isinstance(i, Atom) and not i.is_string for i in node.items)
+            and node.items[0].text in DERIVATIONS)  # type: ignore[union-attr]
+
+
+def _plain_derivation_name(node: SList, arg_type: KsType) -> StructuredName:
+    """ksc reads ``(def [rev f] ...)`` as ``[rev [f S]]``, S found from the parameters:
+    the argument itself for D/suffwdpass/CL/shape, the first of (S, dX) for fwd/rev/sufrev."""
+    kind_node, inner = node.items
+    assert isinstance(kind_node, Atom) and isinstance(inner, Atom)
+    kind = kind_node.text
+    primal: KsType | None = None
+    if kind in _ARG_IS_PRIMAL:
+        primal = arg_type
+    elif kind in _ARG_STARTS_WITH_PRIMAL and isinstance(arg_type, TupleType) and len(arg_type.elements) == 2:
+        primal = arg_type.elements[0]
+    if primal is None:
+        raise DeclarationError(
+            f"{kind!r} is a derivation: it takes a structured name, as in [{kind} [{inner.text} Float]]; "
+            f"found {_short(node)}, whose argument type cannot be told from {arg_type}", node.loc)
+    return StructuredName.derived(kind, StructuredName.base(inner.text, primal))
 
 
 def structured_name_from_node(node: SList) -> StructuredName:

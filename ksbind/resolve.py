@@ -1,0 +1,198 @@
+"""The read and select steps for one module: its declarations (through ksc when the
+config names it) and its bindings.
+
+Without ``ksc:``, ``.ks``/``.kso`` files and inline declarations are read as
+they are. With ``ksc:``, ``.ks`` sources are compiled by ksc first (see
+``ksbind.ksc``): ksc's ``.kso`` is then the source of truth for signatures,
+its ``.cpp`` is compiled before the config's ``cpp:``, and ksc's runtime is the
+module's runtime unless the config names another.
+
+Default bindings (no ``bindings:``) cover the user's own functions, not a
+prelude's: with ksc, the functions the ``.ks`` sources declare; without it,
+every function not declared in the config's ``prelude:`` files (by default the
+runtime folders' ``prelude.ks``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .binding import Binding, BindingSpec, declared_vjp, select_bindings
+from .config import ModuleSpec, RuntimeSpec
+from .errors import DeclarationError
+from .ksc import KscToolchain, VjpRequest, compile_ks, find_ksc, scan_sources
+from .model import FunctionDecl, StructuredName
+from .reader import KsSource, parse_ks, read_ks, read_text, same_signature, scan_ks
+
+
+@dataclass(frozen=True)
+class ResolvedModule:
+    """A module ready to render and build: ``spec`` has ksc's outputs and runtime filled in."""
+
+    spec: ModuleSpec
+    decls: list[FunctionDecl]
+    bindings: list[Binding]
+    ksc_ran: bool = False  # whether this resolution ran ksc (False: no ksc, or its cached output)
+
+
+def resolve_spec(spec: ModuleSpec, cache_dir: Path | None = None) -> ResolvedModule:
+    """Declarations and bindings of a module (running ksc, cached, when the config names it)."""
+    if spec.ksc is not None and any(p.suffix != ".kso" for p in spec.ks_files):
+        return _resolve_with_ksc(spec, cache_dir)
+    if spec.ksc is not None:  # only .kso files: ksc has nothing to compile, but its runtime is still wanted
+        spec = _with_ksc_runtime(spec, find_ksc(spec.ksc))
+    decls = module_decls(spec)
+    return ResolvedModule(spec, decls, select_bindings(decls, spec.bindings, spec.location, _not_prelude(spec)))
+
+
+def module_decls(spec: ModuleSpec, ks_files: Sequence[Path] | None = None) -> list[FunctionDecl]:
+    """Every function the module's files and inline text declare, each once."""
+    decls: list[FunctionDecl] = []
+    for path in spec.ks_files if ks_files is None else ks_files:
+        decls.extend(read_ks(path))
+    if spec.declarations is not None:
+        decls.extend(parse_ks(spec.declarations.text, str(spec.config_path)))
+    return unique_decls(decls)
+
+
+def unique_decls(decls: Sequence[FunctionDecl]) -> list[FunctionDecl]:
+    seen: dict[Any, FunctionDecl] = {}
+    unique: list[FunctionDecl] = []
+    for d in decls:
+        if d.name in seen:
+            if not same_signature(seen[d.name], d):
+                raise DeclarationError(f"{d.name} is declared twice with different signatures "
+                                       f"(also at {seen[d.name].location})", d.location)
+            if d.param_names and not seen[d.name].param_names:  # prefer the def's parameter names
+                unique[unique.index(seen[d.name])] = seen[d.name] = d
+            continue
+        seen[d.name] = d
+        unique.append(d)
+    return unique
+
+
+# ------------------------------------------------------------------ without ksc: which functions are a prelude's
+
+
+def _not_prelude(spec: ModuleSpec) -> Callable[[FunctionDecl], bool] | None:
+    files = spec.prelude if spec.prelude is not None else tuple(
+        d / "prelude.ks" for d in spec.runtime.include_dirs if (d / "prelude.ks").is_file())
+    if not files:
+        return None
+    names = frozenset().union(*(_declared_base_names(Path(f)) for f in files))
+    return lambda d: d.name.base_name not in names
+
+
+@lru_cache(maxsize=32)
+def _declared_base_names(path: Path) -> frozenset[StructuredName]:
+    source = scan_ks(read_text(path, "prelude file"), str(path))
+    return frozenset(d.name.base_name for d in source.decls) | frozenset(g.target.base_name for g in source.gdefs)
+
+
+# ------------------------------------------------------------------ with ksc
+
+
+def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModule:
+    from . import buildcache
+
+    assert spec.ksc is not None
+    tool = find_ksc(spec.ksc)
+    sources = [p for p in spec.ks_files if p.suffix != ".kso"]
+    kso_files = [p for p in spec.ks_files if p.suffix == ".kso"]
+    scanned = scan_sources(sources)
+    own = {d.name for s in scanned for d in s.decls if not d.name.is_derived}
+    is_own: Callable[[FunctionDecl], bool] = lambda d: d.name in own  # noqa: E731
+
+    # Before ksc runs, its .kso does not exist: bind against the sources (and the prelude) to
+    # learn which functions and vjps to ask ksc for. Warnings wait for the real selection below.
+    before = _declarations_before_ksc(tool, scanned, spec, kso_files)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        planned = select_bindings(before, spec.bindings, spec.location, is_own)
+    used, vjps = _what_to_ask(planned, spec.bindings, scanned, before)
+
+    root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
+    out = compile_ks(tool, sources, scanned, used, vjps, spec.name, root)
+    resolved = dataclasses.replace(spec, ks_files=(out.kso, *kso_files))
+    resolved = _with_ksc_runtime(resolved, tool)
+    resolved = dataclasses.replace(resolved, cpp=(out.cpp, *spec.cpp))
+    decls = _located_in_sources(module_decls(resolved), scanned)
+    specs = _with_chosen_vjps(spec.bindings, planned, out.vjp_kinds)
+    return ResolvedModule(resolved, decls, select_bindings(decls, specs, spec.location, is_own), out.ran)
+
+
+def _located_in_sources(decls: list[FunctionDecl], scanned: Sequence[KsSource]) -> list[FunctionDecl]:
+    """ksc's .kso restates the user's functions: point at the user's .ks (what a user edits), not at it."""
+    where = {d.name: d.location for s in scanned for d in s.decls}
+    where.update({g.name: g.location for s in scanned for g in s.gdefs})
+    return [dataclasses.replace(d, location=where[d.name]) if d.name in where else d for d in decls]
+
+
+def _with_ksc_runtime(spec: ModuleSpec, tool: KscToolchain) -> ModuleSpec:
+    """ksc's runtime, unless the config names one. No runtime sources: ksc's .cpp ends with
+    #include "knossos.cpp" (and with only .kso files, the C++ given is ksc's output too)."""
+    if not spec.runtime.from_ksc:
+        return spec
+    return dataclasses.replace(spec, runtime=RuntimeSpec(bundled=False, include_dirs=(tool.runtime,)))
+
+
+def _declarations_before_ksc(tool: KscToolchain, scanned: Sequence[KsSource], spec: ModuleSpec,
+                             kso_files: Sequence[Path]) -> list[FunctionDecl]:
+    prelude = _scanned_prelude(tool.prelude)
+    decls = [*prelude.decls, *(d for s in scanned for d in s.decls)]
+    by_name = {d.name: d for d in decls}
+    for g in (g for s in scanned for g in s.gdefs):
+        primal = by_name.get(g.target)
+        if g.kind in ("sufrev", "rev") and primal is not None and g.name not in by_name:
+            by_name[g.name] = primal.derive(g.kind)
+            decls.append(by_name[g.name])
+    decls += module_decls(spec, kso_files)
+    # ksc's prelude restates some functions; the first statement stands.
+    seen: set[StructuredName] = set()
+    return [d for d in decls if not (d.name in seen or seen.add(d.name))]  # type: ignore[func-returns-value]
+
+
+@lru_cache(maxsize=8)
+def _scanned_prelude(path: Path) -> KsSource:
+    return scan_ks(read_text(path, "ksc prelude"), str(path))
+
+
+def _what_to_ask(planned: Sequence[Binding], specs: Sequence[BindingSpec] | None,
+                 scanned: Sequence[KsSource], before: Sequence[FunctionDecl]
+                 ) -> tuple[list[StructuredName], list[VjpRequest]]:
+    """The functions ksc must keep (--used) and the vjps it must derive."""
+    edefs = {d.name for d in before if d.origin == "edef"}
+    defs = {d.name for d in before if d.origin == "def"}
+    vjp_from = {s.name: s.vjp_from for s in specs or ()}
+    used: list[StructuredName] = []
+    vjps: list[VjpRequest] = []
+    for b in planned:
+        if b.decl.name not in edefs:  # an edef's C++ comes from cpp:, not from ksc
+            used.append(b.decl.name)
+        if b.vjp_decl is None or b.decl.name in edefs:
+            continue
+        vjp = b.vjp_decl.name
+        if vjp in defs:
+            used.append(vjp)
+        elif vjp not in edefs:
+            assert vjp.name in ("sufrev", "rev")
+            vjps.append(VjpRequest(b.decl.name, vjp_from.get(b.name, vjp.name), b.location))
+    return used, vjps
+
+
+def _with_chosen_vjps(specs: Sequence[BindingSpec] | None, planned: Sequence[Binding],
+                      kinds: dict[StructuredName, str]) -> tuple[BindingSpec, ...] | None:
+    """Explicit bindings with vjp_from set to what ksc built for them."""
+    if specs is None:
+        return None
+    primal = {b.name: b.decl.name for b in planned}
+    return tuple(dataclasses.replace(s, vjp_from=kinds[primal[s.name]])
+                 if s.vjp is not None and primal.get(s.name) in kinds else s for s in specs)
+
+
+__all__ = ["ResolvedModule", "resolve_spec", "module_decls", "unique_decls", "declared_vjp"]
