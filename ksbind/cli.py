@@ -4,11 +4,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence, TextIO
 
 from ._version import __version__
-from .errors import KsbindError
+from .errors import KsbindError, KsbindWarning
+
+if TYPE_CHECKING:
+    from .model import FunctionDecl
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("decls", help="list the functions a .ks/.kso file declares")
     d.add_argument("file")
+    d.add_argument("--ksc", nargs="?", const="", metavar="PATH",
+                   help="compile the .ks file with ksc first and list what its .kso states (PATH: the ksc "
+                        "binary; default $KSC, then ksc on PATH)")
+    d.add_argument("--ksc-runtime", metavar="DIR", help="ksc's runtime folder (default $KSC_RUNTIME)")
 
     t = sub.add_parser("templates", help="list or eject the built-in templates")
     tsub = t.add_subparsers(dest="templates_command", required=True)
@@ -47,11 +55,42 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        return _run(args)
-    except KsbindError as e:
-        print(f"ksbind: error: {e}".replace("\n", " "), file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", KsbindWarning)
+        warnings.showwarning = _show_warning
+        try:
+            return _run(args)
+        except KsbindError as e:
+            print(f"ksbind: error: {e}".replace("\n", " "), file=sys.stderr)
+            return 2
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """ksbind's warnings as one line each, like its errors."""
+    text = str(message).replace("\n", " ")
+    prefix = "ksbind: warning: " if issubclass(category, KsbindWarning) else f"{category.__name__}: "
+    print(prefix + text, file=sys.stderr)
+
+
+def _decls(args: argparse.Namespace) -> list[FunctionDecl]:
+    """A file's declarations; with --ksc, those of the .kso ksc writes for it (the file's own functions)."""
+    from .reader import read_ks
+
+    if args.ksc is None:
+        return read_ks(args.file)
+    from .config import ModuleSpec, RuntimeSpec
+    from .ksc import KscSpec
+    from .resolve import resolve_spec
+
+    path = Path(args.file).resolve()
+    spec = ModuleSpec(name="decls", config_path=path, target="ks", ks_files=(path,),
+                      runtime=RuntimeSpec(bundled=False, from_ksc=True),
+                      ksc=KscSpec(Path(args.ksc) if args.ksc else None,
+                                  Path(args.ksc_runtime) if args.ksc_runtime else None))
+    resolved = resolve_spec(spec)
+    own = {b.decl.name.base_name for b in resolved.bindings}
+    return [d for d in resolved.decls if d.name.base_name in own]
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -86,8 +125,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{name}: built {getattr(module, '__file__', module)}")
         return 0
     if args.command == "decls":
-        from .reader import read_ks
-        for d in read_ks(args.file):
+        for d in _decls(args):
             params = ", ".join(d.cpp_param_types)
             print(f"{d.name}\n    symbol: ks::{d.cpp_symbol}\n    C++:    {d.cpp_return_type} "
                   f"{d.cpp_symbol}(ks::allocator *{', ' + params if params else ''})")

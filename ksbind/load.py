@@ -1,0 +1,87 @@
+"""``load_ks``: ks source text to an imported module in one call (for notebooks).
+
+The text is saved, by content, under the build cache, ksc compiles it (with
+the runtime's prelude) and the module is built like any config's, so a second
+call with the same text and options reuses everything: ksc does not run and
+nothing is compiled.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Mapping, Sequence, Union
+
+from . import buildcache
+from .binding import MODES, VJP_SOURCES, BindingSpec
+from .config import ModuleSpec, RuntimeSpec
+from .context import DEFAULT_ARENA_BYTES
+from .errors import ConfigError, Location
+from .identifiers import identifier_problem
+from .ksc import KscSpec
+from .output import write_atomic
+from .targets import TARGETS
+
+#: A binding as load_ks takes it: a function name (bound under itself), a mapping with
+#: BindingSpec's fields (name, function, vjp, mode, vjp_from), or a BindingSpec.
+BindingArg = Union[str, Mapping[str, str], BindingSpec]
+
+
+def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, target: str = "python",
+            name: str | None = None, ksc: str | os.PathLike[str] | KscSpec | None = None,
+            ksc_runtime: str | os.PathLike[str] | None = None, cpp: Sequence[str | os.PathLike[str]] = (),
+            arena_bytes: int = DEFAULT_ARENA_BYTES, torch_library: str | None = None,
+            cache_dir: str | os.PathLike[str] | None = None, quiet: bool = True) -> ModuleType:
+    """Compile ks source with ksc, bind it and import the module (cached like ``build``).
+
+    ``bindings`` None binds every function the text declares (its vjp as NAME_vjp
+    where the text gdefs sufrev or rev). ``ksc``: the ksc binary (default $KSC,
+    then ``ksc`` on PATH); ``ksc_runtime``: its runtime folder (default
+    $KSC_RUNTIME, then ``runtime/`` beside ksc's ``bin/``).
+    """
+    from .build import build_spec
+
+    if target not in TARGETS:
+        raise ConfigError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
+    digest = hashlib.sha256(ks_text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    module_name = name or f"ks_{digest}"
+    problem = identifier_problem(module_name)
+    if problem:
+        raise ConfigError(f"module name {problem}")
+    source = root / "load_ks" / digest / f"{module_name}.ks"
+    if not source.is_file() or source.read_text(encoding="utf-8", errors="surrogateescape") != ks_text:
+        write_atomic(source, ks_text)
+    spec = ModuleSpec(
+        name=module_name, config_path=source, target=target, ks_files=(source,),
+        cpp=tuple(Path(c).resolve() for c in cpp), runtime=RuntimeSpec(bundled=False, from_ksc=True),
+        bindings=None if bindings is None else tuple(_binding(b) for b in bindings),
+        torch_library=torch_library, arena_bytes=arena_bytes, output=source.parent / "generated",
+        ksc=_ksc_spec(ksc, ksc_runtime), location=Location(str(source)))
+    return build_spec(spec, cache_dir=root, quiet=quiet)
+
+
+def _ksc_spec(ksc: str | os.PathLike[str] | KscSpec | None, runtime: str | os.PathLike[str] | None) -> KscSpec:
+    if isinstance(ksc, KscSpec):
+        return ksc
+    return KscSpec(Path(ksc) if ksc is not None else None, Path(runtime) if runtime is not None else None)
+
+
+def _binding(b: BindingArg) -> BindingSpec:
+    if isinstance(b, BindingSpec):
+        return b
+    if isinstance(b, str):
+        return BindingSpec(b)
+    unknown = set(b) - {"name", "function", "vjp", "mode", "vjp_from"}
+    if unknown or "name" not in b:
+        raise ConfigError(f"a binding is a name or a mapping with 'name' and optionally function, vjp, mode, "
+                          f"vjp_from; found {dict(b)!r}")
+    mode, vjp_from = b.get("mode", "plain"), b.get("vjp_from", "auto")
+    if mode not in MODES or vjp_from not in VJP_SOURCES:
+        raise ConfigError(f"a binding's mode is one of {', '.join(MODES)} and vjp_from one of "
+                          f"{', '.join(VJP_SOURCES)}; found {dict(b)!r}")
+    return BindingSpec(b["name"], b.get("function"), b.get("vjp"), mode, None, vjp_from)
+
+
+__all__ = ["load_ks"]
