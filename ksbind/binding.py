@@ -61,6 +61,15 @@ def select_bindings(decls: Sequence[FunctionDecl], specs: Sequence[BindingSpec] 
     return bindings
 
 
+def _symbol_clash(d: FunctionDecl, other: FunctionDecl) -> str | None:
+    # ksc gives [f (Tuple T)] and [f T] one symbol; two C++ signatures for it cannot link.
+    if other.name != d.name and (other.cpp_return_type, other.cpp_param_types) != (
+            d.cpp_return_type, d.cpp_param_types):
+        return (f"{d.name} and {other.name} share the C++ symbol {d.cpp_symbol!r} (ksc drops the "
+                "brackets of a one-element tuple) but have different C++ signatures; bind only one")
+    return None
+
+
 def check_bindings(bindings: Iterable[Binding]) -> None:
     """Names valid and unique; functions callable from Python."""
     seen: dict[str, Location | None] = {}
@@ -84,14 +93,9 @@ def check_bindings(bindings: Iterable[Binding]) -> None:
                                f"{', '.join(MODES)}", b.location)
         for d in [b.decl] + ([b.vjp_decl] if b.vjp_decl else []):
             _check_callable(d, b.location)
-            # ksc gives [f (Tuple T)] and [f T] one symbol; two C++ signatures for it cannot link.
-            other = symbols.setdefault(d.cpp_symbol, d)
-            if other.name != d.name and (other.cpp_return_type, other.cpp_param_types) != (
-                    d.cpp_return_type, d.cpp_param_types):
-                raise BindingError(
-                    f"{d.name} and {other.name} share the C++ symbol {d.cpp_symbol!r} (ksc drops the "
-                    "brackets of a one-element tuple) but have different C++ signatures; bind only one",
-                    b.location)
+            clash = _symbol_clash(d, symbols.setdefault(d.cpp_symbol, d))
+            if clash:
+                raise BindingError(clash, b.location)
 
 
 def _check_callable(d: FunctionDecl, where: Location | None) -> None:
@@ -114,10 +118,11 @@ def _default_bindings(decls: Sequence[FunctionDecl], by_name: dict[StructuredNam
     bound at all is skipped, each with a one-line warning. Explicit bindings stay strict.
     """
     bases = []
+    symbols: dict[str, FunctionDecl] = {}
     for d in decls:
         if d.name.is_derived:
             continue
-        reason = _uncallable_reason(d)
+        reason = _uncallable_reason(d) or _symbol_clash(d, symbols.setdefault(d.cpp_symbol, d))
         if reason:
             warn(f"{d.location or where}: not binding {d.name} by default: {reason}")
             continue

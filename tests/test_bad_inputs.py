@@ -121,7 +121,7 @@ def test_bad_input(case: str, workdir: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_catalogue_size() -> None:
-    assert len(CASES) >= 45
+    assert len(CASES) >= 37
 
 
 # ------------------------------------------------- cases that cannot live in git
