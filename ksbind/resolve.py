@@ -8,7 +8,7 @@ its ``.cpp`` is compiled before the config's ``cpp:``, and ksc's runtime is the
 module's runtime unless the config names another.
 
 Default bindings (no ``bindings:``) cover the user's own functions, not a
-prelude's: with ksc, the functions the ``.ks`` sources declare; without it,
+prelude's: with ksc, the functions the ``.ks`` sources define; without it,
 every function not declared in the config's ``prelude:`` files (by default the
 runtime folders' ``prelude.ks``).
 """
@@ -105,7 +105,8 @@ def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModul
     sources = [p for p in spec.ks_files if p.suffix != ".kso"]
     kso_files = [p for p in spec.ks_files if p.suffix == ".kso"]
     scanned = scan_sources(sources)
-    own = {d.name for s in scanned for d in s.decls if not d.name.is_derived}
+    # By default bind what the sources define; an edef's C++ is the user's, bound only when asked.
+    own = {d.name for s in scanned for d in s.decls if d.origin == "def" and not d.name.is_derived}
     is_own: Callable[[FunctionDecl], bool] = lambda d: d.name in own  # noqa: E731
 
     # Before ksc runs, its .kso does not exist: bind against the sources (and the prelude) to

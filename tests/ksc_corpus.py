@@ -1,0 +1,173 @@
+"""ksc's own test programs (../shared/ksc/programs) through ksbind: ``ks: [PROGRAM.ks]`` +
+``ksc:`` with default bindings, built and imported, each bound function present,
+each vjp over Float/tensors of Float checked against central finite differences.
+
+Shared by tests/test_ksc_corpus.py (CI: a fixed third, every program with
+``KSBIND_CORPUS=all``, as ``scripts/test.sh --all`` sets) and
+scripts/ksc_corpus_table.py (the table in docs/ksc.md).
+"""
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
+
+from ksbind.binding import Binding
+from ksbind.config import ModuleSpec, RuntimeSpec
+from ksbind.errors import KsbindError
+from ksbind.ksc import KscSpec
+from ksbind.resolve import resolve_spec
+from ksbind.types import KsType, ScalarType, TensorType, TupleType
+from tests.conftest import SHARED
+
+KSC_DIR = SHARED / "ksc"
+KSC = KSC_DIR / "bin" / "ksc"
+PROGRAMS = KSC_DIR / "programs"
+
+#: Programs whose functions call an edef'd function no C++ here defines: their build must fail
+#: naming it (issue #10 point 6). (syntax-primer.ks edefs my_log too, but what it defines calls
+#: only its hand-written [fwd my_log] and [rev my_log], so it builds.)
+EDEF_WITHOUT_CPP = {
+    "edef": "[edef_example Float]",
+    "gmm": "[dot (Tuple (Tensor 1 Float) (Tensor 1 Float))]",
+    "run-gmm-obj-for-profiling": "[dot (Tuple (Tensor 1 Float) (Tensor 1 Float))]",
+}
+#: vjps a program itself gets wrong, which the check must catch (and so keep catching).
+KNOWN_WRONG_VJPS = {
+    ("activations", "vrelu3_inlined"): "its hand-written [sufrev [vrelu3_inlined (Vec Float)]] ignores dret "
+                                       "(the program's own TODO: 'should be multiplied by dret[i]')",
+}
+
+
+def all_programs() -> list[str]:
+    return sorted(p.stem for p in PROGRAMS.glob("*.ks")) if PROGRAMS.is_dir() else []
+
+
+def ci_programs() -> list[str]:
+    """A fixed third of the corpus (every third program by name), or all of it with KSBIND_CORPUS=all."""
+    programs = all_programs()
+    if os.environ.get("KSBIND_CORPUS") == "all":
+        return programs
+    return programs[::3]
+
+
+def module_name(program: str, target: str) -> str:
+    return f"ksc_{program.replace('-', '_')}_{target}"
+
+
+def program_spec(program: str, target: str, out_root: Path) -> ModuleSpec:
+    name = module_name(program, target)
+    return ModuleSpec(name=name, config_path=out_root / f"{name}.yaml", target=target,
+                      ks_files=(PROGRAMS / f"{program}.ks",), runtime=RuntimeSpec(bundled=False, from_ksc=True),
+                      ksc=KscSpec(KSC), output=out_root / name)
+
+
+@dataclass
+class ProgramResult:
+    program: str
+    bindings: list[Binding] = field(default_factory=list)
+    module: ModuleType | None = None
+    error: KsbindError | None = None
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+def build_program(program: str, target: str, out_root: Path, cache: Path) -> ProgramResult:
+    from ksbind.build import build_spec
+
+    result = ProgramResult(program)
+    spec = program_spec(program, target, out_root)
+    start = time.monotonic()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            result.bindings = resolve_spec(spec, cache).bindings
+            result.module = build_spec(spec, cache_dir=cache, quiet=True)
+        except KsbindError as e:
+            result.error = e
+    result.warnings = [str(w.message) for w in seen]
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def build_programs(programs: list[str], target: str, out_root: Path, cache: Path,
+                   parallel: int = 2) -> dict[str, ProgramResult]:
+    """Build several programs at once (each build also compiles its files in parallel)."""
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        results = pool.map(lambda p: build_program(p, target, out_root, cache), programs)
+        return {r.program: r for r in results}
+
+
+# ------------------------------------------------------------------ vjp vs finite differences
+
+
+def differentiable(t: KsType) -> bool:
+    """Float, or a tensor of Float (any rank): what the corpus check perturbs."""
+    if isinstance(t, ScalarType):
+        return t.name == "Float"
+    return isinstance(t, TensorType) and differentiable(t.element) and isinstance(t.element, ScalarType)
+
+
+def checkable(b: Binding) -> bool:
+    return b.vjp_decl is not None and all(differentiable(p) for p in b.decl.params) and differentiable(
+        b.decl.return_type)
+
+
+def _random(t: KsType, rng: np.random.Generator, n: int) -> np.ndarray:
+    shape = (n,) * (t.rank if isinstance(t, TensorType) else 0)
+    return rng.uniform(0.5, 1.5, size=shape)  # positive, away from 0: log/sqrt/div-safe
+
+
+def _to_py(t: KsType, a: np.ndarray) -> Any:
+    return float(a) if isinstance(t, ScalarType) else np.asarray(a, dtype=np.float32).tolist()
+
+
+@dataclass
+class VjpCheck:
+    name: str
+    ok: bool
+    detail: str
+
+
+def check_vjp(m: ModuleType, b: Binding, seed: int = 0, n: int = 3) -> VjpCheck:
+    """<dr, f(x + eps v) - f(x - eps v)> / 2 eps against <vjp(x, dr), v>, for two random directions v."""
+    assert b.vjp_name is not None
+    f: Callable[..., Any] = getattr(m, b.name)
+    vjp: Callable[..., Any] = getattr(m, b.vjp_name)
+    params, ret = b.decl.params, b.decl.return_type
+    rng = np.random.default_rng(seed)
+    xs = [_random(t, rng, n) for t in params]
+
+    def call(values: list[np.ndarray]) -> np.ndarray:
+        return np.asarray(f(*[_to_py(t, v) for t, v in zip(params, values)]), dtype=np.float64)
+
+    try:
+        y = call(xs)
+        dr = rng.normal(size=y.shape)
+        grads = vjp(*[_to_py(t, v) for t, v in zip(params, xs)], _to_py(ret, dr))
+        grads = [grads] if len(params) == 1 else list(grads)
+        grads = [np.asarray(g, dtype=np.float64) for g in grads]
+        eps = 1e-2
+        for _ in range(2):
+            vs = [rng.normal(size=x.shape) for x in xs]
+            up = call([x + eps * v for x, v in zip(xs, vs)])
+            down = call([x - eps * v for x, v in zip(xs, vs)])
+            fd = float(np.sum(dr * (up - down)) / (2 * eps))
+            an = float(sum(np.sum(g * v) for g, v in zip(grads, vs)))
+            if not np.isclose(an, fd, rtol=3e-2, atol=3e-2 * (1 + abs(fd))):
+                return VjpCheck(b.name, False, f"vjp gives {an:.6g}, finite differences {fd:.6g}")
+    except Exception as e:  # a function may reject random inputs (sizes it asserts on)
+        return VjpCheck(b.name, False, f"{type(e).__name__}: {e}")
+    return VjpCheck(b.name, True, "ok")
+
+
+
+__all__ = ["KNOWN_WRONG_VJPS", "all_programs", "ci_programs", "build_programs", "build_program", "check_vjp", "checkable",
+           "EDEF_WITHOUT_CPP", "ProgramResult", "module_name"]

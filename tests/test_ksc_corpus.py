@@ -1,0 +1,50 @@
+"""ksc's own test programs, through ksc and ksbind with default bindings, on the python
+target (issue #10 point 7). CI runs a fixed third; ``scripts/test.sh --all`` runs all."""
+from __future__ import annotations
+
+import pytest
+
+from ksbind.errors import BuildError
+from tests.e2e_support import session_cache_dir, session_output_dir
+from tests.ksc_corpus import (EDEF_WITHOUT_CPP, KNOWN_WRONG_VJPS, KSC, ProgramResult, build_programs, check_vjp,
+                              checkable, ci_programs)
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not KSC.is_file(), reason=f"ksc is not at {KSC} (shared/ksc absent)")]
+PROGRAMS = ci_programs()
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, ProgramResult]:
+    """Every selected program built once, two at a time."""
+    return build_programs(PROGRAMS, "python", session_output_dir() / "corpus", session_cache_dir())
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_program_builds_and_binds(program: str, corpus: dict[str, ProgramResult]) -> None:
+    r = corpus[program]
+    if program in EDEF_WITHOUT_CPP:
+        assert isinstance(r.error, BuildError), r.error
+        assert f"ks function {EDEF_WITHOUT_CPP[program]} (an edef) has no C++ definition: a file under 'cpp:' " \
+               "must define ks::" in str(r.error)
+        assert f"{program}.ks:" in str(r.error)  # located at the edef in the program
+        return
+    assert r.error is None, str(r.error)
+    assert r.module is not None and r.bindings
+    for b in r.bindings:
+        assert callable(getattr(r.module, b.name)), b.name
+        if b.vjp_name is not None:
+            assert callable(getattr(r.module, b.vjp_name)), b.vjp_name
+    assert not any("[not Bool]" in w for w in r.warnings)  # the prelude is not bound
+
+
+@pytest.mark.parametrize("program", [p for p in PROGRAMS if p not in EDEF_WITHOUT_CPP])
+def test_program_vjps_match_finite_differences(program: str, corpus: dict[str, ProgramResult]) -> None:
+    r = corpus[program]
+    assert r.module is not None, str(r.error)
+    checks = [check_vjp(r.module, b) for b in r.bindings if checkable(b)]
+    failed = [f"{c.name}: {c.detail}" for c in checks if not c.ok and (program, c.name) not in KNOWN_WRONG_VJPS]
+    assert not failed, failed
+    for c in checks:
+        if (program, c.name) in KNOWN_WRONG_VJPS:
+            assert not c.ok, f"{c.name} now passes: remove it from KNOWN_WRONG_VJPS"
