@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from . import buildcache
-from .errors import KscError, Location
+from .errors import KscError, KsbindError, Location
 from .model import StructuredName
 from .binding import VJP_SOURCES, parse_structured_name
 from .reader import KsSource, read_text, scan_ks, structured_name_from_node
@@ -41,8 +41,10 @@ from .sexpr import SList, parse_sexprs
 
 DEFAULT_TIMEOUT = 300.0
 SUF_PASSES = ("suffwdpass", "sufrevpass", "sufrev")
+#: Declarations of the sources' edef'd functions, which ksc's .cpp calls but does not declare.
+EDEFS_HEADER = "ksbind-edefs.h"
 #: The flags ksbind always gives ksc besides sources, outputs and the used list.
-KSC_FLAGS = ("--generate-cpp", "--cpp-include", "prelude.h")
+KSC_FLAGS = ("--generate-cpp", "--cpp-include", "prelude.h", "--cpp-include", EDEFS_HEADER)
 #: How many times ksc may be re-run to add gdefs it asked for.
 MAX_RUNS = 40
 
@@ -238,6 +240,7 @@ class _Planner:
     # -- running
 
     def solve(self) -> dict[StructuredName, str]:
+        (self.out / EDEFS_HEADER).write_text(edefs_header(self.scanned), encoding="utf-8")
         self.kinds = {v.primal: self._initial_kind(v) for v in self.vjps}
         self._reset_extras()
         for _ in range(MAX_RUNS):
@@ -306,7 +309,7 @@ class _Planner:
         for src in [self.tool.prelude, *self.sources, extra]:
             cmd += ["--ks-source-file", str(Path(src).resolve())]
         cmd += ["--ks-output-file", str(out / f"{self.name}.kso"), "--cpp-include", "prelude.h",
-                "--cpp-output-file", str(out / f"{self.name}.cpp"), "--remove-unused"]
+                "--cpp-include", EDEFS_HEADER, "--cpp-output-file", str(out / f"{self.name}.cpp"), "--remove-unused"]
         for n in used:
             cmd += ["--used", str(n)]
         proc = run_ksc(cmd, self.tool.timeout, out, self._first_location())
@@ -326,6 +329,21 @@ class _Planner:
 
     def _first_location(self) -> Location | None:
         return Location(str(self.sources[0])) if self.sources else None
+
+
+def edefs_header(scanned: Sequence[KsSource]) -> str:
+    """The C++ declarations of the sources' edefs (those C++ can spell: no LM, which ksc keeps to itself)."""
+    from .context import KsFunction
+    from .render import environment, render_template
+
+    functions: dict[str, KsFunction] = {}
+    for d in (d for s in scanned for d in s.decls if d.origin == "edef"):
+        try:
+            functions.setdefault(d.cpp_symbol, KsFunction(d.cpp_symbol, str(d.name), d.cpp_return_type,
+                                                          tuple(d.cpp_param_types)))
+        except KsbindError:  # an LM in the signature: [D f] and the like, which ksc itself handles
+            continue
+    return render_template(environment(), "ksc_edefs.h.j2", {"functions": list(functions.values())})
 
 
 def run_ksc(cmd: list[str], timeout: float, cwd: Path, where: Location | None) -> subprocess.CompletedProcess[str]:

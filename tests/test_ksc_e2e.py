@@ -83,7 +83,7 @@ def test_edef_without_cpp_names_the_ks_function(tmp_path: Path, target: str) -> 
     cfg = write_config(tmp_path, target, "  - {name: uses_log}\n", cpp=False)
     with pytest.raises(BuildError) as e:
         ksbind.build(cfg, cache_dir=session_cache_dir(), quiet=True)
-    assert str(e.value) == (f"{tmp_path / 'model.ks'}:7:1: ks function [my_log Float] (an edef) has no C++ "
+    assert str(e.value) == (f"{tmp_path / 'model.ks'}:8:1: ks function [my_log Float] (an edef) has no C++ "
                             "definition: a file under 'cpp:' must define ks::my_log$af(ks::allocator *, ks::Float)")
 
 
