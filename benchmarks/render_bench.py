@@ -103,13 +103,13 @@ def fstring_files(bindings: list[Binding], module_doc: str, tensor_types: list[t
             args = "".join(f', pybind11::arg("{p}")' for p in py_names)
             defs.append(f'    m.def("{name}", &ks::entry_points::generated::{name}, {cpp_string(doc)}{args});')
     ns_open = "namespace ks {\nnamespace entry_points {\nnamespace generated {\n"
-    header = ("#pragma once\n\n#include \"knossos-entry-points.h\"\n\n"
+    header = ("#pragma once\n\n#include <ksbind/entry_points.h>\n\n"
               "// The ks functions called below, as ksc declares them.\nnamespace ks {\n"
               + "".join(line + "\n" for line in decls_h) + "}\n\n" + ns_open + "\n"
               + "".join(line + "\n" for line in entries_h) + "\n}\n}\n}\n")
     source = "#include \"entry_points.h\"\n\n" + ns_open + "\n" + "".join(body + "\n" for body in bodies) + "}\n}\n}\n"
     tensors = "".join(f'    declare_tensor_{r}<ks::{e}>(m, "Tensor_{r}_{e}");\n' for r, e in tensor_types)
-    module = ("#include \"knossos-pybind.h\"\n#include \"entry_points.h\"\n\n"
+    module = ("#include <ksbind/pybind.h>\n#include \"entry_points.h\"\n\n"
               "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
               f"    m.doc() = {cpp_string(module_doc)};\n"
               "    m.def(\"reset_allocator\", &ks::entry_points::reset_allocator);\n"

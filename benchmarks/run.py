@@ -65,7 +65,7 @@ MODULES = textwrap.dedent("""\
 
 # The same relu3 bound by hand with pybind11's m.def (reference for the ks target).
 HAND_PYBIND = textwrap.dedent("""\
-    #include "knossos-pybind.h"
+    #include <ksbind/pybind.h>
     namespace ks { ks::Float relu3$af(ks::allocator *, ks::Float); }
     static ks::allocator hand_alloc(1000000);
     PYBIND11_MODULE(bench_hand, m) {
@@ -180,14 +180,14 @@ def compile_hand_pybind(tmp: Path) -> object:
 
     import pybind11
 
-    from ksbind.build import BASE_FLAGS, INCLUDE_DIR
+    from ksbind.build import BASE_FLAGS, INCLUDE_DIR, RUNTIME_DIR
 
     src = tmp / "bench_hand.cpp"
     src.write_text(HAND_PYBIND)
     out = tmp / f"bench_hand{sysconfig.get_config_var('EXT_SUFFIX')}"
-    subprocess.run(["g++", *BASE_FLAGS, "-shared", f"-I{INCLUDE_DIR}", f"-I{pybind11.get_include()}",
-                    f"-I{sysconfig.get_paths()['include']}", str(src), str(REPO / "examples/relu3/relu3.cpp"),
-                    "-o", str(out)], check=True)
+    subprocess.run(["g++", *BASE_FLAGS, "-shared", f"-I{RUNTIME_DIR}", f"-I{INCLUDE_DIR}",
+                    f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}", str(src),
+                    str(REPO / "examples/relu3/relu3.cpp"), "-o", str(out)], check=True)
     spec = importlib.util.spec_from_file_location("bench_hand", out)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

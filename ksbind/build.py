@@ -37,8 +37,16 @@ from .missing import explain_missing
 from .output import plan_files, write_planned
 from .render import RenderedModule
 
+#: ksbind's own C++ headers are in INCLUDE_DIR/ksbind/ and included as
+#: <ksbind/...>: no runtime folder holds a ksbind/ folder, so a runtime can
+#: neither shadow them nor be shadowed by them.
 INCLUDE_DIR = Path(__file__).parent / "include"
-BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-g0")
+#: The bundled minimal runtime (knossos.h): on the include path only for `runtime: bundled`.
+RUNTIME_DIR = Path(__file__).parent / "runtime"
+#: ksc's runtime has its allocator only with KS_ALLOCATOR defined. Its knossos.h
+#: defines it empty (unless KS_CUDA): the same spelling here, so no redefinition warning.
+KS_FLAGS = ("-DKS_ALLOCATOR=",)
+BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-g0", *KS_FLAGS)
 #: Generated files that are translation units (the rest are headers or stubs).
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
 
@@ -124,16 +132,32 @@ def compiler() -> tuple[str, ...]:
 def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
     import pybind11
 
-    runtime_dirs = (INCLUDE_DIR,) if spec.runtime.bundled else tuple(spec.runtime.include_dirs)
     runtime_sources = () if spec.runtime.bundled else tuple(spec.runtime.sources)
     # The user's sources first: small, and where errors usually are, so a
     # mistake is reported before the slow pybind11 files finish.
     units = tuple(spec.cpp) + runtime_sources + tuple(p for p in generated if p.suffix in CPP_SUFFIXES)
     include_dirs = tuple(dict.fromkeys(
-        [*runtime_dirs, INCLUDE_DIR, Path(pybind11.get_include()), Path(sysconfig.get_paths()["include"])]))
+        [*ks_include_dirs(spec), Path(pybind11.get_include()), Path(sysconfig.get_paths()["include"])]))
     flags = BASE_FLAGS + (f"-DTORCH_EXTENSION_NAME={spec.name}",) + tuple(
         shlex.split(os.environ.get("KSBIND_CXXFLAGS", "")))
     return CompilePlan(spec.name, units, include_dirs, flags, compiler(), Path(spec.output))
+
+
+def ks_include_dirs(spec: ModuleSpec) -> tuple[Path, ...]:
+    """The runtime's folder(s) (the bundled one for `runtime: bundled`), then ksbind's."""
+    runtime = (RUNTIME_DIR,) if spec.runtime.bundled else tuple(spec.runtime.include_dirs)
+    return tuple(dict.fromkeys([*runtime, INCLUDE_DIR]))
+
+
+def hash_include_path(h: buildcache.Hasher, include_dirs: Sequence[Path]) -> None:
+    """What #include can reach through these folders: the headers directly in
+    each, those in its ksbind/ subfolder (ksbind's own), and its knossos.cpp
+    (ksc's generated C++ ends with #include "knossos.cpp")."""
+    for d in include_dirs:
+        h.add_dir_headers(d)
+        h.add_dir_headers(d / "ksbind", "ksbind")
+        if (d / "knossos.cpp").is_file():
+            h.add_file(d / "knossos.cpp", "include:knossos.cpp")
 
 
 def cache_key(plan: CompilePlan, target: str) -> str:
@@ -144,9 +168,11 @@ def cache_key(plan: CompilePlan, target: str) -> str:
     h.add_text("flags", "\0".join(plan.flags))
     for i, src in enumerate(plan.sources):
         h.add_file(src, f"source{i}:{src.name}", strip_stamp=True)
-    # Headers the sources may include: beside each source, and on the include path.
-    for d in dict.fromkeys([*(s.parent for s in plan.sources), *plan.include_dirs[:-2]]):
+    # Headers the sources may include: beside each source, and on the include
+    # path (less pybind11's and Python's, the last two, which the versions cover).
+    for d in dict.fromkeys(s.parent for s in plan.sources):
         h.add_dir_headers(d, strip_stamp=True)
+    hash_include_path(h, plan.include_dirs[:-2])
     return h.hexdigest()
 
 
@@ -303,4 +329,4 @@ def first_error(output: str) -> str:
 
 
 __all__ = ["build", "build_configs", "build_spec", "compile_plan", "cache_key", "CompilePlan", "first_error",
-           "INCLUDE_DIR", "BASE_FLAGS"]
+           "INCLUDE_DIR", "RUNTIME_DIR", "BASE_FLAGS", "KS_FLAGS", "ks_include_dirs", "hash_include_path"]

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import buildcache
-from .build import INCLUDE_DIR, first_error, write_generated
+from .build import KS_FLAGS, first_error, hash_include_path, ks_include_dirs, write_generated
 from .config import ModuleSpec
 from .errors import BuildError, Location
 from .output import write_atomic
@@ -42,7 +42,7 @@ from .targets.torch import ext_name
 #: vector selects and vectorise the elementwise loops (results are the same IEEE
 #: values; only floating-point trap semantics are given up); -fopenmp makes
 #: ATen's at::parallel_for (OpenMP in torch's CPU builds) run in parallel.
-CFLAGS = ("-O3", "-fno-trapping-math", "-fopenmp", "-g0", "-fvisibility=hidden", "-Wno-unused-variable")
+CFLAGS = ("-O3", "-fno-trapping-math", "-fopenmp", "-g0", "-fvisibility=hidden", "-Wno-unused-variable", *KS_FLAGS)
 LDFLAGS = ("-fopenmp",)
 UNIT = "ks_unit.cpp"
 
@@ -57,8 +57,8 @@ def _flags() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def _include_dirs(spec: ModuleSpec, out_dir: Path) -> tuple[Path, ...]:
-    runtime = (INCLUDE_DIR,) if spec.runtime.bundled else tuple(spec.runtime.include_dirs)
-    return tuple(dict.fromkeys([out_dir.resolve(), *runtime, INCLUDE_DIR]))
+    """The generated files' folder, the runtime's folder(s), then ksbind's."""
+    return tuple(dict.fromkeys([out_dir.resolve(), *ks_include_dirs(spec)]))
 
 
 def unit_text(spec: ModuleSpec, entry_unit: Path) -> str:
@@ -87,8 +87,9 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, include_dirs: tuple[Pa
     sources = [*spec.cpp, *([] if spec.runtime.bundled else spec.runtime.sources)]
     for i, src in enumerate(sources):
         h.add_file(src, f"source{i}:{src.name}")
-    for d in dict.fromkeys([*(s.parent for s in sources), *include_dirs[1:]]):
+    for d in dict.fromkeys(s.parent for s in sources):
         h.add_dir_headers(d)
+    hash_include_path(h, include_dirs[1:])
     return h.hexdigest()
 
 

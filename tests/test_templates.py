@@ -113,7 +113,7 @@ def test_override_applies_to_templates_included_by_the_single_file_layout(tmp_pa
     over = write(tmp_path / "t", "entry_points.h.j2",
                  '{% extends "builtin/entry_points.h.j2" %}{% block includes %}#include "mine.h"\n{% endblock %}')
     text = render("ks", (over,), layout="single")["module.cpp"]
-    assert '#include "mine.h"' in text and '#include "knossos-entry-points.h"' not in text
+    assert '#include "mine.h"' in text and '#include <ksbind/entry_points.h>' not in text
 
 
 def test_first_override_directory_wins(tmp_path: Path) -> None:

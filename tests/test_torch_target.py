@@ -53,8 +53,8 @@ def test_crossing_rules(text: str, entry: str, converter: str) -> None:
 def test_plain_files_include_torch_headers_only_where_needed() -> None:
     files = render(BindingSpec("vrelu3", "vrelu3", "vrelu3_vjp")).files
     assert set(files) >= {"entry_points.h", "entry_points.cpp", "module.cpp", "m.py", "m.pyi"}
-    # The entry points see ATen's core headers (through ksbind-torch.h), not torch/extension.h.
-    assert '#include "ksbind-torch.h"' in files["entry_points.h"]
+    # The entry points see ATen's core headers (through ksbind/torch.h), not torch/extension.h.
+    assert '#include <ksbind/torch.h>' in files["entry_points.h"]
     assert "torch/" not in files["entry_points.h"] + files["entry_points.cpp"]
     assert "#include <torch/csrc/utils/pybind.h>" in files["module.cpp"]
     assert "torch/extension.h" not in files["module.cpp"]
@@ -160,7 +160,7 @@ def test_single_file_layout_holds_everything() -> None:
     assert set(files) == {"module.cpp", "m.py", "m.pyi"}
     cpp = files["module.cpp"]
     assert '#include "entry_points.h"' not in cpp
-    assert cpp.index('#include "ksbind-torch.h"') < cpp.index("at::Tensor relu3(at::Tensor arg0) {") \
+    assert cpp.index('#include <ksbind/torch.h>') < cpp.index("at::Tensor relu3(at::Tensor arg0) {") \
         < cpp.index("PYBIND11_MODULE")
 
 

@@ -13,7 +13,7 @@ ks::tensor<1, ks::Float> matvec$aT2fT1f(ks::allocator * $alloc, ks::tensor<2, ks
     auto ret = ks::tensor<1, ks::Float>::create($alloc, rows);
     for (int i = 0; i < rows; ++i) {
         ks::Float acc = 0.0f;
-        for (int j = 0; j < cols; ++j) acc += m[ks::make_Tuple(i, j)] * v[j];
+        for (int j = 0; j < cols; ++j) acc += m.index(ks::make_Tuple(i, j)) * v[j];
         ret[i] = acc;
     }
     return ret;
@@ -34,8 +34,8 @@ ks::Tuple<ks::tensor<2, ks::Float>,ks::tensor<1, ks::Float>> sufrev$matvec$aT2fT
     for (int j = 0; j < cols; ++j) dv[j] = 0.0f;
     for (int i = 0; i < rows; ++i) {
         for (int j = 0; j < cols; ++j) {
-            dm[ks::make_Tuple(i, j)] = dr[i] * v[j];
-            dv[j] += dr[i] * m[ks::make_Tuple(i, j)];
+            dm.index(ks::make_Tuple(i, j)) = dr[i] * v[j];
+            dv[j] += dr[i] * m.index(ks::make_Tuple(i, j));
         }
     }
     return ks::make_Tuple(dm, dv);
@@ -47,7 +47,7 @@ ks::tensor<1, ks::Float> rowsums$aT2f(ks::allocator * $alloc, ks::tensor<2, ks::
     auto ret = ks::tensor<1, ks::Float>::create($alloc, rows);
     for (int i = 0; i < rows; ++i) {
         ks::Float acc = 0.0f;
-        for (int j = 0; j < cols; ++j) acc += m[ks::make_Tuple(i, j)];
+        for (int j = 0; j < cols; ++j) acc += m.index(ks::make_Tuple(i, j));
         ret[i] = acc;
     }
     return ret;
@@ -60,7 +60,7 @@ ks::tensor<2, ks::Float> sufrev$rowsums$aT2f(ks::allocator * $alloc, ks::tensor<
     KS_ASSERT(dr.size() == rows);
     auto dm = ks::tensor<2, ks::Float>::create($alloc, m.size());
     for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < cols; ++j) dm[ks::make_Tuple(i, j)] = dr[i];
+        for (int j = 0; j < cols; ++j) dm.index(ks::make_Tuple(i, j)) = dr[i];
     return dm;
 }
 

@@ -75,7 +75,7 @@ ks::tensor<2, ks::Float> transpose$aT2f(ks::allocator* $alloc, ks::tensor<2, ks:
     int rows = ks::get<0>(m.size()), cols = ks::get<1>(m.size());
     auto r = ks::tensor<2, ks::Float>::create($alloc, ks::make_Tuple(cols, rows));
     for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < cols; ++j) r[ks::make_Tuple(j, i)] = m[ks::make_Tuple(i, j)];
+        for (int j = 0; j < cols; ++j) r.index(ks::make_Tuple(j, i)) = m.index(ks::make_Tuple(i, j));
     return r;
 }
 

@@ -1,7 +1,8 @@
-// ksbind's minimal Knossos runtime: the surface of ksc's knossos.h that
-// ksc-generated code and ksbind's entry points rely on (see KNOSSOS.md).
-// Header-only; knossos.cpp exists because ksc's output ends with
-// #include "knossos.cpp".
+// ksbind's minimal Knossos runtime (`runtime: bundled`): the surface of ksc's
+// knossos.h that ksbind's entry points and hand-written ks C++ rely on (see
+// KNOSSOS.md), spelled as ksc spells it, so code written against it also
+// compiles against ksc's runtime. Header-only; knossos.cpp exists because
+// ksc's output ends with #include "knossos.cpp".
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,10 @@
 #include <type_traits>
 #include <utility>
 
-#define KS_ALLOCATOR 1
+// As ksc's knossos.h does (the build passes -DKS_ALLOCATOR= too).
+#ifndef KS_ALLOCATOR
+#define KS_ALLOCATOR
+#endif
 
 namespace ks {
 
@@ -27,8 +31,9 @@ typedef std::string String;
 
 // ------------------------------------------------------------ failures
 
+// ksc's message: "FILE:LINE:Assert failed [EXPR]".
 [[noreturn]] inline void fail(const char* file, int line, const char* expr) {
-    throw std::runtime_error(std::string("KS_ASSERT failed: ") + expr + " at " + file + ":" + std::to_string(line));
+    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ":Assert failed [" + expr + "]");
 }
 
 #define KS_ASSERT(expr) ((expr) ? (void)0 : ::ks::fail(__FILE__, __LINE__, #expr))
@@ -99,7 +104,7 @@ typedef allocator allocator_base;
 
 // ------------------------------------------------------------ tensors
 
-template <int Dim>
+template <size_t Dim>
 struct tensor_dimension {
     // Tuple<int, ..., int> with Dim ints.
     template <size_t... I>
@@ -132,8 +137,8 @@ struct tensor_dimension<1> {
 };
 
 // A view of Dim-dimensional row-major data it does not own (the arena or a
-// caller's buffer owns it).
-template <int Dim, class T>
+// caller's buffer owns it). Declared as ksc declares it: size_t Dim.
+template <size_t Dim, class T>
 class tensor {
 public:
     typedef typename tensor_dimension<Dim>::index_type index_type;
@@ -156,11 +161,28 @@ public:
     int num_elements() const { return tensor_dimension<Dim>::num_elements(size_); }
     T* data() const { return data_; }
 
-    T& operator[](index_type i) const { return data_[tensor_dimension<Dim>::flatten(size_, i)]; }
-    // Flat (row-major) access, whatever the rank.
-    T& index_flat(int i) const { return data_[i]; }
+    // As ksc's: t[i] is element i of a vector, row i (a view) of a higher rank;
+    // t.index(i) takes a whole index (an int, or a ks::Tuple of Dim ints).
+    decltype(auto) operator[](int i) const {
+        if constexpr (Dim == 1) {
+            return static_cast<T&>(data_[i]);
+        } else {
+            auto rest = tail(size_, std::make_index_sequence<Dim - 1>());
+            return tensor<Dim - 1, T>(rest, data_ + static_cast<size_t>(i) * tensor_dimension<Dim - 1>::num_elements(rest));
+        }
+    }
+    T& index(index_type i) const { return data_[tensor_dimension<Dim>::flatten(size_, i)]; }
 
 private:
+    template <size_t... I>
+    static auto tail(const index_type& size, std::index_sequence<I...>) {
+        if constexpr (sizeof...(I) == 1) {
+            return std::get<1>(size);
+        } else {
+            return make_Tuple(std::get<I + 1>(size)...);
+        }
+    }
+
     index_type size_;
     T* data_;
 };

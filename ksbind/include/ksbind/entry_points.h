@@ -1,8 +1,12 @@
 // ksbind's entry-point support: the allocator every generated entry point
 // passes to ks code (g_alloc), logging (g_logging, ksbind::logged), the arena
-// guards (ksbind::ArenaLock, ksbind::ArenaScope) and releasing the GIL
-// around ks calls (ksbind::without_gil). Uses only the runtime surface in
-// KNOSSOS.md, so <knossos.h> may be ksbind's bundled one or ksc's own.
+// guards (ksbind::ArenaLock, ksbind::ArenaScope), a full arena as MemoryError
+// (ksbind::arena_exhausted) and releasing the GIL around ks calls
+// (ksbind::without_gil). Uses only the runtime surface in KNOSSOS.md, so
+// <knossos.h> may be ksbind's bundled one or ksc's own.
+//
+// Included as <ksbind/entry_points.h>: no Knossos runtime has a ksbind/
+// folder, so neither can shadow the other's headers.
 //
 // Threads: one arena per module, guarded by a mutex (arena_mutex). An entry
 // point takes the mutex for its whole run and releases the GIL only around
@@ -21,6 +25,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <mutex>
@@ -190,7 +195,7 @@ inline size_t gil_release_elements() {
 
 template <class T>
 size_t tensor_elements(const T&) { return 0; }
-template <int Dim, class T>
+template <size_t Dim, class T>
 size_t tensor_elements(const ks::tensor<Dim, T>& t) { return static_cast<size_t>(t.num_elements()); }
 
 template <class... Ts>
@@ -205,6 +210,101 @@ template <class F>
 decltype(auto) without_gil_if(bool release, F&& f) {
     if (release) return without_gil(std::forward<F>(f));
     return f();
+}
+
+// ------------------------------------------------------------ a full arena
+
+// A ks call (or a converter copying an argument into the arena) ran out of
+// arena. A std::bad_alloc, so pybind11 raises MemoryError with this message.
+class arena_exhausted : public std::bad_alloc {
+public:
+    explicit arena_exhausted(std::string message) : message_(std::move(message)) {}
+    const char* what() const noexcept override { return message_.c_str(); }
+
+private:
+    std::string message_;
+};
+
+namespace detail {
+
+// ksc's allocator refuses any single allocation this big, whatever the arena.
+inline bool says_allocation_too_big(const char* what) { return std::strstr(what, "[size < 1000 * 1000000]"); }
+
+// How each runtime reports a full arena: ksc's allocator through
+// KS_ASSERT(top_ < max_size_) (or the single-allocation limit above), ksbind's
+// bundled one with ks::arena_exhausted ("... arena exhausted ...").
+inline bool says_arena_full(const char* what) {
+    return std::strstr(what, "[top_ < max_size_]") || says_allocation_too_big(what) ||
+           std::strstr(what, "arena exhausted");
+}
+
+inline std::string exhausted_message(size_t bytes, const char* what) {
+    std::string m = "ks arena exhausted: the call needs more than the arena's " + std::to_string(bytes) +
+                    " bytes; raise it with arena_bytes in the config, the KSBIND_ARENA_BYTES environment "
+                    "variable, or the module's set_arena_bytes(n)";
+    if (says_allocation_too_big(what))
+        m += " (but ksc's allocator also refuses any single allocation of 1e9 bytes or more)";
+    return m + " [runtime: " + what + "]";
+}
+
+// The class that declares ptr_at (ksc's allocator_base), from its member pointer.
+template <class M>
+struct member_class;
+template <class R, class C, class... A>
+struct member_class<R (C::*)(A...) const> {
+    using type = C;
+};
+
+// ksc's allocate() raises peak_ to the new top *before* KS_ASSERT(top_ <
+// max_size_) fails, and checks the end only when the top passes peak_: after
+// one failure, later allocations below that peak would write past the buffer
+// unchecked. Put the peak back under the end (ksc's allocator_base has no
+// setter, but is assignable and constructible from (buf, max_size, peak)).
+// Chosen only for an allocator with ptr_at(), i.e. ksc's.
+template <class Alloc>
+auto restore_peak(Alloc& alloc, size_t bytes, int) -> decltype(&Alloc::ptr_at, void()) {
+    using Base = typename member_class<decltype(&Alloc::ptr_at)>::type;
+    if (static_cast<size_t>(alloc.peak()) < bytes) return;
+    Base& base = alloc;
+    base = Base(static_cast<unsigned char*>(base.ptr_at(0)), bytes, bytes - 1);
+}
+// ksbind's bundled allocator checks before it moves: nothing to repair.
+template <class Alloc>
+void restore_peak(Alloc&, size_t, long) {}
+
+}  // namespace detail
+
+// For catch blocks around ks code (or a converter) that allocates from alloc,
+// an arena of `bytes`: frees what the failed call allocated (back to mark),
+// undoes ksc's allocator's overrun, and rethrows; a full arena, however the
+// runtime reported it, as arena_exhausted (MemoryError).
+template <class Mark>
+[[noreturn]] void rethrow_ks_failure(ks::allocator& alloc, Mark mark, size_t bytes) {
+    // ksc's allocator moves top_ past the end before asserting.
+    const bool overran = static_cast<size_t>(alloc.mark()) >= bytes;
+    detail::restore_peak(alloc, bytes, 0);
+    alloc.reset(mark);
+    try {
+        throw;
+    } catch (const arena_exhausted&) {
+        throw;
+    } catch (const std::exception& e) {
+        if (overran || detail::says_arena_full(e.what())) throw arena_exhausted(detail::exhausted_message(bytes, e.what()));
+        throw;
+    }
+}
+
+// T::create(alloc, size) for converters, which copy arguments into the
+// module's arena before the ks call's guard: a full arena is a MemoryError
+// there too.
+template <class Tensor>
+Tensor create_tensor(ks::allocator* alloc, const typename Tensor::index_type& size) {
+    const auto mark = alloc->mark();
+    try {
+        return Tensor::create(alloc, size);
+    } catch (...) {
+        rethrow_ks_failure(*alloc, mark, ks::entry_points::arena_bytes());
+    }
 }
 
 // ------------------------------------------------------------ arena guards
@@ -238,7 +338,8 @@ public:
 
     // Run the ks call f (with the GIL released if asked). If it fails, what it
     // allocated is garbage: the arena goes back to the mark, so a MemoryError
-    // does not leave the arena full for the next call. (A try/catch costs
+    // does not leave the arena full for the next call; a full arena becomes
+    // arena_exhausted whichever runtime reported it. (A try/catch costs
     // nothing when no exception is thrown; std::uncaught_exceptions() in a
     // destructor would cost a TLS call on every call.)
     template <class F>
@@ -246,8 +347,7 @@ public:
         try {
             return without_gil_if(release_gil, std::forward<F>(f));
         } catch (...) {
-            alloc_.reset(mark_);
-            throw;
+            rethrow_ks_failure(alloc_, mark_, ks::entry_points::arena_bytes());
         }
     }
 
@@ -285,7 +385,7 @@ namespace detail {
 
 template <class T>
 struct is_tensor : std::false_type {};
-template <int D, class T>
+template <size_t D, class T>
 struct is_tensor<ks::tensor<D, T>> : std::true_type {};
 
 // Arity of a ks::Tuple, whether the runtime's Tuple is std::tuple or its own class.
@@ -352,4 +452,4 @@ std::ostream& operator<<(std::ostream& os, const Logged<T>& l) {
 }  // namespace ksbind
 
 // Converters for the python target (and shared by the torch target).
-#include "ksbind-python.h"
+#include <ksbind/python.h>

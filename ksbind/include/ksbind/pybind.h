@@ -26,7 +26,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "knossos-entry-points.h"
+#include <ksbind/entry_points.h>
 
 namespace ksbind {
 namespace pybind {
@@ -74,7 +74,7 @@ inline char format_char(const std::string& format) {
     return f.size() == 1 ? f[0] : '\0';
 }
 
-template <int Dim>
+template <size_t Dim>
 typename ks::tensor_dimension<Dim>::index_type make_size(const std::vector<py::ssize_t>& shape);
 
 template <class Index, size_t... I>
@@ -82,7 +82,7 @@ Index tuple_from(const std::vector<py::ssize_t>& shape, std::index_sequence<I...
     return ks::make_Tuple(static_cast<int>(shape[I])...);
 }
 
-template <int Dim>
+template <size_t Dim>
 auto index_of(const std::vector<py::ssize_t>& shape) {
     using Index = typename ks::tensor<Dim, float>::index_type;
     if constexpr (Dim == 1) {
@@ -92,12 +92,12 @@ auto index_of(const std::vector<py::ssize_t>& shape) {
     }
 }
 
-template <int Dim, class Index, size_t... I>
+template <size_t Dim, class Index, size_t... I>
 std::vector<py::ssize_t> shape_of_impl(const Index& size, std::index_sequence<I...>) {
     return {static_cast<py::ssize_t>(ks::get<I>(size))...};
 }
 
-template <int Dim, class T>
+template <size_t Dim, class T>
 std::vector<py::ssize_t> shape_of(const ks::tensor<Dim, T>& t) {
     if constexpr (Dim == 1) {
         return {static_cast<py::ssize_t>(t.size())};
@@ -107,7 +107,7 @@ std::vector<py::ssize_t> shape_of(const ks::tensor<Dim, T>& t) {
 }
 
 // A ks::tensor viewing a buffer's memory; errors name the class.
-template <int Dim, class T>
+template <size_t Dim, class T>
 ks::tensor<Dim, T> tensor_from_buffer(const py::buffer_info& info, const std::string& cls) {
     using F = element_format<T>;
     if (info.ndim != Dim)
@@ -146,7 +146,7 @@ inline py::buffer_info request_buffer(py::handle obj, py::object& keep, const st
                          std::string(Py_TYPE(obj.ptr())->tp_name));
 }
 
-template <int Dim, class T>
+template <size_t Dim, class T>
 void declare_tensor(py::module_& m, const char* name) {
     using Tensor = ks::tensor<Dim, T>;
     const std::string cls = name;

@@ -16,12 +16,14 @@
 #include <pybind11/pybind11.h>
 
 #include <climits>
+#include <new>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include <knossos.h>
+#include <ksbind/entry_points.h>  // create_tensor (it includes this file at its end too)
 
 namespace ksbind {
 namespace python {
@@ -194,7 +196,8 @@ void fill_tensor(ks::allocator* alloc, py::handle h, const std::string& where, i
         if (dim + 1 < rank) {
             fill_tensor(alloc, s[i], at, dim + 1, rank, sizes, out);
         } else {
-            *out++ = from_py_at<T>(alloc, s[i], at);
+            // Constructed in place: ksc's tensor::create leaves the arena memory raw.
+            ::new (static_cast<void*>(out++)) T(from_py_at<T>(alloc, s[i], at));
         }
     }
 }
@@ -204,7 +207,7 @@ Index make_index(const int* sizes, std::index_sequence<I...>) {
     return ks::make_Tuple(sizes[I]...);
 }
 
-template <int Dim, class T>
+template <size_t Dim, class T>
 ks::tensor<Dim, T> convert(ks::allocator* alloc, py::handle h, const std::string& where, tag<ks::tensor<Dim, T>>) {
     int sizes[Dim];
     tensor_shape(h, where, 0, Dim, sizes);
@@ -219,7 +222,7 @@ ks::tensor<Dim, T> convert(ks::allocator* alloc, py::handle h, const std::string
     } else {
         index = make_index<typename ks::tensor<Dim, T>::index_type>(sizes, std::make_index_sequence<Dim>());
     }
-    auto t = ks::tensor<Dim, T>::create(alloc, index);
+    auto t = ksbind::create_tensor<ks::tensor<Dim, T>>(alloc, index);
     T* out = t.data();
     fill_tensor<T>(alloc, h, where, 0, Dim, sizes, out);
     return t;
@@ -249,7 +252,7 @@ inline py::object to_py(const ks::String& v) {
 
 template <class... Ts>
 py::object to_py(const ks::Tuple<Ts...>& t);
-template <int Dim, class T>
+template <size_t Dim, class T>
 py::object to_py(const ks::tensor<Dim, T>& t);
 
 template <class Tup, size_t... I>
@@ -283,7 +286,7 @@ void store_sizes(const Size& size, int* sizes, std::index_sequence<I...>) {
     ((sizes[I] = ks::get<I>(size)), ...);
 }
 
-template <int Dim, class T>
+template <size_t Dim, class T>
 py::object to_py(const ks::tensor<Dim, T>& t) {
     int sizes[Dim];
     if constexpr (Dim == 1) {

@@ -10,7 +10,7 @@
 //       entry values -> ks::Tuple, element by element; scalars pass through.
 //   to_torch(value) -> entry value
 //       ks::tensor -> a new at::Tensor (one copy out of the arena); ks::Tuple
-//       -> std::tuple; scalars pass through. pybind11 (in the module's
+//       -> std::tuple (whatever the runtime's Tuple is); scalars pass through. pybind11 (in the module's
 //       translation unit) turns those into torch.Tensor, tuple, float...
 //
 // Wrong dtype raises TypeError; wrong rank, device, layout or a size beyond
@@ -21,7 +21,7 @@
 // lives in the module's translation unit.
 #pragma once
 
-#include "knossos-entry-points.h"
+#include <ksbind/entry_points.h>
 
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -33,6 +33,7 @@
 #include <climits>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -70,13 +71,13 @@ struct dtype_of<bool> {
 
 template <class T>
 struct is_ks_tensor : std::false_type {};
-template <int D, class E>
+template <size_t D, class E>
 struct is_ks_tensor<ks::tensor<D, E>> : std::true_type {};
 
 template <class T>
-struct is_std_tuple : std::false_type {};
+struct is_ks_tuple : std::false_type {};
 template <class... Ts>
-struct is_std_tuple<std::tuple<Ts...>> : std::true_type {};
+struct is_ks_tuple<ks::Tuple<Ts...>> : std::true_type {};
 
 inline std::string shape_text(c10::IntArrayRef sizes) {
     std::ostringstream os;
@@ -127,7 +128,7 @@ void check_tensor(at::Tensor& t, int64_t rank, const std::string& where, const c
 }
 
 // ks index (int for rank 1, ks::Tuple<int...> above) from torch sizes, starting at dim `first`.
-template <int D>
+template <size_t D>
 auto ks_index(c10::IntArrayRef sizes, size_t first = 0) {
     if constexpr (D == 1) {
         return static_cast<int>(sizes[first]);
@@ -138,7 +139,7 @@ auto ks_index(c10::IntArrayRef sizes, size_t first = 0) {
     }
 }
 
-template <int D, class Index>
+template <size_t D, class Index>
 std::vector<int64_t> torch_sizes(const Index& size) {
     if constexpr (D == 1) {
         return {static_cast<int64_t>(size)};
@@ -154,7 +155,7 @@ std::vector<int64_t> torch_sizes(const Index& size) {
 template <class T>
 struct from_torch_impl;
 
-template <int D, class E>
+template <size_t D, class E>
 struct from_torch_impl<ks::tensor<D, E>> {
     static ks::tensor<D, E> convert(ks::allocator*, at::Tensor& t, const std::string& where) {
         static const std::string ks_type = "(Tensor " + std::to_string(D) + " " + dtype_of<E>::ks_name + ")";
@@ -190,7 +191,7 @@ T from_torch(ks::allocator* alloc, Entry& value, const char* name) {
 
 // ------------------------------------------------------------ ks -> Python
 
-template <int D, class E>
+template <size_t D, class E>
 at::Tensor to_torch(const ks::tensor<D, E>& t) {
     auto sizes = torch_sizes<D>(t.size());
     at::Tensor out = at::detail::empty_cpu(sizes, dtype_of<E>::value, false, c10::nullopt);
@@ -200,26 +201,38 @@ at::Tensor to_torch(const ks::tensor<D, E>& t) {
 }
 
 template <class T>
-std::enable_if_t<!is_ks_tensor<T>::value && !is_std_tuple<T>::value, T> to_torch(const T& v) {
+std::enable_if_t<!is_ks_tensor<T>::value && !is_ks_tuple<T>::value, T> to_torch(const T& v) {
     return v;
 }
 
+// ks::Tuple (std::tuple in the bundled runtime, ksc's own struct in ksc's) ->
+// std::tuple, which pybind11 converts.
 template <class... Ts>
-auto to_torch(const std::tuple<Ts...>& t) {
+auto to_torch(const ks::Tuple<Ts...>& t) {
     return [&]<size_t... I>(std::index_sequence<I...>) {
-        return std::make_tuple(to_torch(std::get<I>(t))...);
+        return std::make_tuple(to_torch(ks::get<I>(t))...);
     }(std::index_sequence_for<Ts...>());
 }
 
 // ------------------------------------------------------------ per-thread arenas
 
 // ks code run on ATen's worker threads (elementwise mode) cannot share the
-// module's arena: each thread gets its own, reset after every chunk. Sized like
-// the module's arena; malloc reserves address space, pages are touched only
-// when ks code allocates.
-inline ks::allocator& worker_allocator() {
-    thread_local ks::allocator alloc(ks::entry_points::arena_bytes());
-    return alloc;
+// module's arena: each thread gets its own, as big as the module's (re-made
+// when set_arena_bytes changes that), reset after every chunk. Allocating
+// reserves address space; pages are touched only when ks code allocates.
+struct WorkerArena {
+    size_t bytes = 0;
+    std::unique_ptr<ks::allocator> alloc;
+};
+
+inline ks::allocator& worker_allocator(size_t bytes) {
+    thread_local WorkerArena arena;
+    if (arena.bytes != bytes) {
+        arena.alloc.reset();  // free: nothing views a worker arena between chunks
+        arena.alloc = std::make_unique<ks::allocator>(bytes);
+        arena.bytes = bytes;
+    }
+    return *arena.alloc;
 }
 
 // ------------------------------------------------------------ elementwise mode
@@ -264,14 +277,20 @@ inline at::Tensor new_float_tensor(const std::vector<int64_t>& shape) {
 }
 
 // Run body(alloc, begin, end) over [0, n) on ATen's thread pool, each chunk
-// with its own thread's arena, reset afterwards.
+// with its own thread's arena, reset afterwards (also when the chunk fails: a
+// full worker arena is a MemoryError, as for the module's arena).
 template <class Body>
 void parallel_elements(int64_t n, Body body) {
     constexpr int64_t grain = 32768;
+    const size_t bytes = ks::entry_points::arena_bytes();
     at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) {
-        ks::allocator& alloc = worker_allocator();
-        auto mark = alloc.mark();
-        body(&alloc, begin, end);
+        ks::allocator& alloc = worker_allocator(bytes);
+        const auto mark = alloc.mark();
+        try {
+            body(&alloc, begin, end);
+        } catch (...) {
+            rethrow_ks_failure(alloc, mark, bytes);
+        }
         alloc.reset(mark);
     });
 }
@@ -283,7 +302,7 @@ void parallel_elements(int64_t n, Body body) {
 template <class T>
 struct Batched;
 
-template <int D, class E>
+template <size_t D, class E>
 struct Batched<ks::tensor<D, E>> {
     E* data = nullptr;
     int64_t batch = 0;
@@ -346,7 +365,7 @@ inline int64_t batch_size(std::initializer_list<std::pair<int64_t, const char*>>
 template <class T>
 struct Stacker;
 
-template <int D, class E>
+template <size_t D, class E>
 struct Stacker<ks::tensor<D, E>> {
     int64_t batch;
     at::Tensor out;
