@@ -1,9 +1,11 @@
 """The build step: cache hits without the compiler (also in a new process),
 compile errors as BuildError, nothing loadable left by a failed or killed
-build, stale locks, two processes building at once, and a runtime folder
-given in the config instead of the bundled one."""
+build, stale locks, two processes building at once, a runtime folder given
+in the config instead of the bundled one, and ksbind's headers that no runtime
+folder can shadow."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -19,9 +21,9 @@ import pytest
 
 import ksbind
 from ksbind import buildcache
-from ksbind.build import INCLUDE_DIR, build
+from ksbind.build import INCLUDE_DIR, RUNTIME_DIR, build
 from ksbind.errors import BuildError, KsbindError
-from tests.e2e_support import REPO, relu3_ks, run_python, session_cache_dir, session_output_dir  # noqa: F401
+from tests.e2e_support import REPO, run_python, session_cache_dir
 
 pytestmark = pytest.mark.slow
 EXAMPLES = REPO / "examples"
@@ -76,7 +78,8 @@ def descendants(pid: int) -> list[int]:
 
 # ------------------------------------------------------------ the cache
 
-def test_cache_hit_in_a_fresh_process_does_not_run_the_compiler(relu3_ks: ModuleType, tmp_path: Path) -> None:  # noqa: F811
+def test_cache_hit_in_a_fresh_process_does_not_run_the_compiler(relu3_ks: ModuleType, runtime: str,
+                                                                  tmp_path: Path) -> None:
     marker = tmp_path / "compiler-was-run"
     env = fake_compiler(tmp_path, f'echo "$@" >> {marker}\nexit 1\n')
     env["KSBIND_TEST_CACHE_DIR"] = str(session_cache_dir())
@@ -85,7 +88,7 @@ def test_cache_hit_in_a_fresh_process_does_not_run_the_compiler(relu3_ks: Module
         sys.path.insert(0, {str(REPO)!r})
         t0 = time.perf_counter()
         from tests.e2e_support import built
-        m = built("relu3.yaml")
+        m = built("relu3.yaml", runtime={runtime!r})
         print(m.__file__)
         print("seconds", time.perf_counter() - t0)
         print(np.asarray(m.vrelu3(np.array([2.0], dtype=np.float32)))[0])
@@ -238,7 +241,7 @@ def test_runtime_folder_from_config_and_config_keys(tmp_path: Path) -> None:
     and logging from the config take effect; `ksbind build` reuses the cache."""
     runtime = tmp_path / "ksc_runtime"
     runtime.mkdir()
-    shutil.copy(INCLUDE_DIR / "knossos.h", runtime / "knossos.h")
+    shutil.copy(RUNTIME_DIR / "knossos.h", runtime / "knossos.h")
     with open(runtime / "knossos.h", "a") as f:
         f.write("\n#define KSC_RUNTIME_COPY 1\nnamespace ks { int runtime_marker(); }\n")
     (runtime / "knossos.cpp").write_text('#include "knossos.h"\nint ks::runtime_marker() { return 42; }\n')
@@ -314,8 +317,8 @@ struct allocator {
     void reset(size_t) {}
     size_t peak() const { return 0; }
 };
-template <int D> struct tensor_dimension { typedef int index_type; };
-template <int D, class T> struct tensor {
+template <size_t D> struct tensor_dimension { typedef int index_type; };
+template <size_t D, class T> struct tensor {
     typedef int index_type;
     int size() const { return 0; }
     int num_elements() const { return 0; }
@@ -333,7 +336,7 @@ def test_headers_work_with_a_runtime_whose_tuple_is_not_std_tuple(tmp_path: Path
 
     (tmp_path / "knossos.h").write_text(KSC_STYLE_TUPLE_RUNTIME)
     (tmp_path / "t.cpp").write_text(textwrap.dedent("""\
-        #include "knossos-pybind.h"
+        #include <ksbind/pybind.h>
         #include <sstream>
         using T = ks::Tuple<ks::Float, ks::Tuple<ks::Integer, ks::Bool>>;
         PYBIND11_MODULE(ksc_tuple_ext, m) {
@@ -356,7 +359,7 @@ def test_headers_work_with_a_runtime_whose_tuple_is_not_std_tuple(tmp_path: Path
         m.python((1.5, (2, 3)))
 
 
-def test_built_module_has_its_stub_beside_it(relu3_ks: ModuleType) -> None:  # noqa: F811
+def test_built_module_has_its_stub_beside_it(relu3_ks: ModuleType) -> None:
     """Editors and mypy find NAME.pyi next to the imported extension."""
     stub = Path(relu3_ks.__file__).with_name("relu3_ext.pyi")
     assert stub.is_file()
@@ -376,3 +379,65 @@ def test_bad_ksbind_jobs_is_a_build_error(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("KSBIND_JOBS", "two")
     with pytest.raises(BuildError, match="KSBIND_JOBS must be a whole number"):
         build(cfg, cache_dir=tmp_path / "cache", quiet=True)
+
+
+# ------------------------------------------------------------ header layout
+
+#: Every header name ksbind has or had: its own (ksbind/*.h) and the old flat ones,
+#: some of which ksc's runtime folder also has.
+OLD_HEADER_NAMES = ("knossos-entry-points.h", "knossos-pybind.h", "ksbind-python.h", "ksbind-torch.h",
+                    "knossos-entry-points-python.h", "knossos-entry-points-torch.h")
+
+
+def _preprocessed_headers(cmd: list[str], src: Path) -> list[Path]:
+    """The headers a translation unit reaches (the preprocessor's dependency list)."""
+    proc = subprocess.run([*cmd, "-M", str(src)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[:3000]
+    deps = proc.stdout.replace("\\\n", " ").split(":", 1)[1].split()
+    return [Path(d).resolve() for d in deps]
+
+
+def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
+    """A runtime folder (searched before ksbind's) holding a file named like every
+    ksbind header, old names included, each an #error: the generated code of every
+    target still reaches only ksbind's own headers (included as <ksbind/...>). And
+    ksbind's include folder holds nothing but ksbind/, so it shadows no runtime file."""
+    import sysconfig
+
+    from ksbind.build import KS_FLAGS, compile_plan, write_generated
+    from ksbind.config import RuntimeSpec
+    from ksbind.pipeline import render_spec
+
+    assert [p.name for p in INCLUDE_DIR.iterdir()] == ["ksbind"]
+    own = sorted((INCLUDE_DIR / "ksbind").glob("*.h"))
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    shutil.copy(RUNTIME_DIR / "knossos.h", runtime / "knossos.h")
+    for name in {p.name for p in own} | set(OLD_HEADER_NAMES):
+        (runtime / name).write_text(f'#error "{name} of the runtime folder shadowed a ksbind header"\n')
+    specs = {s.name: s for s in ksbind.load_config(REPO / "configs" / "examples.yaml")}
+    torch_spec = next(s for s in ksbind.load_config(REPO / "configs" / "torch_ops.yaml") if s.name == "torch_ops")
+    reached: set[Path] = set()
+    for spec in [specs["examples_ks"], specs["examples_python"], torch_spec]:
+        spec = dataclasses.replace(spec, runtime=RuntimeSpec(False, (runtime,), ()), output=tmp_path / spec.name)
+        generated = write_generated(spec.output, render_spec(spec))
+        if spec.target == "torch":
+            pytest.importorskip("torch")
+            from torch.utils import cpp_extension
+
+            from ksbind.build_torch import _include_dirs
+
+            dirs = [*_include_dirs(spec, spec.output), *map(Path, cpp_extension.include_paths()),
+                    Path(sysconfig.get_paths()["include"])]
+            cmd = ["g++", "-std=c++17", *KS_FLAGS, *(f"-I{d}" for d in dirs)]
+            units = [p for p in generated if p.suffix == ".cpp"]
+        else:
+            plan = compile_plan(spec, generated)
+            assert plan.include_dirs[:2] == (runtime, INCLUDE_DIR)  # the runtime's folder first, then ksbind's
+            cmd = ["g++", *plan.flags, *(f"-I{d}" for d in plan.include_dirs)]
+            units = [p for p in plan.sources if p.parent == spec.output]
+        for src in units:
+            headers = _preprocessed_headers(cmd, src)
+            assert not [h for h in headers if h.parent == runtime.resolve() and h.name != "knossos.h"]
+            reached |= set(headers)
+    assert {p.resolve() for p in own} <= reached

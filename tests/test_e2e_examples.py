@@ -1,5 +1,7 @@
 """End to end: every example, generated, compiled with g++, imported and
-compared with numpy, for the ks and python targets, vjps included."""
+compared with numpy, for the ks and python targets, vjps included; each
+against the bundled runtime and against ksc's (the session fixtures'
+`runtime`, tests/e2e_support.py)."""
 from __future__ import annotations
 
 from types import ModuleType
@@ -8,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from tests.e2e_support import REPO, ks_examples, py_examples, relu3_ks, run_python, session_cache_dir  # noqa: F401
+from tests.e2e_support import REPO, built, run_python, session_cache_dir
 
 pytestmark = pytest.mark.slow
 rng = np.random.default_rng(0)
@@ -51,7 +53,7 @@ class Targets:
 
 
 @pytest.fixture(params=["ks", "python"])
-def t(request: pytest.FixtureRequest, ks_examples: ModuleType, py_examples: ModuleType) -> Targets:  # noqa: F811
+def t(request: pytest.FixtureRequest, ks_examples: ModuleType, py_examples: ModuleType) -> Targets:
     return Targets(ks_examples if request.param == "ks" else py_examples, request.param)
 
 
@@ -138,7 +140,7 @@ def test_strings(t: Targets) -> None:
     assert t.m.count("", "x") == 0
 
 
-def test_ks_tensors_view_buffers_without_copying(ks_examples: ModuleType) -> None:  # noqa: F811
+def test_ks_tensors_view_buffers_without_copying(ks_examples: ModuleType) -> None:
     m = ks_examples
     a = np.arange(6, dtype=np.float32)
     view = m.Tensor_1_Float(a)
@@ -155,7 +157,7 @@ def test_ks_tensors_view_buffers_without_copying(ks_examples: ModuleType) -> Non
     assert m.allocator_top() == 0
 
 
-def test_ks_tensors_from_torch_without_copying(ks_examples: ModuleType) -> None:  # noqa: F811
+def test_ks_tensors_from_torch_without_copying(ks_examples: ModuleType) -> None:
     torch = pytest.importorskip("torch")
     t = torch.arange(4, dtype=torch.float32)
     view = ks_examples.Tensor_1_Float(t)
@@ -166,8 +168,9 @@ def test_ks_tensors_from_torch_without_copying(ks_examples: ModuleType) -> None:
         ks_examples.Tensor_1_Float(torch.zeros(3, dtype=torch.float64))
 
 
-def test_readme_main_job_script(relu3_ks: ModuleType) -> None:  # noqa: F811
+def test_readme_main_job_script() -> None:
     """examples/relu3/run.py (what scripts/demo.sh runs) prints inputs, results and the vjp."""
+    built("relu3.yaml")  # the script's config (bundled runtime): it must find this build in the cache
     out = run_python(f"import runpy, sys; sys.argv = ['run.py']; "
                      f"runpy.run_path({str(REPO / 'examples' / 'relu3' / 'run.py')!r}, run_name='__main__')",
                      env={"KSBIND_CACHE_DIR": str(session_cache_dir())})
@@ -178,7 +181,7 @@ def test_readme_main_job_script(relu3_ks: ModuleType) -> None:  # noqa: F811
     assert "compiling" not in out.stderr  # the session's relu3 build was reused: keys are path-independent
 
 
-def test_python_target_ragged_nested_tensors(py_examples: ModuleType) -> None:  # noqa: F811
+def test_python_target_ragged_nested_tensors(py_examples: ModuleType) -> None:
     rows = [[1.0, 2.0], [], [3.0, 4.0, 5.0], [0.5]]
     assert py_examples.sums(rows) == pytest.approx([3.0, 0.0, 12.0, 0.5])
     assert py_examples.sums([]) == []
@@ -186,7 +189,7 @@ def test_python_target_ragged_nested_tensors(py_examples: ModuleType) -> None:  
         py_examples.sums([[1.0], ["x"]])
 
 
-def test_ks_tensor_keeps_its_buffer_alive(ks_examples: ModuleType) -> None:  # noqa: F811
+def test_ks_tensor_keeps_its_buffer_alive(ks_examples: ModuleType) -> None:
     import gc
 
     view = ks_examples.Tensor_1_Float(np.arange(5, dtype=np.float32) * 2)  # the only reference to the array
