@@ -68,7 +68,7 @@ class StubFunction:
 
 
 #: The functions every generated module defines besides its bindings (see the
-#: allocator_functions block of module.cpp.j2 and knossos-entry-points.h).
+#: allocator_functions block of module.cpp.j2 and ksbind/include/ksbind/entry_points.h).
 ALLOCATOR_FUNCTIONS: tuple[StubFunction, ...] = (
     StubFunction("reset_allocator", (), "None",
                  "Free everything allocated in the module's arena (invalidates ks-target results viewing it)."),

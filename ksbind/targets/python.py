@@ -27,7 +27,7 @@ def py_type(t: KsType) -> str:
 
 
 def crossing(t: KsType, role: str) -> Crossing:
-    """Every ks type crosses as a Python object converted in C++ (ksbind-python.h):
+    """Every ks type crosses as a Python object converted in C++ (ksbind/include/ksbind/python.h):
     ``from_py<T>`` checks and copies a parameter into the arena, naming the
     argument in errors; ``to_py`` copies a result (or gradient) out."""
     if role == "param":
