@@ -33,14 +33,11 @@ from typing import Iterable, Iterator
 import pytest
 
 from ksbind.config import ModuleSpec, RuntimeSpec
-from tests.conftest import SHARED
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
 PYTHON = sys.executable
 
-#: ksc's real runtime, used as a config's `runtime: {include_dirs, sources}` would.
-KSC_RUNTIME = SHARED / "ksc" / "runtime"
 RUNTIMES = ("bundled", "ksc")
 
 #: The modules behind each session fixture: (config under configs/, module name).
@@ -54,11 +51,19 @@ FIXTURE_MODULES: dict[str, tuple[str, str | None]] = {
 }
 
 
+def ksc_runtime() -> Path:
+    """ksc's real runtime, used as a config's `runtime: {include_dirs, sources}` would."""
+    from tests.conftest import SHARED  # here, not at import: conftest imports this module's fixtures
+
+    return SHARED / "ksc" / "runtime"
+
+
 def ksc_runtime_missing() -> str | None:
     """Why the ksc variants cannot run here, or None."""
-    if (KSC_RUNTIME / "knossos.h").is_file() and (KSC_RUNTIME / "knossos.cpp").is_file():
+    folder = ksc_runtime()
+    if (folder / "knossos.h").is_file() and (folder / "knossos.cpp").is_file():
         return None
-    return f"ksc's runtime is not in {KSC_RUNTIME} (../shared/ksc absent)"
+    return f"ksc's runtime is not in {folder} (../shared/ksc absent)"
 
 
 def available_runtimes() -> tuple[str, ...]:
@@ -69,11 +74,6 @@ def require_runtime(runtime: str) -> None:
     reason = ksc_runtime_missing() if runtime == "ksc" else None
     if reason:
         pytest.skip(reason)
-
-
-def library_namespace(base: str, runtime: str) -> str:
-    """The torch.library namespace of a variant: one namespace cannot be defined twice in a process."""
-    return base if runtime == "bundled" else f"{base}_{runtime}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -94,16 +94,26 @@ def session_output_dir() -> Path:
     return d
 
 
+def variant_name(name: str, runtime: str) -> str:
+    """A module's name on a runtime. The variants need names of their own: CPython
+    loads one extension module per name and process (importing a second file of
+    the same name returns the first module), and a torch.library namespace can
+    be defined once per process."""
+    return name if runtime == "bundled" else f"{name}_{runtime}"
+
+
 def with_runtime(spec: ModuleSpec, runtime: str) -> ModuleSpec:
     """A ModuleSpec on the given runtime, writing its generated files to a session folder."""
-    spec = dataclasses.replace(spec, output=session_output_dir() / runtime / spec.name)
+    name = variant_name(spec.name, runtime)
+    spec = dataclasses.replace(spec, name=name, output=session_output_dir() / runtime / name)
     if runtime == "bundled":
         return dataclasses.replace(spec, runtime=RuntimeSpec())
     # Hand-written ks C++ includes only knossos.h; ksc's knossos.cpp (which
     # ksc's own output #includes) defines the runtime's globals.
-    spec = dataclasses.replace(spec, runtime=RuntimeSpec(False, (KSC_RUNTIME,), (KSC_RUNTIME / "knossos.cpp",)))
+    folder = ksc_runtime()
+    spec = dataclasses.replace(spec, runtime=RuntimeSpec(False, (folder,), (folder / "knossos.cpp",)))
     if spec.torch_library:
-        spec = dataclasses.replace(spec, torch_library=library_namespace(spec.torch_library, runtime))
+        spec = dataclasses.replace(spec, torch_library=variant_name(spec.torch_library, runtime))
     return spec
 
 
@@ -118,19 +128,26 @@ def _build(config: str, name: str | None, runtime: str) -> ModuleType:
 
 _builds: dict[tuple[str, str | None, str], Future[ModuleType]] = {}
 _builds_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
+_pools: dict[str, ThreadPoolExecutor] = {}
+
+
+def _pool(config: str) -> ThreadPoolExecutor:
+    """Torch builds run one at a time anyway (build_torch holds a lock): a pool of
+    their own, so they never hold up the ks/python builds the first tests need.
+    Two of those at once: each runs KSBIND_JOBS compilers, and two overlap one
+    module's serial parts (linking, importing) with another's compiles."""
+    kind = "torch" if config.startswith(("torch", "relu3_torch")) else "ks"
+    if kind not in _pools:
+        _pools[kind] = ThreadPoolExecutor(max_workers=1 if kind == "torch" else 2,
+                                          thread_name_prefix=f"ksbind-prebuild-{kind}")
+    return _pools[kind]
 
 
 def _submit(config: str, name: str | None, runtime: str) -> Future[ModuleType]:
-    global _pool
     key = (config, name, runtime)
     with _builds_lock:
         if key not in _builds:
-            if _pool is None:
-                # A few at once: each build runs KSBIND_JOBS compilers itself; several
-                # overlap one module's serial parts (linking, importing) with another's.
-                _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ksbind-prebuild")
-            _builds[key] = _pool.submit(_build, config, name, runtime)
+            _builds[key] = _pool(config).submit(_build, config, name, runtime)
         return _builds[key]
 
 
@@ -143,7 +160,8 @@ def built(config: str, name: str | None = None, runtime: str = "bundled") -> Mod
 def prebuild(fixture_names: Iterable[str]) -> None:
     """Start building, in the background, the modules behind these fixtures, on
     every runtime available (bundled first: the first tests need those)."""
-    wanted = [FIXTURE_MODULES[f] for f in dict.fromkeys(fixture_names) if f in FIXTURE_MODULES]
+    names = set(fixture_names)
+    wanted = [module for fixture, module in FIXTURE_MODULES.items() if fixture in names]
     for runtime in available_runtimes():
         for config, name in wanted:
             _submit(config, name, runtime)
@@ -151,8 +169,8 @@ def prebuild(fixture_names: Iterable[str]) -> None:
 
 def stop_prebuilds() -> None:
     """Drop builds not yet started (at session end: nothing will use them)."""
-    if _pool is not None:
-        _pool.shutdown(wait=False, cancel_futures=True)
+    for pool in _pools.values():
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from tests.e2e_support import ks_examples, py_examples  # noqa: F401
 
 pytestmark = pytest.mark.slow
 CALLS_PER_TARGET = 2500
@@ -110,8 +109,8 @@ def check_still_working(m: ModuleType, target: str) -> None:
 
 
 @pytest.mark.parametrize("target", ["ks", "python"])
-def test_random_wrong_arguments_raise_and_module_survives(target: str, ks_examples: ModuleType,  # noqa: F811
-                                                          py_examples: ModuleType) -> None:  # noqa: F811
+def test_random_wrong_arguments_raise_and_module_survives(target: str, ks_examples: ModuleType,
+                                                          py_examples: ModuleType) -> None:
     m = ks_examples if target == "ks" else py_examples
     rng = random.Random(1234 if target == "ks" else 4321)
     raised: dict[str, int] = {}

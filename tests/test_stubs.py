@@ -192,18 +192,17 @@ def _check_against(module: ModuleType, text: str) -> None:
 
 
 @pytest.mark.slow
-def test_stub_matches_the_built_modules(ks_examples: ModuleType, py_examples: ModuleType) -> None:
+def test_stub_matches_the_built_modules(ks_examples: ModuleType, py_examples: ModuleType, runtime: str) -> None:
     from ksbind.pipeline import render_spec
 
-    from .e2e_support import CONFIGS
+    from .e2e_support import CONFIGS, with_runtime
 
     for module in (ks_examples, py_examples):
-        [spec] = [s for s in ksbind.load_config(CONFIGS / "examples.yaml") if s.name == module.__name__]
+        specs = [with_runtime(s, runtime) for s in ksbind.load_config(CONFIGS / "examples.yaml")]
+        [spec] = [s for s in specs if s.name == module.__name__]
         text = render_spec(spec).files[f"{spec.name}.pyi"]
         _check_against(module, text)
         stubbed = {n.name for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         public = {n for n in dir(module) if not n.startswith("_")}
         assert public <= stubbed | {"extension"}, public - stubbed
 
-
-from .e2e_support import ks_examples, py_examples  # noqa: E402,F401  (session fixtures)

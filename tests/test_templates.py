@@ -163,17 +163,19 @@ def test_docs_cover_every_block_and_context_name() -> None:
 
 
 @pytest.mark.slow
-def test_worked_example_compiles_and_prints_timings(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_worked_example_compiles_and_prints_timings(runtime: str, tmp_path: Path,
+                                                    capfd: pytest.CaptureFixture[str]) -> None:
     import dataclasses
 
     import numpy as np
 
     from ksbind.build import build_spec
 
-    from .e2e_support import session_cache_dir
+    from .e2e_support import session_cache_dir, variant_name, with_runtime
 
     [spec] = ksbind.load_config(REPO / "configs" / "relu3.yaml")
-    spec = dataclasses.replace(spec, name="relu3_timed", output=tmp_path / "relu3_timed")
+    name = variant_name("relu3_timed", runtime)
+    spec = dataclasses.replace(with_runtime(spec, runtime), name=name, output=tmp_path / name)
     m = build_spec(spec, templates=[str(TIMING)], cache_dir=session_cache_dir(), quiet=True)
     x = np.array([-1.0, 0.5, 2.0], dtype=np.float32)  # ks Float is float32
     r = np.asarray(m.vrelu3(x))

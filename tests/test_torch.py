@@ -18,8 +18,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from .e2e_support import (REPO, assert_names_arena_and_remedies, built, library_namespace,  # noqa: E402
-                          session_cache_dir, small_arena)
+from .e2e_support import (REPO, assert_names_arena_and_remedies, built, session_cache_dir,  # noqa: E402
+                          small_arena, variant_name)
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def lib(torch_lib: ModuleType) -> ModuleType:
 @pytest.fixture
 def ns(runtime: str, torch_lib: ModuleType) -> Any:
     """torch.ops.<the library of torch_lib> (each runtime's variant registers its own)."""
-    return getattr(torch.ops, library_namespace("ksbind_ops", runtime))
+    return getattr(torch.ops, variant_name("ksbind_ops", runtime))
 
 
 def relu3_ref(x: "torch.Tensor") -> "torch.Tensor":
