@@ -15,6 +15,7 @@ flags, part of the key), ``KSBIND_CACHE_DIR`` (cache folder), ``KSBIND_JOBS``
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
@@ -30,12 +31,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
-from . import buildcache
+from . import buildcache, versions
 from .config import ModuleSpec, load_config
 from .errors import BuildError, Location
 from .missing import explain_missing
 from .output import plan_files, write_planned
 from .render import RenderedModule
+from .resolve import ResolvedModule
 
 #: ksbind's own C++ headers are in INCLUDE_DIR/ksbind/ and included as
 #: <ksbind/...>: no runtime folder holds a ksbind/ folder, so a runtime can
@@ -100,22 +102,41 @@ def build_configs(configs: str | os.PathLike[str] | Sequence[str | os.PathLike[s
 
 def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
                cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False) -> ModuleType:
-    from .pipeline import render_spec
     from .resolve import resolve_spec
 
     root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
     resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
-    spec = resolved.spec
-    rendered = render_spec(resolved, templates)
     try:
-        if spec.target == "torch":
-            from .build_torch import build_torch_module  # torch is imported only for torch modules
-            return build_torch_module(spec, rendered, cache_dir=root, quiet=quiet)
-        generated = write_generated(spec.output, rendered)
-        plan = compile_plan(spec, generated)
-        return build_plan(plan, rendered, root, quiet=quiet)
+        return _build_resolved(resolved, templates, root, quiet)
     except BuildError as e:
         raise explain_missing(e, resolved.decls) from None
+
+
+def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Path, quiet: bool) -> ModuleType:
+    """Build and load one resolved module; under a versioned name when this process
+    already loaded other code under its name (see ksbind.versions)."""
+    from .pipeline import render_spec
+
+    spec = resolved.spec
+    rendered = render_spec(resolved, templates)
+    if spec.target == "torch":
+        from . import build_torch  # torch is imported only for torch modules
+
+        key = build_torch.module_key(spec, rendered)
+    else:
+        plan = compile_plan(spec, write_generated(spec.output, rendered))
+        key = cache_key(plan, rendered.target)
+    if versions.needs_version(spec.name, key):
+        module = _build_resolved(dataclasses.replace(resolved, spec=versions.versioned_spec(spec, key)),
+                                 templates, root, quiet)
+        sys.modules[spec.name] = module  # `import NAME` gets the newest code too
+        return module
+    if spec.target == "torch":
+        module = build_torch.build_torch_module(spec, rendered, cache_dir=root, quiet=quiet)
+    else:
+        module = build_plan(plan, rendered, root, quiet=quiet)
+    versions.note_loaded(spec.name, key)
+    return module
 
 
 def write_generated(out_dir: Path, rendered: RenderedModule) -> list[Path]:

@@ -93,6 +93,12 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, include_dirs: tuple[Pa
     return h.hexdigest()
 
 
+def module_key(spec: ModuleSpec, rendered: RenderedModule) -> str:
+    """The cache key build_torch_module will use for this module."""
+    cflags, ldflags = _flags()
+    return cache_key(spec, rendered, _include_dirs(spec, spec.output), cflags, ldflags)
+
+
 def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir: Path | None = None,
                        quiet: bool = False) -> ModuleType:
     """Generate, compile (or reuse the cache) and import a torch-target module."""
@@ -203,4 +209,4 @@ def _build_error(spec: ModuleSpec, where: Path, output: str) -> BuildError:
                       Location(str(where)))
 
 
-__all__ = ["build_torch_module", "cache_key", "unit_text", "CFLAGS", "LDFLAGS"]
+__all__ = ["build_torch_module", "module_key", "cache_key", "unit_text", "CFLAGS", "LDFLAGS"]

@@ -1,0 +1,54 @@
+"""Fresh code after every edit, in the same process.
+
+CPython loads an extension module once per name: importing a second file
+built under the same name hands back the module already loaded, so a rebuilt
+module would silently keep running its old code (PyTorch's cpp_extension had
+this bug; pybind11 users keep meeting it). ksbind therefore remembers which
+build (cache key) each module name was loaded from in this process. A build of
+the same name whose key differs is built and loaded under a *versioned* name,
+``NAME_v<first 10 hex digits of its key>`` (its torch_library namespace
+likewise), and ``sys.modules[NAME]`` then points at it, so ``import NAME``
+gets the newest code too. Earlier module objects keep working: each version
+is its own shared library, with its own arena. An unchanged build returns the
+module already loaded.
+
+The versioned name comes from the key, so every process builds the same
+version of the same code under the same name, and the build cache serves it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from .config import ModuleSpec
+
+_loaded: dict[str, str] = {}  # module name -> key of the build loaded under that name here
+_lock = threading.Lock()
+
+
+def version_suffix(key: str) -> str:
+    return f"_v{key[:10]}"
+
+
+def needs_version(name: str, key: str) -> bool:
+    """Whether this process already loaded another build under ``name``."""
+    with _lock:
+        loaded = _loaded.get(name)
+    return loaded is not None and loaded != key
+
+
+def note_loaded(name: str, key: str) -> None:
+    with _lock:
+        _loaded.setdefault(name, key)
+
+
+def versioned_spec(spec: ModuleSpec, key: str) -> ModuleSpec:
+    """The same module under a name of its own (and a torch_library namespace of its own)."""
+    suffix = version_suffix(key)
+    return dataclasses.replace(
+        spec, name=spec.name + suffix,
+        torch_library=spec.torch_library + suffix if spec.torch_library is not None else None,
+        output=spec.output / "versions" / (spec.name + suffix))
+
+
+__all__ = ["needs_version", "note_loaded", "versioned_spec", "version_suffix"]
