@@ -111,6 +111,10 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     target = get_target(options.target)
     # Many bindings share types: decide each (type, role) crossing once.
     entries = entry_points_for(list(bindings), lru_cache(maxsize=None)(target.crossing))
+    # A target may refine the entry points (the torch target's elementwise/vmap modes
+    # show tensors); the bindings and the stub follow whichever entry points are final.
+    extra = target.extra_context(bindings, options) if hasattr(target, "extra_context") else {}
+    entries = extra.pop("entry_points", entries)
     by_name = {e.name: e for e in entries}
     infos = [BindingInfo(b.name, str(b.decl.name), b.mode, by_name[b.name],
                          by_name[b.vjp_name] if b.vjp_name else None) for b in bindings]
@@ -144,12 +148,12 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "module_doc": f"ksbind {options.target}-target bindings for: "
                       + ", ".join(str(b.decl.name) for b in bindings),
     }
-    # What the .pyi stub declares (a target's extra_context may replace these).
+    # What the .pyi stub declares.
     ctx["stub_functions"] = stub_functions(entries)
     ctx["allocator_functions"] = list(ALLOCATOR_FUNCTIONS)
     # The torch target's tensors are torch.Tensor: its module declares no tensor classes.
     ctx["stub_classes"] = [] if options.target == "torch" else ctx["tensor_types"]
-    ctx.update(target.extra_context(bindings, options) if hasattr(target, "extra_context") else {})
+    ctx.update(extra)
     ctx.setdefault("stub_imports", stub_imports(options.target, ctx["stub_classes"]))
     return ctx
 

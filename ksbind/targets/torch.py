@@ -272,15 +272,11 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
     autograd_slots = {b.name: AutogradSlot(i, tuple(p.name for p in torch_entries[b.name].params if p.differentiable))
                       for i, b in enumerate(slots)}
     # In elementwise and vmap modes every Float/tensor argument and result is a
-    # tensor from Python: the stubs and docs see those types.
-    from ..context import BindingInfo, stub_functions
+    # tensor from Python: the stubs and docs see those types (the context builds
+    # its bindings and stub from these entry points).
     moded = {name: _moded_entry(e, torch_entries[name]) for name, e in entries.items()}
-    binding_infos = [BindingInfo(b.name, str(b.decl.name), b.mode, moded[b.name],
-                                 moded[b.vjp_name] if b.vjp_name else None) for b in bindings]
     return {
         "entry_points": list(moded.values()),
-        "bindings": binding_infos,
-        "stub_functions": stub_functions(list(moded.values())),
         "torch_autograd_slots": autograd_slots,
         "torch_entries": torch_entries,
         "torch_entry_types": {name: _entry_signature(e, entries[name], b_mode=e.mode)
