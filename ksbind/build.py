@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -35,20 +34,12 @@ from . import buildcache, versions
 from .config import ModuleSpec, load_config
 from .errors import BuildError, Location
 from .missing import explain_missing
-from .output import plan_files, write_planned
+from .output import plan_files, write_generated, write_planned
 from .render import RenderedModule
 from .resolve import ResolvedModule
+from .toolchain import (BASE_FLAGS, INCLUDE_DIR, KS_FLAGS, RUNTIME_DIR, compiler, first_error,
+                        hash_include_path, ks_include_dirs)
 
-#: ksbind's own C++ headers are in INCLUDE_DIR/ksbind/ and included as
-#: <ksbind/...>: no runtime folder holds a ksbind/ folder, so a runtime can
-#: neither shadow them nor be shadowed by them.
-INCLUDE_DIR = Path(__file__).parent / "include"
-#: The bundled minimal runtime (knossos.h): on the include path only for `runtime: bundled`.
-RUNTIME_DIR = Path(__file__).parent / "runtime"
-#: ksc's runtime has its allocator only with KS_ALLOCATOR defined. Its knossos.h
-#: defines it empty (unless KS_CUDA): the same spelling here, so no redefinition warning.
-KS_FLAGS = ("-DKS_ALLOCATOR=",)
-BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-g0", *KS_FLAGS)
 #: Generated files that are translation units (the rest are headers or stubs).
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
 
@@ -139,17 +130,6 @@ def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Pa
     return module
 
 
-def write_generated(out_dir: Path, rendered: RenderedModule) -> list[Path]:
-    """Write the generated files (only those that changed); returns all their paths."""
-    planned = plan_files(out_dir, rendered.files)
-    write_planned(planned)
-    return [p.path for p in planned]
-
-
-def compiler() -> tuple[str, ...]:
-    return tuple(shlex.split(os.environ.get("CXX", "g++"))) or ("g++",)
-
-
 def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
     import pybind11
 
@@ -162,23 +142,6 @@ def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
     flags = BASE_FLAGS + (f"-DTORCH_EXTENSION_NAME={spec.name}",) + tuple(
         shlex.split(os.environ.get("KSBIND_CXXFLAGS", "")))
     return CompilePlan(spec.name, units, include_dirs, flags, compiler(), Path(spec.output))
-
-
-def ks_include_dirs(spec: ModuleSpec) -> tuple[Path, ...]:
-    """The runtime's folder(s) (the bundled one for `runtime: bundled`), then ksbind's."""
-    runtime = (RUNTIME_DIR,) if spec.runtime.bundled else tuple(spec.runtime.include_dirs)
-    return tuple(dict.fromkeys([*runtime, INCLUDE_DIR]))
-
-
-def hash_include_path(h: buildcache.Hasher, include_dirs: Sequence[Path]) -> None:
-    """What #include can reach through these folders: the headers directly in
-    each, those in its ksbind/ subfolder (ksbind's own), and its knossos.cpp
-    (ksc's generated C++ ends with #include "knossos.cpp")."""
-    for d in include_dirs:
-        h.add_dir_headers(d)
-        h.add_dir_headers(d / "ksbind", "ksbind")
-        if (d / "knossos.cpp").is_file():
-            h.add_file(d / "knossos.cpp", "include:knossos.cpp")
 
 
 def cache_key(plan: CompilePlan, target: str) -> str:
@@ -288,9 +251,6 @@ def _jobs() -> int:
     return int(text)
 
 
-_ERROR_LINE = re.compile(r"(?:^|\s)(?:fatal )?error[:\s]", re.IGNORECASE)
-
-
 def _run(cmd: list[str], src: Path, what: str, log_dir: Path,
          running: set[subprocess.Popen[str]] | None = None, lock: threading.Lock | None = None,
          stopped: threading.Event | None = None) -> None:
@@ -338,15 +298,6 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
 
 def _writable(d: Path) -> bool:
     return os.access(d, os.W_OK)
-
-
-def first_error(output: str) -> str:
-    """The compiler's first error line, or its first line when none says 'error'."""
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    for ln in lines:
-        if _ERROR_LINE.search(ln):
-            return ln
-    return lines[0] if lines else ""
 
 
 __all__ = ["build", "build_configs", "build_spec", "compile_plan", "cache_key", "CompilePlan", "first_error",

@@ -31,10 +31,10 @@ from pathlib import Path
 from types import ModuleType
 
 from . import buildcache
-from .build import KS_FLAGS, first_error, hash_include_path, ks_include_dirs, write_generated
+from .output import write_atomic, write_generated
+from .toolchain import KS_FLAGS, first_error, hash_include_path, ks_include_dirs
 from .config import ModuleSpec
 from .errors import BuildError, Location
-from .output import write_atomic
 from .render import RenderedModule
 from .targets.torch import ext_name
 

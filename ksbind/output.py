@@ -7,9 +7,12 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from .errors import Location, OutputError
+
+if TYPE_CHECKING:
+    from .render import RenderedModule
 
 
 @dataclass(frozen=True)
@@ -66,3 +69,10 @@ def write_planned(planned: Iterable[PlannedFile]) -> list[Path]:
             raise OutputError(f"cannot write generated file: {e.strerror}", Location(str(p.path))) from None
         written.append(p.path)
     return written
+
+
+def write_generated(out_dir: Path, rendered: "RenderedModule") -> list[Path]:
+    """Write a rendered module's files (only those that changed); returns all their paths."""
+    planned = plan_files(out_dir, rendered.files)
+    write_planned(planned)
+    return [p.path for p in planned]
