@@ -122,6 +122,28 @@ def test_key_changes_with_every_input(tmp_path: Path) -> None:
     assert cache_key(plan, "ks") != base
 
 
+def test_key_covers_ksbind_headers_and_the_runtime_folder(tmp_path: Path) -> None:
+    """ksbind's own headers live one folder down (include/ksbind/), and ksc's output
+    #includes the runtime's knossos.cpp: a change to either is a new key."""
+    from ksbind.build import CompilePlan, cache_key
+
+    src = tmp_path / "src" / "a.cpp"
+    runtime, include = tmp_path / "runtime", tmp_path / "include"
+    for d in (src.parent, runtime, include / "ksbind"):
+        d.mkdir(parents=True)
+    src.write_text("int x;")
+    files = [runtime / "knossos.h", runtime / "knossos.cpp", include / "ksbind" / "entry_points.h"]
+    for f in files:
+        f.write_text("// v1")
+    plan = CompilePlan("m", (src,), (runtime, include, tmp_path / "py1", tmp_path / "py2"), (), ("g++",), tmp_path)
+    base = cache_key(plan, "ks")
+    for f in files:
+        f.write_text("// v2")
+        assert cache_key(plan, "ks") != base, f
+        f.write_text("// v1")
+    assert cache_key(plan, "ks") == base
+
+
 def test_lock_of_a_killed_holder_does_not_hang(tmp_path: Path) -> None:
     lock = tmp_path / "x.lock"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
