@@ -337,6 +337,23 @@ def _block_indent(source: str, first_line: int) -> int:
     return 0
 
 
+def _known_keys(r: _NodeReader, node: yaml.Node, what: str, allowed: Sequence[str]
+                ) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    """A mapping whose keys are all among ``allowed`` (else an error at the first other key)."""
+    fields = r.mapping(node, what)
+    for key, (k, _) in fields.items():
+        if key not in allowed:
+            raise ConfigError(f"unknown key {key!r} in {what}{closest(key, allowed)}; expected one of "
+                              f"{', '.join(allowed)}", r.loc(k))
+    return fields
+
+
+def _path(r: _NodeReader, node: yaml.Node, what: str, base: Path, must_exist: str) -> Path:
+    """One path (a string, not a list)."""
+    r.typed(node, str, what, "a path")
+    return _paths(r, node, what, base, must_exist)[0]
+
+
 def _runtime(r: _NodeReader, node: yaml.Node, base: Path) -> RuntimeSpec:
     if isinstance(node, yaml.ScalarNode):
         value = r.scalar(node)
@@ -344,11 +361,7 @@ def _runtime(r: _NodeReader, node: yaml.Node, base: Path) -> RuntimeSpec:
             return RuntimeSpec()
         raise ConfigError(f"'runtime' must be 'bundled' or a mapping with include_dirs/sources, found {value!r}",
                           r.loc(node))
-    fields = r.mapping(node, "'runtime'")
-    for key, (k, _) in fields.items():
-        if key not in RUNTIME_KEYS:
-            raise ConfigError(f"unknown key {key!r} in 'runtime'{closest(key, RUNTIME_KEYS)}; expected "
-                              f"include_dirs or sources", r.loc(k))
+    fields = _known_keys(r, node, "'runtime'", RUNTIME_KEYS)
     dirs = _paths(r, fields["include_dirs"][1], "'include_dirs'", base, "dir") if "include_dirs" in fields else ()
     sources = _paths(r, fields["sources"][1], "'sources'", base, "file") if "sources" in fields else ()
     if not dirs:
@@ -358,13 +371,9 @@ def _runtime(r: _NodeReader, node: yaml.Node, base: Path) -> RuntimeSpec:
 
 def _ksc(r: _NodeReader, node: yaml.Node, base: Path) -> KscSpec:
     """``ksc: {path, runtime, timeout}``; every key optional (``ksc: {}`` takes the defaults)."""
-    fields = r.mapping(node, "'ksc'")
-    for key, (k, _) in fields.items():
-        if key not in KSC_KEYS:
-            raise ConfigError(f"unknown key {key!r} in 'ksc'{closest(key, KSC_KEYS)}; expected "
-                              f"{', '.join(KSC_KEYS)}", r.loc(k))
-    path = _paths(r, fields["path"][1], "'ksc: path'", base, "file")[0] if "path" in fields else None
-    runtime = _paths(r, fields["runtime"][1], "'ksc: runtime'", base, "dir")[0] if "runtime" in fields else None
+    fields = _known_keys(r, node, "'ksc'", KSC_KEYS)
+    path = _path(r, fields["path"][1], "'ksc: path'", base, "file") if "path" in fields else None
+    runtime = _path(r, fields["runtime"][1], "'ksc: runtime'", base, "dir") if "runtime" in fields else None
     timeout = float(_positive_int(r, fields["timeout"][1], "'ksc: timeout'", 86400)) if "timeout" in fields \
         else DEFAULT_TIMEOUT
     return KscSpec(path, runtime, timeout, r.loc(node))
@@ -373,11 +382,7 @@ def _ksc(r: _NodeReader, node: yaml.Node, base: Path) -> KscSpec:
 def _bindings(r: _NodeReader, node: yaml.Node) -> tuple[BindingSpec, ...]:
     out = []
     for item in r.sequence(node, "'bindings'"):
-        fields = r.mapping(item, "a binding")
-        for key, (k, _) in fields.items():
-            if key not in BINDING_KEYS:
-                raise ConfigError(f"unknown key {key!r} in a binding{closest(key, BINDING_KEYS)}; expected one "
-                                  f"of {', '.join(BINDING_KEYS)}", r.loc(k))
+        fields = _known_keys(r, item, "a binding", BINDING_KEYS)
         if "name" not in fields:
             raise ConfigError("a binding needs 'name:' (its Python name)", r.loc(item))
         name = r.typed(fields["name"][1], str, "a binding's 'name'", "a string")
