@@ -163,6 +163,7 @@ def _cache_key(tool: KscToolchain, sources: Sequence[Path], used: Sequence[Struc
     h.add_text("ksc", _file_digest(tool.exe))
     h.add_text("flags", "\0".join(KSC_FLAGS))
     h.add_file(tool.prelude, "prelude")
+    h.add_text("runtime headers", _runtime_header_text(tool.runtime))  # what ksbind-edefs.h leaves out
     for i, src in enumerate(sources):
         h.add_file(src, f"source{i}")
     h.add_text("used", "\0".join(map(str, used)))
@@ -240,7 +241,7 @@ class _Planner:
     # -- running
 
     def solve(self) -> dict[StructuredName, str]:
-        (self.out / EDEFS_HEADER).write_text(edefs_header(self.scanned), encoding="utf-8")
+        (self.out / EDEFS_HEADER).write_text(edefs_header(self.scanned, self.tool.runtime), encoding="utf-8")
         self.kinds = {v.primal: self._initial_kind(v) for v in self.vjps}
         self._reset_extras()
         for _ in range(MAX_RUNS):
@@ -331,19 +332,31 @@ class _Planner:
         return Location(str(self.sources[0])) if self.sources else None
 
 
-def edefs_header(scanned: Sequence[KsSource]) -> str:
-    """The C++ declarations of the sources' edefs (those C++ can spell: no LM, which ksc keeps to itself)."""
+def edefs_header(scanned: Sequence[KsSource], runtime: Path) -> str:
+    """The C++ declarations of the sources' edefs (those C++ can spell: no LM, which ksc keeps
+    to itself), less those ksc's runtime headers already define: its prelude.h implements some
+    edefs (``dot``...) with ``const&`` parameters, and a second, by-value declaration would
+    make every call ambiguous."""
     from .context import KsFunction
     from .render import environment, render_template
 
+    provided = _runtime_header_text(runtime)
     functions: dict[str, KsFunction] = {}
     for d in (d for s in scanned for d in s.decls if d.origin == "edef"):
+        if re.search(re.escape(d.cpp_symbol) + r"\s*\(", provided):
+            continue
         try:
             functions.setdefault(d.cpp_symbol, KsFunction(d.cpp_symbol, str(d.name), d.cpp_return_type,
                                                           tuple(d.cpp_param_types)))
         except KsbindError:  # an LM in the signature: [D f] and the like, which ksc itself handles
             continue
     return render_template(environment(), "ksc_edefs.h.j2", {"functions": list(functions.values())})
+
+
+def _runtime_header_text(runtime: Path) -> str:
+    """What ksc's .cpp includes besides ksbind's header: knossos.h and prelude.h."""
+    return "".join(p.read_text(encoding="utf-8", errors="replace")
+                   for p in (runtime / "knossos.h", runtime / "prelude.h") if p.is_file())
 
 
 def run_ksc(cmd: list[str], timeout: float, cwd: Path, where: Location | None) -> subprocess.CompletedProcess[str]:
