@@ -4,8 +4,7 @@ side by side in one run (alternating, medians).
 
     python benchmarks/ksc_gmm_build.py [--repeats N]
 
-Needs ../shared/ksc. gmm.ks edefs ``dot``, which no C++ there defines: the
-same small dot.cpp goes to both sides.
+Needs ../shared/ksc. (gmm.ks edefs ``dot``: ksc's prelude.h defines it.)
 """
 from __future__ import annotations
 
@@ -22,24 +21,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 KSC_DIR = Path(os.environ.get("KSBIND_SHARED", REPO.parent / "shared")) / "ksc"
 KSC, RUNTIME, GMM = KSC_DIR / "bin" / "ksc", KSC_DIR / "runtime", KSC_DIR / "programs" / "gmm.ks"
-FLAGS = ["-O2", "-std=c++17", "-fPIC", "-DKS_ALLOCATOR"]
+FLAGS = ["-O2", "-std=c++17", "-fPIC", "-DKS_ALLOCATOR="]
 
-DOT_CPP = textwrap.dedent("""\
-    #include "knossos.h"
-    namespace ks {
-    ks::Float dot$aT1fT1f(ks::allocator *, ks::tensor<1, ks::Float> a, ks::tensor<1, ks::Float> b) {
-        ks::Float s = 0;
-        for (int i = 0; i < a.size(); ++i) s += a[i] * b[i];
-        return s;
-    }
-    }
-    """)
 CONFIG = textwrap.dedent(f"""\
     name: gmm_bench
     target: python
     ks: [{GMM}]
     ksc: {{path: {KSC}, runtime: {RUNTIME}}}
-    cpp: [dot.cpp]
     bindings:
       - {{name: objective, function: gmm_knossos_gmm_objective, vjp: objective_vjp}}
     """)
@@ -72,7 +60,6 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        (work / "dot.cpp").write_text(DOT_CPP)
         (work / "gmm.yaml").write_text(CONFIG)
         ours, alone = [], []
         for i in range(args.repeats):
