@@ -161,7 +161,7 @@ def cache_key(plan: CompilePlan, target: str) -> str:
 
 
 def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path, quiet: bool = False) -> ModuleType:
-    entry = buildcache.CacheEntry(root, plan.name, cache_key(plan, rendered.target))
+    entry = buildcache.CacheEntry(root, plan.name, cache_key(plan, rendered.target), target=rendered.target)
     if not entry.is_built():
         with entry.lock():
             if not entry.is_built():  # another process may have built it while we waited

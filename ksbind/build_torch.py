@@ -108,7 +108,8 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
     cflags, ldflags = _flags()
     root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
     ext = ext_name(spec.name)
-    entry = buildcache.CacheEntry(root, ext, cache_key(spec, rendered, include_dirs, cflags, ldflags))
+    entry = buildcache.CacheEntry(root, ext, cache_key(spec, rendered, include_dirs, cflags, ldflags),
+                                 target="torch")
     wrapper_path = entry.dir / f"{spec.name}.py"
     with _lock:
         if str(entry.module_path) not in _loaded:

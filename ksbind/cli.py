@@ -50,7 +50,26 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("dir")
     e.add_argument("names", nargs="*", metavar="NAME")
     e.add_argument("--force", action="store_true", help="overwrite files in DIR that differ from the built-ins")
+
+    k = sub.add_parser("cache", help="list or clean the build cache ($KSBIND_CACHE_DIR)")
+    ksub = k.add_subparsers(dest="cache_command", required=True)
+    ksub.add_parser("list", help="one line per cached build and ksc output: size and last use")
+    kc = ksub.add_parser("clean", help="remove cache entries (default: least recently used ones, down to the "
+                                       "size cap KSBIND_CACHE_MAX_BYTES)")
+    which = kc.add_mutually_exclusive_group()
+    which.add_argument("--older-than", type=_days, metavar="DAYS", help="remove entries not used for DAYS days")
+    which.add_argument("--all", action="store_true", help="remove every entry")
     return p
+
+
+def _days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not days >= 0 or days == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of days (0 or more), found {text!r}")
+    return days
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,7 +112,51 @@ def _decls(args: argparse.Namespace) -> list[FunctionDecl]:
     return [d for d in resolved.decls if d.name.base_name in own]
 
 
+def _cache(args: argparse.Namespace) -> int:
+    """``ksbind cache list|clean``."""
+    import time
+
+    from . import buildcache
+
+    root = buildcache.cache_root()
+    cap = buildcache.cache_max_bytes()
+
+    def when(t: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+
+    if args.cache_command == "list":
+        entries = sorted(buildcache.scan(root), key=lambda e: -e.last_used)
+        rows = [(e.module, e.key, e.target + (f" ({e.note})" if e.note else ""), buildcache.format_size(e.size),
+                 when(e.last_used)) for e in entries]
+        header = ("MODULE", "KEY", "KIND", "SIZE", "LAST USED")
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        if rows:
+            for r in [header, *rows]:
+                print("  ".join(c.rjust(w) if i == 3 else c.ljust(w) for i, (c, w) in
+                                enumerate(zip(r, widths))).rstrip())
+        total = sum(e.size for e in entries)
+        print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {buildcache.format_size(total)} in "
+              f"{root} (cap {buildcache.format_size(cap)})")
+        return 0
+    report = buildcache.clean(root, older_than_days=args.older_than, everything=args.all)
+    for e in report.removed:
+        print(f"removed {e.path.name} ({e.module}, {buildcache.format_size(e.size)}, last used "
+              f"{when(e.last_used)})")
+    for e in report.skipped:
+        print(f"kept {e.path.name} ({e.module}): it is being built")
+    print(f"freed {buildcache.format_size(report.freed)} ({len(report.removed)} "
+          f"entr{'y' if len(report.removed) == 1 else 'ies'} removed) in {root}")
+    if args.older_than is None and not args.all:
+        left = sum(e.size for e in buildcache.scan(root) if e.kind in ("module", "ksc"))
+        if left > cap:
+            print(f"still {buildcache.format_size(left)}, over the cap of {buildcache.format_size(cap)}: the rest "
+                  f"was used in the last {buildcache.EVICT_MIN_IDLE_SECONDS / 60:.0f} minutes or is being built")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "cache":
+        return _cache(args)
     from . import pipeline
 
     if args.command == "generate":
