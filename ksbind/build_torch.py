@@ -174,7 +174,8 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: buildcache.Cache
         built = tmp / f"{ext}.so"
         if not built.is_file():
             raise BuildError(f"torch.utils.cpp_extension built no {built.name}", Location(str(tmp)))
-        # The wrapper goes in first: the extension's appearance marks the entry complete.
+        # The wrapper goes in first; install() adds the extension, then the manifest
+        # that marks the entry complete.
         entry.dir.mkdir(parents=True, exist_ok=True)
         for name in (f"{spec.name}.py", f"{spec.name}.pyi"):
             if name in rendered.files:

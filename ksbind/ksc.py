@@ -138,6 +138,7 @@ def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[Ks
     meta = entry / "ksc.json"
     kso, cpp = entry / f"{name}.kso", entry / f"{name}.cpp"
     if meta.is_file() and kso.is_file() and cpp.is_file():
+        os.utime(meta)  # last used: what the cache's eviction goes by
         kinds = json.loads(meta.read_text(encoding="utf-8"))["vjp_kinds"]
         return KscOutput(kso, cpp, {_name_of(k): v for k, v in kinds.items()}, ran=False)
     cache_root.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import pytest
 
@@ -76,7 +76,22 @@ def require_runtime(runtime: str) -> None:
         pytest.skip(reason)
 
 
-@functools.lru_cache(maxsize=None)
+#: lru_cache is not thread-safe: two prebuild threads could each make a session folder.
+_session_dirs_lock = threading.Lock()
+
+
+def _once(f: Callable[[], Path]) -> Callable[[], Path]:
+    """Call f once per session, whichever thread asks first."""
+    cached = functools.lru_cache(maxsize=None)(f)
+
+    @functools.wraps(f)
+    def wrapper() -> Path:
+        with _session_dirs_lock:
+            return cached()
+    return wrapper
+
+
+@_once
 def session_cache_dir() -> Path:
     env = os.environ.get("KSBIND_TEST_CACHE_DIR")
     if env:
@@ -87,7 +102,7 @@ def session_cache_dir() -> Path:
     return d
 
 
-@functools.lru_cache(maxsize=None)
+@_once
 def session_output_dir() -> Path:
     d = Path(tempfile.mkdtemp(prefix="ksbind-test-out-"))
     atexit.register(shutil.rmtree, d, True)
