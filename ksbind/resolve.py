@@ -154,8 +154,10 @@ def _declarations_before_ksc(tool: KscToolchain, scanned: Sequence[KsSource], sp
             decls.append(by_name[g.name])
     decls += module_decls(spec, kso_files)
     # ksc's prelude restates some functions; the first statement stands.
-    seen: set[StructuredName] = set()
-    return [d for d in decls if not (d.name in seen or seen.add(d.name))]  # type: ignore[func-returns-value]
+    first: dict[StructuredName, FunctionDecl] = {}
+    for d in decls:
+        first.setdefault(d.name, d)
+    return list(first.values())
 
 
 @lru_cache(maxsize=8)
