@@ -507,6 +507,12 @@ def private_copy(entry_dir: Path, cache: Path) -> CacheEntry:
     return entry
 
 
+def start_evictor(cache: Path, stop: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """A process evicting from cache (under env's cap) until the file stop appears."""
+    return subprocess.Popen([sys.executable, "-c", EVICTOR.format(repo=str(REPO), root=str(cache), stop=str(stop))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
 @pytest.mark.slow
 def test_two_builders_heal_a_damaged_entry_while_eviction_runs(tmp_path: Path) -> None:
     """A truncated module (a killed copy, a full disk): two processes build it at
@@ -521,9 +527,7 @@ def test_two_builders_heal_a_damaged_entry_while_eviction_runs(tmp_path: Path) -
     olds = [fake_entry(cache, f"old{i}", size=100_000, days_unused=30) for i in range(3)]
     stop = tmp_path / "stop"
     env = {**os.environ, "KSBIND_CACHE_MAX_BYTES": "1"}
-    evictor = subprocess.Popen([sys.executable, "-c", EVICTOR.format(repo=str(REPO), root=str(cache),
-                                                                     stop=str(stop))],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    evictor = start_evictor(cache, stop, env)
     code = BUILD.format(repo=str(REPO), config=str(REPO / "configs" / "relu3.yaml"), cache=str(cache))
     builders = [subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
@@ -569,9 +573,7 @@ def test_cache_hits_in_other_processes_while_eviction_runs(tmp_path: Path) -> No
     olds = [fake_entry(cache, f"old{i}", size=100_000, days_unused=30) for i in range(3)]
     stop = tmp_path / "stop"
     env = {**os.environ, "KSBIND_CACHE_MAX_BYTES": "1"}
-    evictor = subprocess.Popen([sys.executable, "-c", EVICTOR.format(repo=str(REPO), root=str(cache),
-                                                                     stop=str(stop))],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    evictor = start_evictor(cache, stop, env)
     code = BUILD.format(repo=str(REPO), config=str(REPO / "configs" / "relu3.yaml"), cache=str(cache))
     try:
         for _ in range(2):
