@@ -1,0 +1,143 @@
+"""examples/gmm: the ks GMM objective (ksc's committed output, built on the
+bundled runtime without ksc) and its vjp against the PyTorch reference
+(examples/gmm/reference.py, float64), through the python target; ksc's own
+gmm.ks objective against the same reference; the committed output is what ksc
+makes of gmm.ks today."""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Sequence
+
+import pytest
+import torch
+
+import ksbind
+from ksbind.build import build_spec
+from tests.e2e_support import REPO, session_cache_dir, session_output_dir
+from tests.test_ksc import KSC, PROGRAMS, RUNTIME, needs_ksc
+
+GMM = REPO / "examples" / "gmm"
+
+#: float32 ks against float64 torch: what the example promises (measured: ~1e-6).
+RTOL = 1e-4
+#: (n, d, k) of the random problems, and the Wishart parameters.
+SIZES = [(5, 3, 4), (40, 4, 3), (120, 6, 5), (60, 2, 7)]
+WISHART = (1.3, 2)
+
+
+def _reference() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gmm_reference", GMM / "reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+R = _reference()
+
+
+def _build(config: Path, name: str) -> ModuleType:
+    spec = next(s for s in ksbind.load_config(config) if s.name == name)
+    spec = dataclasses.replace(spec, output=session_output_dir() / "gmm" / name)
+    return build_spec(spec, cache_dir=session_cache_dir(), quiet=True)
+
+
+@pytest.fixture(scope="module")
+def gmm() -> ModuleType:
+    """examples/gmm/gmm.yaml's python module: ksc's committed C++, bundled runtime."""
+    return _build(GMM / "gmm.yaml", "gmm")
+
+
+@pytest.fixture(scope="module")
+def ksc_gmm(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    """ksc's own programs/gmm.ks objective, compiled by ksc, on ksc's runtime."""
+    if not KSC.is_file():
+        pytest.skip(f"ksc is not in {KSC.parent.parent} (shared/ksc absent)")
+    cfg = tmp_path_factory.mktemp("ksc_gmm") / "ksc_gmm.yaml"
+    cfg.write_text("name: ksc_gmm\ntarget: python\n"
+                   f"ks: [{PROGRAMS / 'gmm.ks'}]\nksc: {{path: {KSC}, runtime: {RUNTIME}}}\n"
+                   "bindings:\n  - {name: objective, function: gmm_knossos_gmm_objective, vjp: objective_vjp}\n")
+    return _build(cfg, "ksc_gmm")
+
+
+def _args(inputs: Any) -> list[Any]:
+    """The python target's arguments: nested lists, and the (gamma, m) tuple."""
+    return [t.tolist() for t in inputs[:5]] + [inputs.wishart]
+
+
+def _rel(actual: Any, expected: torch.Tensor) -> float:
+    """Largest error relative to the largest magnitude of the expected value."""
+    a = torch.as_tensor(actual, dtype=torch.float64)
+    return float((a - expected).abs().max() / expected.abs().max())
+
+
+def _reference_and_grads(inputs: Any, dret: float) -> tuple[float, list[torch.Tensor]]:
+    leaves = [t.clone().requires_grad_() for t in inputs[:5]]
+    gamma = torch.tensor(inputs.wishart[0], dtype=torch.float64, requires_grad=True)
+    value = R.gmm_objective(*leaves, (gamma, inputs.wishart[1]))
+    (value * dret).backward()
+    return value.item(), [t.grad for t in leaves] + [gamma.grad]
+
+
+def _check_against_reference(objective: Any, vjp: Any, sizes: Sequence[tuple[int, int, int]]) -> list[float]:
+    """Value and every gradient within RTOL of the reference; the errors seen."""
+    errors = []
+    for seed, (n, d, k) in enumerate(sizes):
+        inputs = R.random_inputs(n, d, k, seed=seed, wishart=WISHART)
+        expected, grads = _reference_and_grads(inputs, dret=0.75)
+        value = objective(*_args(inputs))
+        assert isinstance(value, float)
+        errors.append(abs(value - expected) / abs(expected))
+        assert errors[-1] < RTOL, ((n, d, k), value, expected)
+        got = vjp(*_args(inputs), 0.75)
+        assert len(got) == 6 and got[5][1] == ()  # m is an Integer: its gradient is ()
+        for name, g, ref in zip(["x", "alphas", "means", "qs", "ls", "gamma"], [*got[:5], got[5][0]], grads):
+            errors.append(_rel(g, ref))
+            assert errors[-1] < RTOL, ((n, d, k), name, g, ref)
+    return errors
+
+
+def test_objective_and_vjp_match_the_reference(gmm: ModuleType) -> None:
+    errors = _check_against_reference(gmm.gmm_objective, gmm.gmm_objective_vjp, SIZES)
+    print(f"examples/gmm vs reference: largest relative error {max(errors):.2e}")
+
+
+def test_ksc_own_gmm_matches_the_reference(ksc_gmm: ModuleType) -> None:
+    """ksc's programs/gmm.ks computes ADBench's formula with the same conventions
+    (Q's strict lower triangle packed column by column; the prior added as ADBench
+    writes it), so the same reference holds for it."""
+    errors = _check_against_reference(ksc_gmm.objective, ksc_gmm.objective_vjp, SIZES[:2])
+    print(f"ksc's gmm.ks vs reference: largest relative error {max(errors):.2e}")
+
+
+def test_the_two_ks_objectives_agree(gmm: ModuleType, ksc_gmm: ModuleType) -> None:
+    inputs = R.random_inputs(30, 3, 4, seed=7, wishart=(0.8, 0))
+    assert gmm.gmm_objective(*_args(inputs)) == pytest.approx(ksc_gmm.objective(*_args(inputs)), rel=1e-5)
+
+
+def test_bad_shapes_raise_not_crash(gmm: ModuleType) -> None:
+    inputs = R.random_inputs(4, 3, 2, seed=0, wishart=WISHART)
+    args = _args(inputs)
+    with pytest.raises(RuntimeError, match="Assert failed"):  # ls rows of the wrong length for d = 3
+        gmm.gmm_objective(*args[:4], [row[:2] for row in args[4]], args[5])
+    with pytest.raises(RuntimeError, match="Assert failed"):  # fewer means than weights: an index out of range
+        gmm.gmm_objective(args[0], args[1] + [0.0], *args[2:])
+    gmm.reset_allocator()
+    assert gmm.gmm_objective(*args) == pytest.approx(R.gmm_objective(*inputs).item(), rel=RTOL)
+
+
+@needs_ksc
+def test_committed_ksc_output_is_current() -> None:
+    """gmm.kso/gmm.cpp/ksbind-edefs.h are what ksc makes of gmm.ks now
+    (after editing gmm.ks, run examples/gmm/regenerate.py)."""
+    env = {**os.environ, "KSC": str(KSC)}
+    done = subprocess.run([sys.executable, str(GMM / "regenerate.py"), "--check"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "current" in done.stdout
