@@ -29,7 +29,7 @@ import reference  # noqa: E402  (examples/gmm/reference.py)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--lr", type=float, default=0.3)
     parser.add_argument("--n", type=int, default=400, help="data points")
     parser.add_argument("--d", type=int, default=2, help="dimension")
     parser.add_argument("--k", type=int, default=3, help="mixture components")
@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with torch.no_grad():
         final = -m.gmm_objective(x, alphas, means, qs, ls, wishart).item() / args.n
-        check = -reference.gmm_objective(x64, *(p.detach().double() for p in params), wishart).item() / args.n
+        a64, mu64, q64, l64 = (p.detach().double() for p in params)
+        check = -reference.gmm_objective(x64, a64, mu64, q64, l64, wishart).item() / args.n
     print(f"loss {losses[0]:.5f} -> {final:.5f} (PyTorch reference at the fitted parameters: {check:.5f})")
     order = torch.cdist(centres, means.detach().double()).argmin(1)
     print("true centres -> nearest fitted mean:")
