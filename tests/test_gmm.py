@@ -1,8 +1,13 @@
 """examples/gmm: the ks GMM objective (ksc's committed output, built on the
-bundled runtime without ksc) and its vjp against the PyTorch reference
-(examples/gmm/reference.py, float64), through the python target; ksc's own
-gmm.ks objective against the same reference; the committed output is what ksc
-makes of gmm.ks today."""
+bundled runtime without ksc) against the PyTorch reference
+(examples/gmm/reference.py, float64): through the python target (value and
+vjp) and the torch target (value and .backward(), as fit.py uses it); ksc's
+own programs/gmm.ks objective on the torch target against the same reference;
+fit.py lowers the loss; the committed output is what ksc makes of gmm.ks today.
+
+Three module builds (gmm, gmm_torch, ksc's gmm on the torch target), each once
+per session.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -54,16 +59,21 @@ def gmm() -> ModuleType:
     return _build(GMM / "gmm.yaml", "gmm")
 
 
-@pytest.fixture(scope="module")
-def ksc_gmm(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+def _ksc_gmm(folder: Path, target: str) -> ModuleType:
     """ksc's own programs/gmm.ks objective, compiled by ksc, on ksc's runtime."""
     if not KSC.is_file():
         pytest.skip(f"ksc is not in {KSC.parent.parent} (shared/ksc absent)")
-    cfg = tmp_path_factory.mktemp("ksc_gmm") / "ksc_gmm.yaml"
-    cfg.write_text("name: ksc_gmm\ntarget: python\n"
+    name = f"ksc_gmm_{target}"
+    cfg = folder / f"{name}.yaml"
+    cfg.write_text(f"name: {name}\ntarget: {target}\n"
                    f"ks: [{PROGRAMS / 'gmm.ks'}]\nksc: {{path: {KSC}, runtime: {RUNTIME}}}\n"
                    "bindings:\n  - {name: objective, function: gmm_knossos_gmm_objective, vjp: objective_vjp}\n")
-    return _build(cfg, "ksc_gmm")
+    return _build(cfg, name)
+
+
+@pytest.fixture(scope="module")
+def ksc_gmm_torch(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    return _ksc_gmm(tmp_path_factory.mktemp("ksc_gmm"), "torch")
 
 
 def _args(inputs: Any) -> list[Any]:
@@ -108,19 +118,6 @@ def test_objective_and_vjp_match_the_reference(gmm: ModuleType) -> None:
     print(f"examples/gmm vs reference: largest relative error {max(errors):.2e}")
 
 
-def test_ksc_own_gmm_matches_the_reference(ksc_gmm: ModuleType) -> None:
-    """ksc's programs/gmm.ks computes ADBench's formula with the same conventions
-    (Q's strict lower triangle packed column by column; the prior added as ADBench
-    writes it), so the same reference holds for it."""
-    errors = _check_against_reference(ksc_gmm.objective, ksc_gmm.objective_vjp, SIZES[:2])
-    print(f"ksc's gmm.ks vs reference: largest relative error {max(errors):.2e}")
-
-
-def test_the_two_ks_objectives_agree(gmm: ModuleType, ksc_gmm: ModuleType) -> None:
-    inputs = R.random_inputs(30, 3, 4, seed=7, wishart=(0.8, 0))
-    assert gmm.gmm_objective(*_args(inputs)) == pytest.approx(ksc_gmm.objective(*_args(inputs)), rel=1e-5)
-
-
 def test_bad_shapes_raise_not_crash(gmm: ModuleType) -> None:
     inputs = R.random_inputs(4, 3, 2, seed=0, wishart=WISHART)
     args = _args(inputs)
@@ -141,3 +138,68 @@ def test_committed_ksc_output_is_current() -> None:
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "current" in done.stdout
+
+
+# ------------------------------------------------------------ the torch target
+
+
+@pytest.fixture(scope="module")
+def gmm_torch() -> ModuleType:
+    """examples/gmm/gmm.yaml's torch module (what fit.py imports)."""
+    return _build(GMM / "gmm.yaml", "gmm_torch")
+
+
+def _check_torch_against_reference(objective: Any, sizes: Sequence[tuple[int, int, int]]) -> list[float]:
+    """Rank-2 float32 tensors for the Vec (Vec Float) arguments, a 0-dim result,
+    gradients by .backward() for every tensor, gamma (a 0-dim tensor) included:
+    all within RTOL of the reference. The errors seen."""
+    errors = []
+    for seed, (n, d, k) in enumerate(sizes):
+        inputs = R.random_inputs(n, d, k, seed=seed, wishart=WISHART)
+        leaves = [t.to(torch.float32).requires_grad_() for t in inputs[:5]]
+        gamma = torch.tensor(WISHART[0], requires_grad=True)
+        value = objective(*leaves, (gamma, WISHART[1]))
+        assert value.shape == () and value.dtype == torch.float32
+        (value * 0.75).backward()
+        expected, grads = _reference_and_grads(inputs, dret=0.75)
+        errors.append(abs(value.item() - expected) / abs(expected))
+        assert errors[-1] < RTOL, ((n, d, k), value, expected)
+        for name, leaf, ref in zip(["x", "alphas", "means", "qs", "ls", "gamma"], [*leaves, gamma], grads):
+            assert leaf.grad is not None and leaf.grad.shape == leaf.shape, name
+            errors.append(_rel(leaf.grad, ref))
+            assert errors[-1] < RTOL, ((n, d, k), name, leaf.grad, ref)
+    return errors
+
+
+def test_torch_objective_and_backward_match_the_reference(gmm_torch: ModuleType) -> None:
+    errors = _check_torch_against_reference(gmm_torch.gmm_objective, SIZES)
+    print(f"examples/gmm (torch) vs reference: largest relative error {max(errors):.2e}")
+
+
+def test_ksc_own_gmm_on_the_torch_target(ksc_gmm_torch: ModuleType) -> None:
+    """ksc's programs/gmm.ks computes ADBench's formula with the same conventions
+    (Q's strict lower triangle packed column by column; the prior added as ADBench
+    writes it), so the same reference holds for it."""
+    errors = _check_torch_against_reference(ksc_gmm_torch.objective, SIZES[:2])
+    print(f"ksc's gmm.ks (torch) vs reference: largest relative error {max(errors):.2e}")
+
+
+def test_the_two_ks_objectives_agree(gmm_torch: ModuleType, ksc_gmm_torch: ModuleType) -> None:
+    inputs = R.random_inputs(30, 3, 4, seed=7, wishart=(0.8, 0))
+    args = [t.to(torch.float32) for t in inputs[:5]]
+    assert gmm_torch.gmm_objective(*args, inputs.wishart).item() == pytest.approx(
+        ksc_gmm_torch.objective(*args, inputs.wishart).item(), rel=1e-5)
+
+
+def test_fit_lowers_the_loss(gmm_torch: ModuleType) -> None:
+    """examples/gmm/fit.py, as a user runs it (its module comes from the test cache)."""
+    env = {**os.environ, "KSBIND_CACHE_DIR": str(session_cache_dir())}
+    done = subprocess.run([sys.executable, str(GMM / "fit.py"), "--steps", "30"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = [line for line in done.stdout.splitlines() if line.startswith("step")]
+    assert len(steps) == 30
+    summary = next(line for line in done.stdout.splitlines() if line.startswith("loss "))
+    before, after = (float(v) for v in summary.split()[1:4:2])
+    assert after < 0.7 * before, summary
+    print(summary)
