@@ -5,12 +5,16 @@ out). Results are copied out of the arena, which is reset after every call.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any, Sequence
+
+from ..binding import Binding
 from ..types import KsType, ScalarType, TensorType, TupleType
-from .common import Crossing
+from .common import Crossing, EntryPoint, entry_points_for
 from .ks import FILES, SINGLE_FILE, SCALAR_PY  # same file layout as the ks target
 
 NAME = "python"
-__all__ = ["NAME", "FILES", "SINGLE_FILE", "crossing", "py_type"]
+__all__ = ["NAME", "FILES", "SINGLE_FILE", "crossing", "py_type", "extra_context", "is_scalar_call"]
 
 
 def py_type(t: KsType) -> str:
@@ -26,10 +30,49 @@ def py_type(t: KsType) -> str:
     return "object"
 
 
+# Results pybind11 itself turns into exactly what to_py makes (float, int, bool), so they are
+# returned as C++ values: a pybind11::object result costs a reference-count round trip, and
+# without NDEBUG pybind11 checks the GIL on each (a thread-local read): ~10% of a scalar call.
+# Not String: pybind11 raises on invalid UTF-8 where to_py replaces it.
+NATIVE_RESULTS = frozenset({"Float", "Integer", "Bool"})
+
+
 def crossing(t: KsType, role: str) -> Crossing:
     """Every ks type crosses as a Python object converted in C++ (ksbind/include/ksbind/python.h):
     ``from_py<T>`` checks and copies a parameter into the arena, naming the
-    argument in errors; ``to_py`` copies a result (or gradient) out."""
+    argument in errors; ``to_py`` copies a result (or gradient) out, except a
+    Float, Integer or Bool result, which pybind11 converts (see NATIVE_RESULTS)."""
     if role == "param":
         return Crossing("pybind11::handle", f"ksbind::python::from_py<{t.cpp}>", py_type(t))
+    if isinstance(t, ScalarType) and t.name in NATIVE_RESULTS:
+        return Crossing(t.cpp, "", py_type(t))
     return Crossing("pybind11::object", "ksbind::python::to_py", py_type(t))
+
+
+def _holds_tensor(t: KsType) -> bool:
+    return t.contains(lambda x: isinstance(x, TensorType))
+
+
+def is_scalar_call(params: Sequence[KsType], result: KsType) -> bool:
+    """No tensor in the arguments and a scalar (or string) result: the entry point converts its
+    arguments before the arena guard and takes the arena mutex only when it must, as the ks
+    target does (``ksbind::python::ScalarCallScope``). Why only these: converting a tensor copies
+    it into the arena, and making a tuple or list of the result may run Python code (the garbage
+    collector), so those calls keep the guard that always locks."""
+    return isinstance(result, ScalarType) and not any(_holds_tensor(p) for p in params)
+
+
+def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
+    """The entry points, each marked ``extra["scalar_call"]`` (see is_scalar_call) for
+    entry_points.cpp.j2's prologue."""
+    entries = entry_points_for(list(bindings), crossing)
+    types: dict[str, tuple[list[KsType], KsType]] = {}
+    for b in bindings:
+        types[b.name] = (list(b.decl.params), b.decl.return_type)
+        if b.vjp_decl is not None and b.vjp_name is not None:
+            types[b.vjp_name] = (list(b.decl.params) + [b.vjp_decl.params[1]], b.vjp_decl.return_type)
+    return {"entry_points": [_marked(e, *types[e.name]) for e in entries]}
+
+
+def _marked(e: EntryPoint, params: list[KsType], result: KsType) -> EntryPoint:
+    return replace(e, extra={**e.extra, "scalar_call": is_scalar_call(params, result)})

@@ -233,11 +233,41 @@ T from_py_at(ks::allocator* alloc, py::handle h, const std::string& where) {
     return convert(alloc, h, where, tag<T>());
 }
 
-// Python -> ks: the entry points' converter for parameters.
+// Python -> ks: the entry points' converter for parameters. The common
+// exact types of scalar arguments (float for Float, int for Integer, bool)
+// are read inline without building the argument's name; anything else, and
+// every error, takes the general path, so values and messages are the same.
 template <class T>
 T from_py(ks::allocator* alloc, py::handle h, const char* name) {
+    PyObject* o = h.ptr();
+    if constexpr (std::is_same_v<T, ks::Float>) {
+        if (PyFloat_CheckExact(o)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(o));
+    } else if constexpr (std::is_same_v<T, ks::Integer>) {
+        if (PyLong_CheckExact(o)) {  // not bool (a subclass); PyNumber_Index would return o itself
+            int overflow = 0;
+            long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+            if (!overflow && v >= INT_MIN && v <= INT_MAX) return static_cast<ks::Integer>(v);
+        }
+    } else if constexpr (std::is_same_v<T, ks::Bool>) {
+        if (PyBool_Check(o)) return o == Py_True;
+    }
     return from_py_at<T>(alloc, h, std::string(name));
 }
+
+// The arena guard of a python-target call whose arguments hold no tensor and
+// whose result is a scalar or string (see entry_points.cpp.j2): its arguments
+// are converted before the guard, because they never touch the arena and
+// converting them may run Python code (__index__, a sequence's __getitem__),
+// during which another thread may take the GIL. What is left under the guard
+// (the ks call, and making one float/int/bool/str) runs no Python code, so,
+// like the ks target's ArenaLock, the guard takes the arena mutex only when
+// the call releases the GIL or another entry point holds the mutex. It still
+// resets the arena when the call ends (ks code may allocate temporaries).
+class ScalarCallScope : public ArenaLock {
+public:
+    explicit ScalarCallScope(ks::allocator& alloc, bool release_gil) : ArenaLock(alloc, release_gil) {}
+    ~ScalarCallScope() { alloc_.reset(mark_); }
+};
 
 // ------------------------------------------------------------ ks -> Python
 
