@@ -1,44 +1,42 @@
 """Compile generated modules with g++ and import them, cached by content hash.
 
 ``build(config_or_spec)`` renders a module, writes its generated files to its
-output folder, and returns the imported extension module. The cache key
-covers every input (generated files, the config's cpp sources and the headers
-beside them, the runtime's headers and sources, ksbind's own headers, compiler
-and flags, ksbind/pybind11/Python versions and ABI), so an unchanged rebuild
-imports the cached module without running the compiler, in any process.
-Torch-target modules are built by ``ksbind.build_torch`` (torch's own
-extension builder) with the same cache (``ksbind.buildcache``).
+output folder, and returns the imported extension module. The module's cache
+key covers every input (generated files, the config's cpp sources and the
+headers beside them, the runtime's headers and sources, ksbind's own headers,
+compiler and flags, ksbind/pybind11/Python versions and ABI), so an unchanged
+rebuild imports the cached module without running the compiler, in any
+process. A changed module is built by the one pipeline of ksbind/compile.py
+(the torch target's too, from ``ksbind.build_torch``): each translation unit's
+object comes from the object cache when nothing it depends on changed.
 
 Environment: ``CXX`` (compiler, default g++), ``KSBIND_CXXFLAGS`` (extra
 flags, part of the key), ``KSBIND_CACHE_DIR`` (cache folder), ``KSBIND_JOBS``
-(parallel compiles, default: CPU count).
+(parallel compiles, default: CPU count), ``KSBIND_OBJECT_CACHE=0`` and
+``KSBIND_PCH=0`` (see ksbind/compile.py).
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 import shlex
-import signal
-import subprocess
 import sys
 import sysconfig
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
 from . import buildcache, versions
+from .compile import Unit, build_entry, init_unit, module_name_flags, object_cache, shared_copies
 from .config import ModuleSpec, load_config
 from .errors import BuildError, Location
 from .missing import explain_missing
-from .output import plan_files, write_generated, write_planned
+from .output import plan_files, write_atomic, write_generated, write_planned
 from .render import RenderedModule
 from .resolve import ResolvedModule
-from .toolchain import (BASE_FLAGS, INCLUDE_DIR, KS_FLAGS, RUNTIME_DIR, compiler, first_error,
-                        hash_include_path, ks_include_dirs)
+from .toolchain import (BASE_FLAGS, INCLUDE_DIR, KS_FLAGS, RUNTIME_DIR, Toolchain, compiler, first_error,
+                        hash_include_path, ks_include_dirs, pybind11_two_phase)
 
 #: Generated files that are translation units (the rest are headers or stubs).
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
@@ -161,13 +159,83 @@ def cache_key(plan: CompilePlan, target: str) -> str:
 
 
 def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path, quiet: bool = False) -> ModuleType:
+    """The pipeline for one ks/python-target module: key -> lock -> compile
+    objects -> link -> install (verified on every later hit) -> load."""
     entry = buildcache.CacheEntry(root, plan.name, cache_key(plan, rendered.target), target=rendered.target)
     if not entry.is_built():
-        with entry.lock():
-            if not entry.is_built():  # another process may have built it while we waited
-                _compile_into(entry, plan, quiet)
+        tc = plan_toolchain(plan)
+        objects = object_cache(root)
+        units = plan_units(plan, tc, root if objects is not None else None)
+        build_entry(entry, units, tc, objects=objects, log_dir=plan.log_dir,
+                    progress=lambda text: _progress(quiet, f"{plan.name}: {text}"))
     _install_stub(entry, plan.name, rendered)
     return buildcache.import_from_path(plan.name, entry.module_path)
+
+
+def _name_define(flags: Sequence[str]) -> bool:
+    return any(f.startswith("-DTORCH_EXTENSION_NAME=") for f in flags)
+
+
+def plan_toolchain(plan: CompilePlan) -> Toolchain:
+    """The ks/python targets' toolchain: the plan's flags but the module's name
+    (given only to the units that use it, so the others' objects are shared
+    across modules and versions), pybind11's and ksbind's headers precompiled."""
+    import pybind11
+
+    common = tuple(f for f in plan.flags if not _name_define((f,)))
+    return Toolchain("pybind11", plan.cxx, common, plan.include_dirs, ldflags=common,
+                     pch_includes=("ksbind/pybind.h",),
+                     two_phase_init=pybind11_two_phase(Path(pybind11.get_include())))
+
+
+#: Written beside the generated files: the generated translation units as one.
+BINDINGS_UNIT = "ksbind_bindings.cpp"
+
+
+def plan_units(plan: CompilePlan, tc: Toolchain, shared_root: Path | None) -> list[Unit]:
+    """The plan's sources as units: the user's and the runtime's as they are; the
+    generated ones (entry_points.cpp, module.cpp) as one unit, which includes them.
+
+    Why one: every unit that includes pybind11 compiles its support code again
+    (3-4 s at -O2 with pybind11 3, precompiled header or not); one generated
+    unit compiles it once per module. They change together (both follow the
+    bindings), so the object cache loses nothing by it.
+
+    With ``shared_root`` (the object cache's root), the generated files are
+    compiled from their content-addressed copies there and under the
+    placeholder module name (ksbind/compile.py), plus a one-line init unit:
+    the same bindings then reuse one object in every module and version."""
+    name = (f"-DTORCH_EXTENSION_NAME={plan.name}",)
+    generated = [s for s in plan.sources if s.parent == plan.log_dir and s.suffix in CPP_SUFFIXES]
+    units = [Unit(s, name if _mentions_name(s) else ()) for s in plan.sources if s not in generated]
+    if not generated:
+        return units
+    if shared_root is not None:
+        headers = [p for p in sorted(plan.log_dir.iterdir()) if p.is_file() and p.suffix in buildcache.HEADER_SUFFIXES]
+        copies = shared_copies(shared_root, [*generated, *headers])
+    else:
+        copies = {g: g for g in generated}
+    flags, needs_init = module_name_flags(tc, plan.name, shared_root is not None)
+    parts = tuple((copies[g], g) for g in generated)
+    if len(generated) == 1:
+        units.append(Unit(copies[generated[0]], flags, pch=True, parts=parts))
+    else:
+        merged = copies[generated[0]].parent / BINDINGS_UNIT
+        text = ("// Written by ksbind's build: the generated translation units compiled as one\n"
+                "// (see ksbind/build.py, plan_units).\n" + "".join(f'#include "{g.name}"\n' for g in generated))
+        if not merged.is_file() or merged.read_text(encoding="utf-8") != text:
+            write_atomic(merged, text)
+        units.append(Unit(merged, flags, pch=True, parts=parts))
+    if needs_init and shared_root is not None:
+        units.append(init_unit(shared_root, plan.name))
+    return units
+
+
+def _mentions_name(src: Path) -> bool:
+    try:
+        return b"TORCH_EXTENSION_NAME" in src.read_bytes()
+    except OSError:
+        return False
 
 
 def _install_stub(entry: buildcache.CacheEntry, name: str, rendered: RenderedModule) -> None:
@@ -186,119 +254,6 @@ def _progress(quiet: bool, text: str) -> None:
         print(f"ksbind: {text}", file=sys.stderr, flush=True)
 
 
-def _compile_into(entry: buildcache.CacheEntry, plan: CompilePlan, quiet: bool) -> None:
-    start = time.monotonic()
-    _progress(quiet, f"{plan.name}: compiling {len(plan.sources)} files with {plan.cxx[0]}")
-    with entry.staging() as tmp:
-        objects = compile_all(plan, tmp)
-        out = tmp / entry.module_path.name
-        _run([*plan.cxx, "-shared", *plan.flags, "-o", str(out), *map(str, objects)], plan.sources[0], "linking",
-             plan.log_dir)
-        entry.install(out)
-    _progress(quiet, f"{plan.name}: done in {time.monotonic() - start:.1f} s ({entry.module_path})")
-
-
-def compile_all(plan: CompilePlan, tmp: Path) -> list[Path]:
-    """Compile every translation unit in parallel.
-
-    On the first failure the other compiles are stopped and the failure that
-    comes first in source order is raised.
-    """
-    includes = [f"-I{d}" for d in plan.include_dirs]
-    objects = [tmp / f"{i}_{src.stem}.o" for i, src in enumerate(plan.sources)]
-    failed = threading.Event()
-    running: set[subprocess.Popen[str]] = set()
-    lock = threading.Lock()
-
-    def one(i: int) -> BuildError | None:
-        if failed.is_set():
-            return None
-        src = plan.sources[i]
-        try:
-            _run([*plan.cxx, *plan.flags, *includes, "-c", str(src), "-o", str(objects[i])], src, "compiling",
-                 plan.log_dir, running, lock, failed)
-        except BuildError as e:
-            failed.set()
-            with lock:
-                for proc in running:
-                    _kill_group(proc)
-            return e
-        return None
-
-    jobs = _jobs() or os.cpu_count() or 1
-    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(plan.sources)))) as pool:
-        try:
-            errors = list(pool.map(one, range(len(plan.sources))))
-        except BaseException:  # Ctrl-C: stop the compilers now, not when they finish
-            failed.set()
-            with lock:
-                for proc in running:
-                    _kill_group(proc)
-            raise
-    for e in errors:
-        if e is not None:
-            raise e
-    return objects
-
-
-def _jobs() -> int:
-    """KSBIND_JOBS: how many compilers run at once (0 or unset: one per core)."""
-    text = os.environ.get("KSBIND_JOBS", "").strip()
-    if not text:
-        return 0
-    if not text.isdigit():
-        raise BuildError(f"KSBIND_JOBS must be a whole number of parallel compiles, found {text!r}")
-    return int(text)
-
-
-def _run(cmd: list[str], src: Path, what: str, log_dir: Path,
-         running: set[subprocess.Popen[str]] | None = None, lock: threading.Lock | None = None,
-         stopped: threading.Event | None = None) -> None:
-    try:
-        # Own process group, so stopping a compile also stops cc1plus.
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
-    except OSError as e:
-        raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
-                         Location(str(src))) from None
-    if running is not None and lock is not None:
-        with lock:
-            running.add(proc)
-    try:
-        output, _ = proc.communicate()
-    except BaseException:
-        _kill_group(proc)
-        proc.wait()
-        raise
-    finally:
-        if running is not None and lock is not None:
-            with lock:
-                running.discard(proc)
-    if proc.returncode == 0:
-        return
-    if stopped is not None and stopped.is_set():
-        return None  # stopped because another file failed; that failure is reported
-    log: Path | None = log_dir / f"{src.name}.build.log" if _writable(log_dir) else None
-    if log is not None:
-        try:
-            log.write_text(f"$ {shlex.join(cmd)}\n{output}", encoding="utf-8")
-        except OSError:
-            log = None
-    first = first_error(output) or f"{cmd[0]} exited with status {proc.returncode}"
-    more = f" (full output: {log})" if log is not None else ""
-    raise BuildError(f"{what} {src} failed: {first}{more}", Location(str(src)))
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _writable(d: Path) -> bool:
-    return os.access(d, os.W_OK)
-
-
 __all__ = ["build", "build_configs", "build_spec", "compile_plan", "cache_key", "CompilePlan", "first_error",
+           "plan_units", "plan_toolchain",
            "INCLUDE_DIR", "RUNTIME_DIR", "BASE_FLAGS", "KS_FLAGS", "ks_include_dirs", "hash_include_path"]

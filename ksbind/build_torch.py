@@ -1,16 +1,21 @@
-"""Build torch-target modules with torch.utils.cpp_extension, under ksbind's cache.
+"""Build torch-target modules through ksbind's one build pipeline
+(ksbind/compile.py), with torch's compiler flags, include paths and libraries
+(from torch.utils.cpp_extension's helpers) as the target's toolchain, under
+ksbind's cache.
 
 The cache key covers every input (generated files, the config's cpp sources
 and headers beside them, runtime and ksbind headers, flags, compiler, torch
 and Python versions); when it matches, the cached extension and wrapper are
 imported directly: torch.utils.cpp_extension is not even imported.
 
-Translation units (compiled in parallel by ninja):
-- ``ks_unit.cpp`` (written here): the config's cpp sources and the generated
-  entry points in one unit, so ks functions inline into the elementwise and
-  vmap loops. It needs only ATen's core headers.
+Translation units (compiled in parallel, each from the object cache when
+nothing it depends on changed):
+- ``ks_unit.cpp`` (written beside the generated files): the config's cpp
+  sources and the generated entry points in one unit, so ks functions inline
+  into the elementwise and vmap loops. It needs only ATen's core headers.
 - ``module.cpp``: the pybind11 module, the one unit with torch's Python
-  headers (the slow part).
+  headers (the slow part); it gets the shared precompiled header of torch's
+  and ksbind's pybind11 headers (ksbind/pch.py).
 - the runtime's own sources, if any.
 
 The cache entry holds ``NAME_ext`` (the extension), ``NAME.py`` (the wrapper
@@ -23,16 +28,17 @@ import importlib.util
 import os
 import re
 import shlex
-import shutil
 import sys
+import sysconfig
 import threading
-import time
 from pathlib import Path
 from types import ModuleType
 
 from . import buildcache
+from .compile import Unit, init_unit, install_entry, module_name_flags, object_cache, shared_copies, shared_text
 from .output import write_atomic, write_generated
-from .toolchain import KS_FLAGS, first_error, hash_include_path, ks_include_dirs
+from .toolchain import (KS_FLAGS, Toolchain, compiler, first_error, hash_include_path, ks_include_dirs,
+                        pybind11_two_phase)
 from .config import ModuleSpec
 from .errors import BuildError, Location
 from .render import RenderedModule
@@ -40,11 +46,20 @@ from .targets.torch import ext_name
 
 #: -O3 with -fno-trapping-math lets g++ turn a scalar function's branches into
 #: vector selects and vectorise the elementwise loops (results are the same IEEE
-#: values; only floating-point trap semantics are given up); -fopenmp makes
-#: ATen's at::parallel_for (OpenMP in torch's CPU builds) run in parallel.
-CFLAGS = ("-O3", "-fno-trapping-math", "-fopenmp", "-g0", "-fvisibility=hidden", "-Wno-unused-variable", *KS_FLAGS)
+#: values; only floating-point trap semantics are given up); -fno-math-errno
+#: (as PyTorch builds) lets it call libmvec's vector exp/log/sin/cos/pow in
+#: those loops (ksbind/cpu_capability.h; ks code never reads errno); -fopenmp
+#: makes ATen's at::parallel_for (OpenMP in torch's CPU builds) run in parallel.
+#: No -march: per-CPU code is chosen at run time (ksbind/cpu_capability.h);
+#: -ffp-contract=off keeps a*b+c two roundings in the AVX2/AVX-512 copies too
+#: (no FMA contraction), so every capability computes the same floats.
+CFLAGS = ("-O3", "-fno-trapping-math", "-fno-math-errno", "-ffp-contract=off", "-fopenmp", "-g0", "-fvisibility=hidden", "-Wno-unused-variable", *KS_FLAGS)
 LDFLAGS = ("-fopenmp",)
 UNIT = "ks_unit.cpp"
+#: What torch.utils.cpp_extension adds for a Python extension (as it builds one).
+TORCH_CFLAGS = ("-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", "-std=c++20")
+#: The shared precompiled header of module.cpp: torch's pybind11 and ksbind's headers.
+PCH_INCLUDES = ("torch/csrc/utils/pybind.h", "ksbind/pybind.h", "ksbind/torch.h")
 
 _COMPILER_ERROR = re.compile(r"^\S+:\d+(?::\d+)?: (?:fatal )?error: .*$", re.MULTILINE)
 _loaded: dict[str, ModuleType] = {}
@@ -78,7 +93,7 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, include_dirs: tuple[Pa
     h.add_text("target", "torch")
     h.add_text("torch", torch.__version__)
     h.add_text("name", spec.name)
-    h.add_text("cxx", os.environ.get("CXX", "c++"))
+    h.add_text("cxx", "\0".join(compiler()))
     h.add_text("cflags", "\0".join(cflags))
     h.add_text("ldflags", "\0".join(ldflags))
     for name in sorted(rendered.files):
@@ -99,6 +114,20 @@ def module_key(spec: ModuleSpec, rendered: RenderedModule) -> str:
     return cache_key(spec, rendered, _include_dirs(spec, spec.output), cflags, ldflags)
 
 
+def toolchain(include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: tuple[str, ...]) -> Toolchain:
+    """The torch target's toolchain: torch's include folders (as -isystem, after
+    ksbind's and the runtime's), its C++ ABI, and its libraries."""
+    import torch
+    from torch.utils import cpp_extension  # only on a cache miss: it is slow to import
+
+    abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(bool(torch._C._GLIBCXX_USE_CXX11_ABI))}"
+    system = (*map(Path, cpp_extension.include_paths()), Path(sysconfig.get_paths()["include"]))
+    libs = (*(f"-L{d}" for d in cpp_extension.library_paths()), "-lc10", "-ltorch_cpu", "-ltorch", "-ltorch_python")
+    return Toolchain("torch", compiler(), (*TORCH_CFLAGS, abi, *cflags), include_dirs, system,
+                     ldflags=ldflags, libs=libs, pch_includes=PCH_INCLUDES, key_parts=(("torch", torch.__version__),),
+                     two_phase_init=any(pybind11_two_phase(d) for d in system))
+
+
 def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir: Path | None = None,
                        quiet: bool = False) -> ModuleType:
     """Generate, compile (or reuse the cache) and import a torch-target module."""
@@ -115,10 +144,11 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
         if str(entry.module_path) not in _loaded:
             if not entry.is_built():
                 with entry.lock():
-                    if not entry.is_built():
+                    if not entry.is_built():  # another process may have built it while we waited
                         _compile(spec, rendered, entry, generated, include_dirs, cflags, ldflags, quiet)
-            if str(entry.module_path) not in _loaded:
-                _loaded[str(entry.module_path)] = buildcache.import_from_path(ext, entry.module_path)
+            import torch  # noqa: F401  (the extension links to torch's libraries: loaded first)
+
+            _loaded[str(entry.module_path)] = buildcache.import_from_path(ext, entry.module_path)
         sys.modules[ext] = _loaded[str(entry.module_path)]
         key = str(wrapper_path)
         if key not in _loaded:
@@ -143,58 +173,49 @@ def _import_wrapper(name: str, path: Path) -> ModuleType:
 def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: buildcache.CacheEntry, generated: list[Path],
              include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: tuple[str, ...],
              quiet: bool) -> None:
-    from torch.utils import cpp_extension  # only on a cache miss: it is slow to import
-
-    _ninja_on_path()
-
-    start = time.monotonic()
-    ext = entry.name
+    """Build the entry through the pipeline (ksbind/compile.py), wrapper included;
+    the caller holds the entry's lock."""
+    tc = toolchain(include_dirs, cflags, ldflags)
+    objects = object_cache(entry.root)
+    shared_root = entry.root if objects is not None else None
+    sources = [p for p in generated if p.suffix in (".cpp", ".h")]
+    # Compiled from content-addressed copies (ksbind/compile.py, shared_copies): the
+    # same generated code reuses its objects in every module, folder and version.
+    copies = shared_copies(shared_root, sources) if shared_root is not None else {p: p for p in sources}
     by_name = {p.name: p for p in generated}
     entry_unit = by_name.get("entry_points.cpp", by_name["module.cpp"])
     runtime_sources = [] if spec.runtime.bundled else list(spec.runtime.sources)
-    with entry.staging() as tmp:
-        unit = tmp / UNIT
-        unit.write_text(unit_text(spec, entry_unit), encoding="utf-8")
-        sources = [unit] + ([by_name["module.cpp"]] if entry_unit.name != "module.cpp" else []) + runtime_sources
-        if not quiet:
-            print(f"ksbind: {spec.name}: compiling {len(sources)} files with torch.utils.cpp_extension",
-                  file=sys.stderr, flush=True)
-        # cpp_extension renames a module rebuilt with other sources in the same
-        # process (NAME_v1); ksbind's cache already tells builds apart.
-        versioner = getattr(cpp_extension, "JIT_EXTENSION_VERSIONER", None)
-        if versioner is not None and hasattr(versioner, "entries"):
-            versioner.entries.pop(ext, None)
-        try:
-            module = cpp_extension.load(
-                name=ext, sources=[str(s) for s in sources], extra_cflags=list(cflags),
-                extra_ldflags=list(ldflags), extra_include_paths=[str(d) for d in include_dirs],
-                build_directory=str(tmp), verbose=False, with_cuda=False, is_python_module=True)
-        except Exception as e:  # cpp_extension raises RuntimeError with the compiler's output
-            raise _build_error(spec, entry_unit, str(e)) from None
-        built = tmp / f"{ext}.so"
-        if not built.is_file():
-            raise BuildError(f"torch.utils.cpp_extension built no {built.name}", Location(str(tmp)))
+    # At a stable path (not in a staging folder), so its object is cached.
+    text = unit_text(spec, copies[entry_unit])
+    if shared_root is not None:
+        unit = shared_text(shared_root, UNIT, text)
+    else:
+        unit = spec.output / UNIT
+        if not unit.is_file() or unit.read_text(encoding="utf-8") != text:
+            write_atomic(unit, text)
+    name, needs_init = module_name_flags(tc, entry.name, shared_root is not None)
+    parts = tuple((copies[g], g) for g in sources if g.suffix == ".cpp")
+    units = [Unit(unit, name if entry_unit.name == "module.cpp" else (), parts=parts)]
+    if entry_unit.name != "module.cpp":
+        units.append(Unit(copies[by_name["module.cpp"]], name, pch=True, parts=parts))
+    units += [Unit(Path(s)) for s in runtime_sources]
+    if needs_init and shared_root is not None:
+        units.append(init_unit(shared_root, entry.name))
+
+    def wrapper_first(staging: Path) -> None:
         # The wrapper goes in first; install() adds the extension, then the manifest
         # that marks the entry complete.
         entry.dir.mkdir(parents=True, exist_ok=True)
-        for name in (f"{spec.name}.py", f"{spec.name}.pyi"):
-            if name in rendered.files:
-                write_atomic(entry.dir / name, rendered.files[name])
-        entry.install(built)
-    # This process already loaded the extension (from the staging folder): reuse it.
-    _loaded[str(entry.module_path)] = module
-    if not quiet:
-        print(f"ksbind: {spec.name}: done in {time.monotonic() - start:.1f} s ({entry.module_path})",
-              file=sys.stderr, flush=True)
+        for fname in (f"{spec.name}.py", f"{spec.name}.pyi"):
+            if fname in rendered.files:
+                write_atomic(entry.dir / fname, rendered.files[fname])
 
+    def progress(text: str) -> None:
+        if not quiet:
+            print(f"ksbind: {spec.name}: {text}", file=sys.stderr, flush=True)
 
-def _ninja_on_path() -> None:
-    """cpp_extension runs `ninja` from PATH; pip's ninja lives beside this
-    interpreter, which is not on PATH when a virtualenv is used unactivated."""
-    if shutil.which("ninja") is None:
-        bindir = os.path.dirname(sys.executable)
-        if os.path.isfile(os.path.join(bindir, "ninja")):
-            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    install_entry(entry, units, tc, objects=objects, log_dir=spec.output, progress=progress,
+                  before_install=wrapper_first)
 
 
 def _build_error(spec: ModuleSpec, where: Path, output: str) -> BuildError:

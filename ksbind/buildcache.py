@@ -87,8 +87,14 @@ DEFAULT_MAX_BYTES = 2 * 1024 ** 3
 EVICT_MIN_IDLE_SECONDS = 600.0
 TRASH_PREFIX = ".trash-"
 #: Prefixes of temporary folders in the cache root (builds, ksc runs): removed after STALE_STAGING_SECONDS.
-TEMP_PREFIXES = (".staging-", ".ksc-")
+TEMP_PREFIXES = (".staging-", ".ksc-", ".in-")
 LOAD_KS_DIR = "load_ks"
+#: Folders of the parts shared by every module (ksbind/objcache.py, ksbind/pch.py):
+#: compiled objects and precompiled headers, one entry per ``DIR/UNITKEY16/DEPSKEY16/``.
+SHARED_DIRS = {"objects": "object", "pch": "pch"}
+SHARED_RECORD = "deps.json"
+#: Copies of generated files (and init units) the shared objects are compiled from: small, removed by clean --all.
+UNITS_DIR = "units"
 _ENTRY_NAME = re.compile(r"^(?P<name>.+)-(?P<key>[0-9a-f]{16})$")
 
 
@@ -329,6 +335,17 @@ _verified: dict[str, tuple[int, int, int, str]] = {}
 _used_here: set[str] = set()
 
 
+def note_used(entry_dir: Path) -> None:
+    """An entry folder (a module's, an object's, a precompiled header's) this
+    process uses: eviction in this process leaves it alone."""
+    _used_here.add(str(entry_dir))
+
+
+def remove_folder(root: Path, path: Path) -> bool:
+    """Remove a folder in one step (renamed to ROOT/.trash-*, then deleted)."""
+    return _remove_dir(Path(root), Path(path))
+
+
 class CacheEntry:
     """One cached build: ``root/NAME-KEY16/`` holding ``NAME<EXT_SUFFIX>`` (and,
     for the torch backend, files its build put there first) and ``manifest.json``."""
@@ -535,7 +552,8 @@ class EntryInfo:
     """One entry of the cache root, as ``ksbind cache list`` shows it."""
 
     path: Path
-    kind: str          # "module" (a build), "ksc" (ksc's output) or "load_ks" (load_ks's source)
+    kind: str          # "module" (a build), "ksc" (ksc's output), "load_ks" (load_ks's source),
+                       # "object" or "pch" (the parts shared by every module: see scan's shared)
     module: str        # the module's name; for ksc and load_ks entries, the name they were made for
     key: str           # the folder's 16 hex digits
     target: str        # ks, python or torch; "ksc"; "load_ks"; "" when unknown (no manifest)
@@ -620,18 +638,53 @@ def _load_ks_entries(path: Path) -> list[EntryInfo]:
     return out
 
 
-def scan(root: Path | None = None, details: bool = True) -> list[EntryInfo]:
+def _shared_entries(folder: Path, kind: str, details: bool) -> list[EntryInfo]:
+    """The stored objects or precompiled headers under ``objects/`` or ``pch/``."""
+    out = []
+    try:
+        units = sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.is_dir())
+    except OSError:
+        return []
+    for u in units:
+        try:
+            stored = sorted(p for p in u.iterdir() if not p.name.startswith(".") and p.is_dir())
+        except OSError:
+            continue
+        for d in stored:
+            size, newest, _ = _tree(d)
+            try:
+                used = os.stat(d / SHARED_RECORD).st_mtime
+            except OSError:
+                used = newest
+            source = ""
+            if details:
+                with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+                    source = Path(str(json.loads((d / SHARED_RECORD).read_bytes())["source"])).name
+            out.append(EntryInfo(d, kind, source, f"{u.name[:8]}{d.name[:8]}", kind, size, used))
+    return out
+
+
+def scan(root: Path | None = None, details: bool = True, shared: bool = False) -> list[EntryInfo]:
     """Every entry in the cache root: module builds, ksc outputs and load_ks sources
-    (hidden names, i.e. locks, staging and trash, are not entries). Without
-    ``details``, module entries' manifests are not read (their target is "")."""
+    (hidden names, i.e. locks, staging and trash, are not entries); with
+    ``shared``, then also the objects and precompiled headers every module
+    shares. Without ``details``, module entries' manifests (and the shared
+    parts' records) are not read (their target, or source, is "")."""
     root = Path(root) if root is not None else cache_root()
     try:
         children = sorted(root.iterdir())
     except OSError:
         return []
     out: list[EntryInfo] = []
+    later: list[EntryInfo] = []
     for p in children:
         if p.name.startswith(".") or p.is_symlink() or not p.is_dir():
+            continue
+        if p.name == UNITS_DIR:
+            continue
+        if p.name in SHARED_DIRS:
+            if shared:
+                later += _shared_entries(p, SHARED_DIRS[p.name], details)
             continue
         if p.name == LOAD_KS_DIR:
             out += _load_ks_entries(p)
@@ -643,7 +696,7 @@ def scan(root: Path | None = None, details: bool = True) -> list[EntryInfo]:
             info = _module_entry(p, details)
             if info is not None:
                 out.append(info)
-    return out
+    return out + later
 
 
 def _remove_dir(root: Path, path: Path) -> bool:
@@ -667,7 +720,8 @@ def remove_entry(info: EntryInfo, idle_since: float | None = None) -> bool:
     if lock is None:
         if idle_since is not None and _last_used_now(info) >= idle_since:
             return False
-        root = info.path.parent.parent if info.kind == "load_ks" else info.path.parent
+        root = {"load_ks": info.path.parent.parent, "object": info.path.parents[2],
+                "pch": info.path.parents[2]}.get(info.kind, info.path.parent)
         return _remove_dir(root, info.path)
     if not lock.exists() and not info.path.exists():
         return False
@@ -684,6 +738,10 @@ def remove_entry(info: EntryInfo, idle_since: float | None = None) -> bool:
 
 def _last_used_now(info: EntryInfo) -> float:
     """An entry's last use as it is now (a scan may be a moment old)."""
+    if info.kind in ("object", "pch"):
+        with contextlib.suppress(OSError):
+            return os.stat(info.path / SHARED_RECORD).st_mtime
+        return info.last_used
     if info.kind == "module":
         with contextlib.suppress(OSError):
             return os.stat(info.path / MANIFEST).st_mtime
@@ -705,7 +763,7 @@ def evict(root: Path | None = None, max_bytes: int | None = None,
     root = Path(root) if root is not None else cache_root()
     limit = cache_max_bytes() if max_bytes is None else max_bytes
     _remove_trash(root)
-    entries = [e for e in scan(root, details=False) if e.kind in ("module", "ksc")]
+    entries = [e for e in scan(root, details=False, shared=True) if e.kind in ("module", "ksc", "object", "pch")]
     total = sum(e.size for e in entries)
     removed: list[EntryInfo] = []
     idle_since = time.time() - min_idle
@@ -734,16 +792,19 @@ class CleanReport:
 def clean(root: Path | None = None, older_than_days: float | None = None, everything: bool = False) -> CleanReport:
     """``ksbind cache clean``: with ``everything``, remove every entry; with
     ``older_than_days``, those not used for that long; with neither, evict down
-    to the size cap. Entries being built are skipped. Also removes leftovers:
-    trash, staging folders of builds killed over an hour ago and lock files of
-    entries that are gone."""
+    to the size cap. Entries being built are skipped. The shared objects and
+    precompiled headers count as entries (kinds "object" and "pch"). Also
+    removes leftovers: trash, staging folders of builds killed over an hour ago
+    and lock files of entries that are gone."""
     root = Path(root) if root is not None else cache_root()
     leftovers = _remove_trash(root) + _remove_stale(root, STALE_STAGING_SECONDS)
+    for d in SHARED_DIRS:
+        leftovers += _remove_stale(root / d, STALE_STAGING_SECONDS)
     removed: list[EntryInfo] = []
     skipped: list[EntryInfo] = []
     if everything or older_than_days is not None:
         cutoff = None if everything else time.time() - float(older_than_days or 0) * 86400
-        for e in scan(root):
+        for e in scan(root, shared=True):
             if cutoff is not None and e.last_used >= cutoff:
                 continue
             if remove_entry(e, cutoff):
@@ -753,6 +814,16 @@ def clean(root: Path | None = None, older_than_days: float | None = None, everyt
     else:
         removed = evict(root)
     leftovers += _remove_orphan_locks(root)
+    if everything:
+        for d in SHARED_DIRS:  # its locks, the plain headers, empty folders: gone with the last entry
+            folder = root / d
+            if folder.is_dir() and not _shared_entries(folder, SHARED_DIRS[d], details=False):
+                leftovers += _tree(folder)[0]
+                _remove_dir(root, folder)
+        units = root / UNITS_DIR  # the generated units' copies compiled from (ksbind/compile.py)
+        if units.is_dir():
+            leftovers += _tree(units)[0]
+            _remove_dir(root, units)
     load_ks = root / LOAD_KS_DIR
     if load_ks.is_dir():
         with contextlib.suppress(OSError):
@@ -846,4 +917,4 @@ def import_from_path(name: str, path: Path) -> ModuleType:
 __all__ = ["cache_root", "cache_max_bytes", "format_size", "extension_suffix", "environment_key", "Hasher",
            "build_lock", "try_lock", "CacheEntry", "EntryInfo", "CleanReport", "scan", "evict", "clean",
            "remove_entry", "remove_stale_staging", "import_from_path", "file_sha256", "HEADER_SUFFIXES",
-           "without_stamp", "MANIFEST", "DEFAULT_MAX_BYTES"]
+           "without_stamp", "MANIFEST", "DEFAULT_MAX_BYTES", "note_used", "remove_folder", "SHARED_DIRS"]

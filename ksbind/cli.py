@@ -135,13 +135,22 @@ def _cache(args: argparse.Namespace) -> int:
                 print("  ".join(c.rjust(w) if i == 3 else c.ljust(w) for i, (c, w) in
                                 enumerate(zip(r, widths))).rstrip())
         total = sum(e.size for e in entries)
+        shared = [e for e in buildcache.scan(root, details=False, shared=True) if e.kind in ("object", "pch")]
+        parts = (f"; shared by all modules: {sum(e.kind == 'object' for e in shared)} objects, "
+                 f"{sum(e.kind == 'pch' for e in shared)} precompiled headers, "
+                 f"{buildcache.format_size(sum(e.size for e in shared))}") if shared else ""
         print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {buildcache.format_size(total)} in "
-              f"{root} (cap {buildcache.format_size(cap)})")
+              f"{root} (cap {buildcache.format_size(cap)}){parts}")
         return 0
     report = buildcache.clean(root, older_than_days=args.older_than, everything=args.all)
     for e in report.removed:
-        print(f"removed {e.path.name} ({e.module}, {buildcache.format_size(e.size)}, last used "
-              f"{when(e.last_used)})")
+        if e.kind not in ("object", "pch"):  # the shared parts: one line below
+            print(f"removed {e.path.name} ({e.module}, {buildcache.format_size(e.size)}, last used "
+                  f"{when(e.last_used)})")
+    shared = [e for e in report.removed if e.kind in ("object", "pch")]
+    if shared:
+        print(f"removed {len(shared)} shared objects and precompiled headers "
+              f"({buildcache.format_size(sum(e.size for e in shared))})")
     for e in report.skipped:
         print(f"kept {e.path.name} ({e.module}): it is being built")
     print(f"freed {buildcache.format_size(report.freed)} ({len(report.removed)} "

@@ -5,9 +5,13 @@ and build_torch, so neither imports the other.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
+import shutil
+import subprocess
+import threading
 from pathlib import Path
 from typing import Sequence
 
@@ -28,6 +32,94 @@ BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-g0", *KS_FL
 
 def compiler() -> tuple[str, ...]:
     return tuple(shlex.split(os.environ.get("CXX", "g++"))) or ("g++",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Toolchain:
+    """How one target compiles and links: everything but the sources.
+
+    ``cflags`` go to every unit, then ``-I`` for ``include_dirs`` and ``-isystem``
+    for ``system_include_dirs`` (in that order); ``ldflags`` come before the
+    objects at link time and ``libs`` after them. ``pch_includes`` are the
+    headers of the shared precompiled header (ksbind/pch.py) used by the
+    generated units; ``key_parts`` are versions the objects depend on beyond
+    the compiler's and Python's (torch's).
+    """
+
+    name: str
+    cxx: tuple[str, ...]
+    cflags: tuple[str, ...]
+    include_dirs: tuple[Path, ...]
+    system_include_dirs: tuple[Path, ...] = ()
+    ldflags: tuple[str, ...] = ()
+    libs: tuple[str, ...] = ()
+    pch_includes: tuple[str, ...] = ()
+    key_parts: tuple[tuple[str, str], ...] = ()
+    two_phase_init: bool = False  # its pybind11's PYBIND11_MODULE names the module from the import
+
+
+    def include_flags(self) -> list[str]:
+        return [f"-I{d}" for d in self.include_dirs] + [a for d in self.system_include_dirs
+                                                         for a in ("-isystem", str(d))]
+
+    def compile_args(self, extra: Sequence[str] = ()) -> list[str]:
+        """Flags of one unit's compile, without the compiler, -c and -o."""
+        return [*self.cflags, *extra, *self.include_flags()]
+
+
+def pybind11_two_phase(include_dir: Path) -> bool:
+    """Whether the pybind11 under this include folder initialises modules in two
+    phases (PyModuleDef_Init: pybind11 >= 3), so a module compiled under one
+    name can be imported under another."""
+    try:
+        text = (Path(include_dir) / "pybind11" / "detail" / "common.h").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "PyModuleDef_Init(" in text
+
+
+def launcher() -> tuple[str, ...]:
+    """A compiler launcher to put before the compiler: ccache when installed (or
+    KSBIND_CCACHE names one; KSBIND_CCACHE=0: none). It never changes what is
+    built, so it is not part of any key."""
+    env = os.environ.get("KSBIND_CCACHE", "").strip()
+    if env in ("0", "no", "false", "off"):
+        return ()
+    if env:
+        return tuple(shlex.split(env))
+    found = shutil.which("ccache")
+    return (found,) if found else ()
+
+
+_identities: dict[tuple[str, ...], tuple[tuple[float, int], str]] = {}
+_identities_lock = threading.Lock()
+
+
+def compiler_identity(cxx: Sequence[str]) -> str:
+    """What names the compiler for a key: its resolved path and its --version
+    text (run once per process and compiler, again when its file changed)."""
+    cmd = tuple(cxx)
+    path = shutil.which(cmd[0]) or cmd[0]
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+        stamp = (st.st_mtime, st.st_size)
+    except OSError:
+        real, stamp = path, (0.0, 0)
+    with _identities_lock:
+        known = _identities.get(cmd)
+        if known is not None and known[0] == stamp:
+            return known[1]
+    try:
+        proc = subprocess.run([*cmd, "--version"], capture_output=True, text=True, errors="replace",
+                              stdin=subprocess.DEVNULL, timeout=60)
+        version = proc.stdout.strip() or proc.stderr.strip()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        version = f"unavailable: {e}"
+    identity = f"{' '.join(cmd)}\0{real}\0{version}"
+    with _identities_lock:
+        _identities[cmd] = (stamp, identity)
+    return identity
 
 
 def ks_include_dirs(spec: ModuleSpec) -> tuple[Path, ...]:
@@ -61,4 +153,5 @@ def first_error(output: str) -> str:
 
 
 __all__ = ["INCLUDE_DIR", "RUNTIME_DIR", "KS_FLAGS", "BASE_FLAGS", "compiler", "ks_include_dirs",
-           "hash_include_path", "first_error"]
+           "hash_include_path", "first_error", "Toolchain", "launcher", "compiler_identity",
+           "pybind11_two_phase"]

@@ -1,0 +1,266 @@
+"""The object cache: compiled translation units (and precompiled headers), shared
+by every module built with the same cache root, keyed by everything that
+affects them.
+
+Two levels, as ccache's direct mode and ninja's depfiles do it:
+
+- the *unit key* is known before compiling: the compiler's identity (path and
+  ``--version``), every flag, the include path, the source's path and content,
+  the shared precompiled header's key when one is used, and the tool versions
+  of ``buildcache.environment_key()`` (plus torch's for the torch target);
+- the headers a unit includes are known only after compiling it: the
+  compiler writes them (``-MD -MF``) and each stored object records them with
+  their sha256. A lookup takes the unit key's folder and accepts a stored
+  object whose every recorded header still has the recorded content.
+
+Layout under the cache root: ``objects/UNITKEY16/DEPSKEY16/`` holds the
+object (or the .gch and its header) and ``deps.json`` (the full unit key,
+the source, each header with its sha256, each stored file with its size and
+sha256). A stored folder appears in one rename, so readers see all of it or
+none; a lookup checks sizes always and content once per process (as module
+entries are checked). ``deps.json``'s mtime is the entry's last use: eviction
+(``buildcache.evict``) treats these folders like module entries. Compiling a
+unit key happens under ``objects/.locks/UNITKEY16.lock``, so two processes
+needing the same object compile it once.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from . import buildcache
+
+OBJECTS_DIR = "objects"
+PCH_DIR = "pch"
+DEPS = "deps.json"
+DEPS_FORMAT = 1
+
+_digests: dict[str, tuple[int, int, int, str]] = {}  # path -> (size, mtime_ns, inode, sha256)
+_digests_lock = threading.Lock()
+
+
+def file_digest(path: str) -> str | None:
+    """sha256 of a file (None when it cannot be read); memoised per process by
+    size, mtime and inode, so a header shared by many units is read once."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    seen = (st.st_size, st.st_mtime_ns, st.st_ino)
+    with _digests_lock:
+        known = _digests.get(path)
+    if known is not None and known[:3] == seen:
+        return known[3]
+    try:
+        digest = buildcache.file_sha256(Path(path))
+    except OSError:
+        return None
+    with _digests_lock:
+        _digests[path] = (*seen, digest)
+    return digest
+
+
+def parse_depfile(text: str) -> list[str]:
+    """The prerequisites of a make-style depfile (``-MD -MF``), in order, without
+    duplicates; escaped spaces (``\\ ``) and ``$$`` are unescaped."""
+    text = text.replace("\\\r\n", " ").replace("\\\n", " ")
+    tokens: list[str] = []
+    cur: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text) and text[i + 1] in " #":
+            cur.append(text[i + 1])
+            i += 2
+            continue
+        if c == "$" and text[i + 1:i + 2] == "$":
+            cur.append("$")
+            i += 2
+            continue
+        if c.isspace():
+            if cur:
+                tokens.append("".join(cur))
+                cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if cur:
+        tokens.append("".join(cur))
+    deps: list[str] = []
+    seen_target = False
+    for tok in tokens:
+        if not seen_target:
+            if tok.endswith(":"):
+                seen_target = True
+            continue
+        if tok.endswith(":"):  # a second rule (-MP's phony targets): its name is a dependency already
+            continue
+        deps.append(tok)
+    return list(dict.fromkeys(deps))
+
+
+def dependency_records(paths: Sequence[str], base: Path | None = None) -> list[tuple[str, str]]:
+    """(absolute path, sha256) of each dependency; relative paths are taken from ``base``."""
+    out = []
+    for p in paths:
+        full = os.path.normpath(os.path.join(base, p)) if base is not None and not os.path.isabs(p) else p
+        digest = file_digest(full)
+        out.append((full, digest or "unreadable"))
+    return out
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A cache hit: the folder holding the files, and what was recorded."""
+
+    dir: Path
+    deps: tuple[tuple[str, str], ...]
+
+    def file(self, name: str) -> Path:
+        return self.dir / name
+
+
+#: Stored files this process found intact: path -> (size, mtime_ns, inode).
+_checked: dict[str, tuple[int, int, int]] = {}
+
+
+class ObjectCache:
+    """Compiled outputs by unit key (see the module's docstring). ``root`` is the
+    build cache's root (``buildcache.cache_root()``); ``kind`` is
+    ``objects`` or ``pch``."""
+
+    def __init__(self, root: Path, kind: str = OBJECTS_DIR) -> None:
+        self.root = Path(root)
+        self.dir = self.root / kind
+
+    def unit_dir(self, key: str) -> Path:
+        return self.dir / key[:16]
+
+    @contextlib.contextmanager
+    def lock(self, key: str, what: str = "") -> Iterator[None]:
+        with buildcache.build_lock(self.dir / ".locks" / f"{key[:16]}.lock", what=what or key[:16]):
+            yield
+
+    @contextlib.contextmanager
+    def try_lock(self, key: str) -> Iterator[bool]:
+        path = self.dir / ".locks" / f"{key[:16]}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with buildcache.try_lock(path) as held:
+            yield held
+
+    def find(self, key: str) -> Stored | None:
+        """A stored output for this unit key whose recorded headers all still have
+        their recorded content; marks it used. Damaged folders are removed."""
+        folder = self.unit_dir(key)
+        try:
+            children = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return None
+        for child in children:
+            if child.name.startswith("."):
+                continue
+            stored = self._check(Path(child.path), key)
+            if stored is not None:
+                with contextlib.suppress(OSError):
+                    os.utime(stored.dir / DEPS)  # the entry's last use (LRU eviction)
+                buildcache.note_used(stored.dir)
+                return stored
+        return None
+
+    def _check(self, d: Path, key: str) -> Stored | None:
+        try:
+            record = json.loads((d / DEPS).read_bytes())
+            if record.get("format") != DEPS_FORMAT or record.get("key") != key:
+                return None
+            deps = tuple((str(p), str(h)) for p, h in record["deps"])
+            files = {str(n): (int(info["size"]), str(info["sha256"])) for n, info in record["files"].items()}
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        for path, digest in deps:
+            if file_digest(path) != digest:
+                return None
+        for name, (size, digest) in files.items():
+            p = d / name
+            try:
+                st = os.stat(p)
+            except OSError:
+                self._discard(d)
+                return None
+            seen = (st.st_size, st.st_mtime_ns, st.st_ino)
+            if st.st_size != size:
+                self._discard(d)
+                return None
+            if _checked.get(str(p)) == seen or name.endswith(".gch"):
+                continue  # a .gch (100+ MB) is checked by size: g++ validates its own header
+            try:
+                ok = buildcache.file_sha256(p) == digest
+            except OSError:
+                ok = False
+            if not ok:
+                self._discard(d)
+                return None
+            _checked[str(p)] = seen
+        return Stored(d, deps)
+
+    def _discard(self, d: Path) -> None:
+        """A damaged stored output: moved out of the way as a whole (then rebuilt)."""
+        with contextlib.suppress(OSError):
+            buildcache.remove_folder(self.root, d)
+
+    @contextlib.contextmanager
+    def staging(self) -> Iterator[Path]:
+        """A private folder to compile into (on the cache's filesystem, for the rename)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.dir))
+        try:
+            yield tmp
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def store(self, key: str, staged: Path, files: Sequence[str], deps: Sequence[tuple[str, str]],
+              source: str) -> Stored:
+        """Move ``files`` (names in the staging folder ``staged``) into the cache
+        under this unit key and these dependencies, in one rename; returns them."""
+        h = hashlib.sha256(key.encode())
+        for path, digest in deps:
+            h.update(f"\0{path}\0{digest}".encode("utf-8", "surrogateescape"))
+        deps_key = h.hexdigest()
+        records: dict[str, dict[str, object]] = {}
+        for name in files:
+            p = staged / name
+            records[name] = {"size": p.stat().st_size, "sha256": buildcache.file_sha256(p)}
+        record = {"format": DEPS_FORMAT, "key": key, "source": source, "deps": [list(d) for d in deps],
+                  "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                  "files": records}
+        (staged / DEPS).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        final = self.unit_dir(key) / deps_key[:16]
+        final.parent.mkdir(parents=True, exist_ok=True)
+        moved = final.parent / f".in-{uuid.uuid4().hex[:12]}"
+        os.rename(staged, moved)  # first beside the final name: same folder, one rename
+        try:
+            os.rename(moved, final)
+        except OSError:
+            # Already there (stored by another process meanwhile): keep that one.
+            shutil.rmtree(moved, ignore_errors=True)
+            if not (final / DEPS).is_file():
+                raise
+        staged.mkdir(exist_ok=True)  # the staging context removes it
+        buildcache.note_used(final)
+        stored = self._check(final, key)
+        if stored is None:
+            raise OSError(f"the stored output in {final} does not check")
+        return stored
+
+
+__all__ = ["ObjectCache", "Stored", "parse_depfile", "dependency_records", "file_digest", "OBJECTS_DIR",
+           "PCH_DIR", "DEPS"]

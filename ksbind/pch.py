@@ -1,0 +1,156 @@
+"""The shared precompiled header: pybind11's and ksbind's headers (and torch's,
+for the torch target) parsed once per machine, toolchain and runtime, and
+loaded by every generated unit instead of being parsed again.
+
+The header (``ksbind_pch.h``: one ``#include`` per ``Toolchain.pch_includes``)
+is forced into the generated units with ``-include``. g++ uses the ``.gch``
+beside it when that is valid and otherwise reads the header itself, so a unit
+means the same with or without it: a missing or rejected .gch costs time,
+never correctness. Its key is the toolchain's (compiler identity, flags,
+include path, versions) and the header's text; the headers it pulled in are
+recorded with their sha256, as an object's are (ksbind/objcache.py), and a
+unit compiled with it records them too.
+
+Layout: ``pch/KEY16/ksbind_pch.h`` (the header alone: what units include until
+the .gch exists) and ``pch/KEY16/DEPS16/{ksbind_pch.h, ksbind_pch.h.gch,
+deps.json}``. It is built once, by the first build that needs it, alongside
+that build's own compiles (a build never waits for it: units compiled before
+it exists read the header); ``KSBIND_PCH=0`` turns it off.
+
+Measured (docs/building.md): it saves the parse of pybind11 (~1.5 s of a
+generated unit's 5-7 s on the GMM module); the rest of a generated unit's
+time is code generation for pybind11's support code, which no precompiled
+header removes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import buildcache
+from .objcache import PCH_DIR, ObjectCache, Stored, dependency_records, parse_depfile
+from .output import write_atomic
+from .toolchain import Toolchain, compiler_identity, launcher
+
+if TYPE_CHECKING:
+    from .compile import _Runner
+
+HEADER = "ksbind_pch.h"
+
+
+@dataclass(frozen=True)
+class SharedPch:
+    key: str
+    include: Path                 # what the units -include: the built one's header, else the plain one
+    stored: Stored | None         # the built .gch's folder, when valid
+    deps: tuple[tuple[str, str], ...]  # the headers it holds (with sha256): part of each unit's record
+
+
+def header_text(tc: Toolchain) -> str:
+    lines = [f"// ksbind's shared precompiled header for the {tc.name} toolchain (ksbind/pch.py)."]
+    lines += [f"#include <{h}>" for h in tc.pch_includes]
+    return "\n".join(lines) + "\n"
+
+
+def pch_key(tc: Toolchain) -> str:
+    h = buildcache.Hasher.with_environment()
+    for label, value in tc.key_parts:
+        h.add_text(f"part:{label}", value)
+    h.add_text("compiler", compiler_identity(tc.cxx))
+    h.add_text("args", "\0".join(tc.compile_args()))
+    h.add_text("header", header_text(tc))
+    return h.hexdigest()
+
+
+def lookup(tc: Toolchain, root: Path) -> SharedPch:
+    """The shared precompiled header of this toolchain: the built one when it is
+    valid, else the plain header (written if missing)."""
+    key = pch_key(tc)
+    store = ObjectCache(root, PCH_DIR)
+    plain = store.unit_dir(key) / HEADER
+    text = header_text(tc)
+    try:
+        current = plain.read_text(encoding="utf-8")
+    except OSError:
+        current = None
+    if current != text:
+        write_atomic(plain, text)
+    stored = store.find(key)
+    if stored is not None:
+        return SharedPch(key, stored.file(HEADER), stored, stored.deps)
+    return SharedPch(key, plain, None, ())
+
+
+def build(tc: Toolchain, root: Path, shared: SharedPch, runner: "_Runner") -> None:
+    """Build the .gch, unless another process is building it (then this build goes without)."""
+    from .compile import Unit, _Stopped
+
+    store = ObjectCache(root, PCH_DIR)
+    with store.try_lock(shared.key) as held:
+        if not held or store.find(shared.key) is not None:
+            return
+        with store.staging() as tmp:
+            header = tmp / HEADER
+            header.write_text(header_text(tc), encoding="utf-8")
+            dep = tmp / "pch.d"
+            cmd = [*launcher(), *tc.cxx, *tc.compile_args(), "-x", "c++-header", str(header), "-MD", "-MF", str(dep),
+                   "-o", str(tmp / f"{HEADER}.gch")]
+            try:
+                runner.run(cmd, Unit(header), "precompiling", tmp, quiet_failure=True)
+            except _Stopped:
+                return  # the units read the header instead: slower, the same result
+            names = [d for d in parse_depfile(dep.read_text(encoding="utf-8", errors="replace"))
+                     if os.path.abspath(d) != str(header)]
+            dep.unlink()
+            store.store(shared.key, tmp, [HEADER, f"{HEADER}.gch"], dependency_records(names), str(header))
+
+
+def start_background(tc: Toolchain, root: Path) -> None:
+    """Build the .gch in a process of its own, at low priority, not waited for:
+    the build that starts it goes on without it, later builds use it."""
+    fields = {f.name: getattr(tc, f.name) for f in dataclasses.fields(tc)}
+    args = json.dumps({"root": str(root), "toolchain": _jsonable(fields)})
+    try:
+        subprocess.Popen([sys.executable, "-m", "ksbind.pch", args], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                         preexec_fn=lambda: os.nice(10))
+    except OSError:
+        pass  # no precompiled header: slower, the same result
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (tuple, list)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    return str(v) if isinstance(v, Path) else v
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m ksbind.pch ARGS``: what start_background runs."""
+    from .compile import _Runner
+
+    args = json.loads(argv[0])
+    f = args["toolchain"]
+    tc = Toolchain(f["name"], tuple(f["cxx"]), tuple(f["cflags"]), tuple(map(Path, f["include_dirs"])),
+                   tuple(map(Path, f["system_include_dirs"])), tuple(f["ldflags"]), tuple(f["libs"]),
+                   tuple(f["pch_includes"]), tuple((str(a), str(b)) for a, b in f["key_parts"]),
+                   bool(f["two_phase_init"]))
+    root = Path(args["root"])
+    shared = lookup(tc, root)
+    if shared.stored is None:
+        build(tc, root, shared, _Runner())
+    return 0
+
+
+__all__ = ["SharedPch", "lookup", "build", "start_background", "pch_key", "header_text", "HEADER"]
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
