@@ -320,7 +320,10 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
 
     build_pch = shared is not None and shared.stored is None
     if build_pch and background_pch and shared is not None and objects is not None:
-        pch.start_background(tc, objects.root)
+        # Built once a second build wants it: one module alone (a test's private
+        # cache, a one-off build) never pays for a header it would not reuse.
+        if pch.wanted_before(objects.root, shared.key):
+            pch.start_background(tc, objects.root)
         build_pch = False
     n_workers = max(1, min(n_jobs, len(to_compile) + (1 if build_pch else 0)))
     results: dict[int, Path | BuildError | None] = {}

@@ -13,9 +13,10 @@ unit compiled with it records them too.
 
 Layout: ``pch/KEY16/ksbind_pch.h`` (the header alone: what units include until
 the .gch exists) and ``pch/KEY16/DEPS16/{ksbind_pch.h, ksbind_pch.h.gch,
-deps.json}``. It is built once, by the first build that needs it, alongside
-that build's own compiles (a build never waits for it: units compiled before
-it exists read the header); ``KSBIND_PCH=0`` turns it off.
+deps.json}``. It is built once, when a second build wants it (one module
+alone never pays for a header it would not reuse), in a process of its own at
+low priority that the build does not wait for (units compiled before it
+exists read the header); ``KSBIND_PCH=0`` turns it off.
 
 Measured (docs/building.md): it saves the parse of pybind11 (~1.5 s of a
 generated unit's 5-7 s on the GMM module); the rest of a generated unit's
@@ -111,6 +112,23 @@ def build(tc: Toolchain, root: Path, shared: SharedPch, runner: "_Runner") -> No
             store.store(shared.key, tmp, [HEADER, f"{HEADER}.gch"], dependency_records(names), str(header))
 
 
+WANTED = "wanted"
+
+
+def wanted_before(root: Path, key: str) -> bool:
+    """Whether an earlier build wanted this precompiled header (then it is worth
+    building); notes that this one does."""
+    marker = ObjectCache(root, PCH_DIR).unit_dir(key) / WANTED
+    if marker.exists():
+        return True
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
+    return False
+
+
 def start_background(tc: Toolchain, root: Path) -> None:
     """Build the .gch in a process of its own, at low priority, not waited for:
     the build that starts it goes on without it, later builds use it."""
@@ -149,7 +167,7 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["SharedPch", "lookup", "build", "start_background", "pch_key", "header_text", "HEADER"]
+__all__ = ["SharedPch", "lookup", "build", "start_background", "wanted_before", "pch_key", "header_text", "HEADER"]
 
 
 if __name__ == "__main__":
