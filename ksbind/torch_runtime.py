@@ -31,6 +31,8 @@ import torch
 
 ALLOCATOR_FUNCTIONS = ("reset_allocator", "allocator_top", "allocator_peak", "logging", "arena_bytes",
                        "set_arena_bytes")
+#: The CPU capability of the elementwise and vmap kernels (ksbind/cpu_capability.h).
+CPU_FUNCTIONS = ("cpu_capability", "cpu_capabilities", "_set_cpu_capability")
 _DTYPES = {"float32": torch.float32, "int32": torch.int32, "bool": torch.bool}
 
 
@@ -43,7 +45,7 @@ def extension(name: str) -> ModuleType:
 def install(namespace: dict[str, Any], ext: ModuleType, bindings: Sequence[dict[str, Any]],
             torch_library: str | None = None) -> None:
     """Define the module's public names in ``namespace`` (the wrapper's globals)."""
-    for fn in ALLOCATOR_FUNCTIONS:
+    for fn in ALLOCATOR_FUNCTIONS + CPU_FUNCTIONS:
         if hasattr(ext, fn):
             namespace[fn] = getattr(ext, fn)
     raw: dict[str, Callable[..., Any]] = {}

@@ -3,6 +3,7 @@ torch_library checks (BindingError before anything is written), and what the
 rendered files include."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -71,10 +72,11 @@ def test_elementwise_and_vmap_render_loops() -> None:
                    BindingSpec("mulsin", "mulsin", "mulsin_vjp", "elementwise"),
                    BindingSpec("rows", "sumsq", "rows_vjp", "vmap")).files
     cpp = files["entry_points.cpp"]
-    assert "tt::parallel_elements" in cpp and "tt::broadcast<2>" in cpp
-    assert "ks::sufrev$mulsin$aff(alloc, ks::make_Tuple(arg0, arg1), arg2)" in cpp
-    assert "out1_data[i] = ks::get<1>(r);" in cpp  # two gradients per element
-    assert "tt::Stacker<ks::Float> out(batch);" in cpp and "g_alloc.reset(mark);" in cpp
+    assert "tt::elementwise(bc, std::array<float*, 1>" in cpp and "tt::broadcast<2>" in cpp
+    # (the lambda's parameters are the ks values: arg0 or arg0_ks, as the entry names them)
+    assert re.search(r"ks::sufrev\$mulsin\$aff\(alloc, ks::make_Tuple\(arg0(_ks)?, arg1(_ks)?\), arg2(_ks)?\)", cpp)
+    assert "tt::elementwise(bc, std::array<float*, 2>" in cpp  # two gradients per element
+    assert "tt::Stacker<ks::Float> out(batch);" in cpp and "tt::parallel_steps(batch" in cpp
     assert "at::Tensor rows_vjp(at::Tensor arg0, at::Tensor arg1)" in files["entry_points.h"]
     # The stub shows what Python passes in these modes: tensors.
     stub = files["m.pyi"]

@@ -21,6 +21,7 @@
 // lives in the module's translation unit.
 #pragma once
 
+#include <ksbind/cpu_capability.h>
 #include <ksbind/entry_points.h>
 
 #include <ATen/Parallel.h>
@@ -216,10 +217,11 @@ auto to_torch(const ks::Tuple<Ts...>& t) {
 
 // ------------------------------------------------------------ per-thread arenas
 
-// ks code run on ATen's worker threads (elementwise mode) cannot share the
-// module's arena: each thread gets its own, as big as the module's (re-made
-// when set_arena_bytes changes that), reset after every chunk. Allocating
-// reserves address space; pages are touched only when ks code allocates.
+// ks code run on ATen's worker threads (elementwise and vmap modes) cannot
+// share the module's arena: each thread gets its own, as big as the module's
+// (re-made when set_arena_bytes changes that), reset after every chunk.
+// Allocating reserves address space; pages are touched only when ks code
+// allocates.
 struct WorkerArena {
     size_t bytes = 0;
     std::unique_ptr<ks::allocator> alloc;
@@ -235,15 +237,45 @@ inline ks::allocator& worker_allocator(size_t bytes) {
     return *arena.alloc;
 }
 
+// body(alloc, begin, end) for one chunk, in this thread's arena, compiled for
+// the selected CPU capability (ksbind/cpu_capability.h); the arena is reset
+// afterwards (also when the chunk fails: a full worker arena is a
+// MemoryError, as for the module's arena).
+template <class Body>
+void run_chunk(Body& body, size_t bytes, int64_t begin, int64_t end) {
+    ks::allocator& alloc = worker_allocator(bytes);
+    const auto mark = alloc.mark();
+    try {
+        ksbind::cpu::run(body, &alloc, begin, end);
+    } catch (...) {
+        rethrow_ks_failure(alloc, mark, bytes);
+    }
+    alloc.reset(mark);
+}
+
+// run_chunk over [begin, end) on ATen's thread pool, chunks of at least `grain`.
+template <class Body>
+void parallel_chunks(int64_t begin, int64_t end, int64_t grain, Body& body) {
+    const size_t bytes = ks::entry_points::arena_bytes();
+    at::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) { run_chunk(body, bytes, b, e); });
+}
+
 // ------------------------------------------------------------ elementwise mode
 
-// Float tensors broadcast against each other; each made contiguous (a view
-// when it already is).
+// Float tensors broadcast against each other and read in place: no input is
+// expanded into a copy. Each input is contiguous (a view when it already is);
+// its element strides over the broadcast shape are 0 along broadcast
+// dimensions. Dimensions are merged wherever every input allows, so
+// same-shaped inputs are one flat dimension and (1000, 1) with (1, 1000) is
+// two: 1000 rows of 1000, the first input constant along each row.
 template <size_t N>
 struct Broadcast {
     std::array<at::Tensor, N> inputs;
-    std::vector<int64_t> shape;
+    std::array<const float*, N> data{};
+    std::vector<int64_t> shape;  // the result's shape
     int64_t numel = 1;
+    std::vector<int64_t> dims;                    // merged, outermost first; never empty
+    std::array<std::vector<int64_t>, N> strides;  // per input, per merged dimension
 };
 
 template <size_t N>
@@ -265,9 +297,37 @@ Broadcast<N> broadcast(std::array<at::Tensor*, N> args, const std::array<const c
         b.shape = merged;
     }
     for (int64_t d : b.shape) b.numel *= d;
+    const size_t rank = b.shape.size();
+    std::array<std::vector<int64_t>, N> full;  // strides over every dimension of the shape
     for (size_t i = 0; i < N; ++i) {
-        at::Tensor& t = *args[i];
-        b.inputs[i] = t.sizes().vec() == b.shape ? t : t.expand(b.shape).contiguous();
+        b.inputs[i] = *args[i];
+        b.data[i] = b.inputs[i].template data_ptr<float>();
+        auto s = b.inputs[i].sizes();
+        full[i].assign(rank, 0);
+        int64_t stride = 1;
+        for (size_t k = 0; k < s.size(); ++k) {  // innermost first
+            int64_t size = s[s.size() - 1 - k];
+            full[i][rank - 1 - k] = size == 1 ? 0 : stride;
+            stride *= size;
+        }
+    }
+    // Merge dimension d into the one inside it when every input steps through
+    // both as through one; dimensions of size 1 go.
+    for (size_t d = 0; d < rank; ++d) {
+        if (b.shape[d] == 1) continue;
+        bool merge = !b.dims.empty();
+        for (size_t i = 0; merge && i < N; ++i) merge = b.strides[i].back() == full[i][d] * b.shape[d];
+        if (merge) {
+            b.dims.back() *= b.shape[d];
+            for (size_t i = 0; i < N; ++i) b.strides[i].back() = full[i][d];
+        } else {
+            b.dims.push_back(b.shape[d]);
+            for (size_t i = 0; i < N; ++i) b.strides[i].push_back(full[i][d]);
+        }
+    }
+    if (b.dims.empty()) {  // one element (or a 0-dim tensor)
+        b.dims.push_back(1);
+        for (size_t i = 0; i < N; ++i) b.strides[i].push_back(0);
     }
     return b;
 }
@@ -276,23 +336,62 @@ inline at::Tensor new_float_tensor(const std::vector<int64_t>& shape) {
     return at::detail::empty_cpu(shape, c10::ScalarType::Float, false, c10::nullopt);
 }
 
-// Run body(alloc, begin, end) over [0, n) on ATen's thread pool, each chunk
-// with its own thread's arena, reset afterwards (also when the chunk fails: a
-// full worker arena is a MemoryError, as for the module's arena).
-template <class Body>
-void parallel_elements(int64_t n, Body body) {
-    constexpr int64_t grain = 32768;
-    const size_t bytes = ks::entry_points::arena_bytes();
-    at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) {
-        ks::allocator& alloc = worker_allocator(bytes);
-        const auto mark = alloc.mark();
-        try {
-            body(&alloc, begin, end);
-        } catch (...) {
-            rethrow_ks_failure(alloc, mark, bytes);
+// The inner loop: n elements along the innermost merged dimension, input k
+// read with stride bit k of Mask (1: contiguous, 0: constant). A loop per
+// stride pattern, so the compiler sees each stride and vectorises.
+template <unsigned Mask, size_t N, size_t M, class F, size_t... I>
+inline void elementwise_row(F& f, ks::allocator* alloc, const std::array<const float*, N>& in,
+                            const std::array<float*, M>& out, int64_t n, std::index_sequence<I...>) {
+    const float* p[N] = {in[I]...};
+    float* o[M];
+    for (size_t k = 0; k < M; ++k) o[k] = out[k];
+    for (int64_t j = 0; j < n; ++j) {
+        auto r = f(alloc, p[I][((Mask >> I) & 1u) ? j : 0]...);
+        if constexpr (M == 1) {
+            o[0][j] = r;
+        } else {
+            [&]<size_t... K>(std::index_sequence<K...>) { ((o[K][j] = ks::get<K>(r)), ...); }(std::make_index_sequence<M>());
         }
-        alloc.reset(mark);
-    });
+    }
+}
+
+// Elements [begin, end) of the result: row by row of the innermost merged dimension.
+template <size_t N, size_t M, class F>
+void elementwise_chunk(const Broadcast<N>& b, const std::array<float*, M>& out, F& f, ks::allocator* alloc,
+                       int64_t begin, int64_t end) {
+    const size_t outer = b.dims.size() - 1;
+    const int64_t inner = b.dims[outer];
+    unsigned mask = 0;
+    for (size_t k = 0; k < N; ++k) mask |= (b.strides[k][outer] == 1 ? 1u : 0u) << k;
+    for (int64_t i = begin; i < end;) {
+        int64_t pos = i % inner, row = i / inner;
+        std::array<const float*, N> in;
+        for (size_t k = 0; k < N; ++k) in[k] = b.data[k] + pos * b.strides[k][outer];
+        for (size_t d = outer; d-- > 0;) {  // the row's index in each outer dimension
+            const int64_t index = row % b.dims[d];
+            row /= b.dims[d];
+            for (size_t k = 0; k < N; ++k) in[k] += index * b.strides[k][d];
+        }
+        const int64_t n = std::min(inner - pos, end - i);
+        std::array<float*, M> o;
+        for (size_t k = 0; k < M; ++k) o[k] = out[k] + i;
+        [&]<unsigned... Masks>(std::integer_sequence<unsigned, Masks...>) {
+            ((mask == Masks ? (elementwise_row<Masks>(f, alloc, in, o, n, std::make_index_sequence<N>()), true)
+                            : false) || ...);
+        }(std::make_integer_sequence<unsigned, (1u << N)>());
+        i += n;
+    }
+}
+
+// out[k][i] = the k-th result of f(alloc, inputs at i) for every element of
+// the broadcast shape, on ATen's thread pool, compiled for the selected CPU
+// capability. f returns a Float, or a ks::Tuple of M Floats.
+template <size_t N, size_t M, class F>
+void elementwise(const Broadcast<N>& b, const std::array<float*, M>& out, F f) {
+    auto body = [&](ks::allocator* alloc, int64_t begin, int64_t end) {
+        elementwise_chunk(b, out, f, alloc, begin, end);
+    };
+    parallel_chunks(0, b.numel, 32768, body);
 }
 
 // ------------------------------------------------------------ vmap mode
@@ -318,6 +417,7 @@ struct Batched<ks::tensor<D, E>> {
         data = t.data_ptr<E>();
     }
     ks::tensor<D, E> at(int64_t i) const { return ks::tensor<D, E>(size, data + i * stride); }
+    int64_t step_elements() const { return stride; }
 };
 
 // A scalar result's gradient, batched: a 1-dimensional tensor.
@@ -332,6 +432,7 @@ struct BatchedScalar {
         data = t.data_ptr<E>();
     }
     E at(int64_t i) const { return data[i]; }
+    int64_t step_elements() const { return 1; }
 };
 template <>
 struct Batched<float> : BatchedScalar<float> { using BatchedScalar<float>::BatchedScalar; };
@@ -361,7 +462,43 @@ inline int64_t batch_size(std::initializer_list<std::pair<int64_t, const char*>>
     return b < 0 ? 0 : b;
 }
 
-// Collects step results into one tensor with a leading batch dimension.
+// Out of line: the vmap kernels inline everything else (ksbind/cpu_capability.h).
+[[noreturn]] KSBIND_NOINLINE inline void shape_mismatch(int64_t i, const std::vector<int64_t>& got,
+                                                        const std::vector<int64_t>& first) {
+    throw py::value_error("vmap: step " + std::to_string(i) + " returned a tensor of shape " + shape_text(got) +
+                          ", step 0 returned " + shape_text(first) + "; results must have one shape to stack");
+}
+
+// How many elements the steps of one batched argument see (the most of all:
+// it sizes the chunks of parallel_steps).
+inline int64_t step_elements(std::initializer_list<int64_t> sizes) {
+    int64_t n = 1;
+    for (int64_t s : sizes) n = std::max(n, s);
+    return n;
+}
+
+// step(alloc, i) for every i in [0, batch): step 0 on the calling thread (it
+// fixes the stacked result's shape), the others on ATen's thread pool in
+// chunks of about 32768 elements of the batched arguments; each chunk in its
+// thread's arena, each step's temporaries freed before the next; compiled for
+// the selected CPU capability, with the ks function inlined.
+template <class Step>
+void parallel_steps(int64_t batch, int64_t elements_per_step, Step step) {
+    if (batch <= 0) return;
+    auto body = [&](ks::allocator* alloc, int64_t begin, int64_t end) {
+        const auto mark = alloc->mark();
+        for (int64_t i = begin; i < end; ++i) {
+            step(alloc, i);
+            alloc->reset(mark);
+        }
+    };
+    run_chunk(body, ks::entry_points::arena_bytes(), 0, 1);
+    parallel_chunks(1, batch, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, elements_per_step)), body);
+}
+
+// Collects step results into one tensor with a leading batch dimension. After
+// step 0 has put its result, put() may be called from several threads (each
+// step writes its own slice).
 template <class T>
 struct Stacker;
 
@@ -378,9 +515,7 @@ struct Stacker<ks::tensor<D, E>> {
             for (int64_t d : torch_sizes<D>(v.size())) shape.push_back(d);
             out = at::detail::empty_cpu(shape, dtype_of<E>::value, false, c10::nullopt);
         } else if (!(v.size() == size)) {
-            throw py::value_error("vmap: step " + std::to_string(i) + " returned a tensor of shape " +
-                                  shape_text(torch_sizes<D>(v.size())) + ", step 0 returned " +
-                                  shape_text(torch_sizes<D>(size)) + "; results must have one shape to stack");
+            shape_mismatch(i, torch_sizes<D>(v.size()), torch_sizes<D>(size));
         }
         size_t n = static_cast<size_t>(v.num_elements());
         if (n) std::memcpy(out.data_ptr<E>() + i * static_cast<int64_t>(n), v.data(), n * sizeof(E));
