@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import inductor_rows  # noqa: E402
 import ksbind  # noqa: E402
 import render_bench  # noqa: E402
 
@@ -54,12 +55,14 @@ MODULES = textwrap.dedent("""\
         output: {out}/bench_py
       - name: bench_torch
         target: torch
-        ks: [{repo}/examples/relu3/relu3.ks, {repo}/examples/torch_ops/ops.ks]
-        cpp: [{repo}/examples/relu3/relu3.cpp, {repo}/examples/torch_ops/ops.cpp]
+        ks: [{repo}/examples/relu3/relu3.ks, {repo}/examples/torch_ops/ops.ks, {repo}/examples/rownorm/rownorm.ks]
+        cpp: [{repo}/examples/relu3/relu3.cpp, {repo}/examples/torch_ops/ops.cpp, {repo}/examples/rownorm/rownorm.cpp]
         bindings:
           - {{name: vrelu3, vjp: vrelu3_vjp}}
-          - {{name: relu3, mode: elementwise}}
+          - {{name: relu3, vjp: relu3_vjp, mode: elementwise}}
           - {{name: poke}}
+          - {{name: muladd_relu, mode: elementwise}}
+          - {{name: rownorm, mode: vmap}}
         output: {out}/bench_torch
     """)
 
@@ -119,6 +122,7 @@ class Row:
     reference_value: float
     unit: str
     target: str  # e.g. "<= 3.0"
+    eager_value: float | None = None  # a second reference: eager PyTorch (inductor rows)
 
     @property
     def ratio(self) -> float:
@@ -257,6 +261,11 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
     rows.append(Row("elementwise throughput", f"elementwise relu3, {sizes.elements:,} floats",
                     "eager PyTorch torch.where composite", t_elem * 1e6, t_eager * 1e6, "us", "<= 1.0"))
 
+    # Issue 14: against torch.compile (inductor), eager as a second reference.
+    quick = sizes == QUICK
+    rows += inductor_rows.measure(torch_mod, inductor_rows.QUICK if quick else inductor_rows.FULL, log, Row,
+                                  inductor=not quick or os.environ.get("KSBIND_BENCH_INDUCTOR") == "1")
+
     rows.append(Row("cached build", "ksbind.build, unchanged module, new process",
                     "cold build of the same", t_cached, t_cold, "s", "<= 0.05"))
     rows.append(Row("build cost", "cold build, ks-target module",
@@ -296,12 +305,15 @@ def machine() -> str:
 
 
 def table(rows: list[Row]) -> str:
-    lines = ["| row | ksbind | reference | ksbind median | reference median | ratio | target | met |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| row | ksbind | reference | ksbind median | reference median | ratio | target | met "
+             "| eager median | ratio to eager |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        eager = (f"{_fmt(r.eager_value)} {r.unit} | {r.ksbind_value / r.eager_value:.3f}"
+                 if r.eager_value else " | ")
         lines.append(f"| {r.name} | {r.ksbind} | {r.reference} | {_fmt(r.ksbind_value)} {r.unit} | "
                      f"{_fmt(r.reference_value)} {r.unit} | {r.ratio:.3f} | {r.target} | "
-                     f"{'yes' if r.met else 'NO'} |")
+                     f"{'yes' if r.met else 'NO'} | {eager} |")
     return "\n".join(lines)
 
 

@@ -8,7 +8,10 @@ import sys
 from .conftest import REPO
 
 ROWS = ("render", "call overhead, ks target", "call overhead, torch target", "size independence",
-        "elementwise throughput", "cached build", "build cost", "memory, python target", "memory, torch target")
+        "elementwise throughput",
+        *(f"vs inductor: {row}, {n} thr" for n in (2, 1)
+          for row in ("relu3 forward", "relu3 forward+backward", "broadcast muladd_relu", "vmap rownorm")),
+        "cached build", "build cost", "memory, python target", "memory, torch target")
 
 
 def test_benchmark_runner_prints_every_row(tmp_path) -> None:
