@@ -66,13 +66,45 @@ MODULES = textwrap.dedent("""\
         output: {out}/bench_torch
     """)
 
-# The same relu3 bound by hand with pybind11's m.def (reference for the ks target).
+# A (Float, Integer) -> Float function for the python target's call-overhead row (issue 11):
+# written into the temporary folder, bound on the python target (POLY_CONFIG) and by hand.
+POLY_KS = """\
+; poly(x, n) = 1 + x + x^2 + ... + x^n (Horner)
+(def poly Float ((x : Float) (n : Integer))
+     (if (lte n 0) 1.0 (add 1.0 (mul x (poly x (sub n 1))))))
+"""
+POLY_CPP = """\
+#include "knossos.h"
+namespace ks {
+ks::Float poly$afi(ks::allocator * $alloc, ks::Float x, ks::Integer n) {
+    ks::Float r = 1.0f;
+    for (ks::Integer i = 0; i < n; ++i) r = 1.0f + x * r;
+    return r;
+}
+}  // namespace ks
+"""
+POLY_CONFIG = textwrap.dedent("""\
+    modules:
+      - name: bench_poly
+        target: python
+        ks: [{dir}/poly.ks]
+        cpp: [{dir}/poly.cpp]
+        bindings:
+          - {{name: poly, function: "[poly (Tuple Float Integer)]"}}
+        output: {dir}/out
+    """)
+
+# The same relu3 and poly bound by hand with pybind11's m.def (reference for the ks and python targets).
 HAND_PYBIND = textwrap.dedent("""\
     #include <ksbind/pybind.h>
-    namespace ks { ks::Float relu3$af(ks::allocator *, ks::Float); }
+    namespace ks {
+    ks::Float relu3$af(ks::allocator *, ks::Float);
+    ks::Float poly$afi(ks::allocator *, ks::Float, ks::Integer);
+    }
     static ks::allocator hand_alloc(1000000);
     PYBIND11_MODULE(bench_hand, m) {
         m.def("relu3", [](ks::Float x) { return ks::relu3$af(&hand_alloc, x); });
+        m.def("poly", [](ks::Float x, ks::Integer n) { return ks::poly$afi(&hand_alloc, x, n); });
     }
     """)
 
@@ -178,6 +210,16 @@ def load_inline_in_new_process(build_dir: Path) -> float:
     return in_new_process(code, {})
 
 
+def write_poly(tmp: Path) -> Path:
+    """poly's .ks, C++ and python-target config in tmp/poly; returns the config."""
+    d = tmp / "poly"
+    d.mkdir(exist_ok=True)
+    (d / "poly.ks").write_text(POLY_KS)
+    (d / "poly.cpp").write_text(POLY_CPP)
+    (d / "poly.yaml").write_text(POLY_CONFIG.format(dir=d))
+    return d / "poly.yaml"
+
+
 def compile_hand_pybind(tmp: Path) -> object:
     """The hand-written pybind11 module, compiled with the flags ksbind uses."""
     import importlib.util
@@ -191,7 +233,8 @@ def compile_hand_pybind(tmp: Path) -> object:
     out = tmp / f"bench_hand{sysconfig.get_config_var('EXT_SUFFIX')}"
     subprocess.run(["g++", *BASE_FLAGS, "-shared", f"-I{RUNTIME_DIR}", f"-I{INCLUDE_DIR}",
                     f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}", str(src),
-                    str(REPO / "examples/relu3/relu3.cpp"), "-o", str(out)], check=True)
+                    str(REPO / "examples/relu3/relu3.cpp"), str(tmp / "poly" / "poly.cpp"), "-o", str(out)],
+                   check=True)
     spec = importlib.util.spec_from_file_location("bench_hand", out)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -225,12 +268,21 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
     log("ks target call overhead")
     cache = tmp / "cache"
     ks_mod = ksbind.build(config, name="bench_ks", cache_dir=cache, quiet=True)
+    poly_config = write_poly(tmp)
     hand = compile_hand_pybind(tmp)
     assert ks_mod.relu3(0.5) == hand.relu3(0.5)  # type: ignore[attr-defined]
     t_gen, t_hand = interleaved(lambda: ks_mod.relu3(0.5), lambda: hand.relu3(0.5),  # type: ignore[attr-defined]
                                 sizes.calls, sizes.repeats)
     rows.append(Row("call overhead, ks target", "generated entry, scalar relu3",
                     "hand-written pybind11 m.def", t_gen * 1e9, t_hand * 1e9, "ns", "<= 1.10"))
+
+    log("python target call overhead")
+    poly_mod = ksbind.build(poly_config, name="bench_poly", cache_dir=cache, quiet=True)
+    assert poly_mod.poly(2.0, 3) == hand.poly(2.0, 3) == 15.0  # type: ignore[attr-defined]
+    t_py, t_hand = interleaved(lambda: poly_mod.poly(2.0, 3), lambda: hand.poly(2.0, 3),  # type: ignore[attr-defined]
+                               sizes.calls, sizes.repeats)
+    rows.append(Row("call overhead, python target", "generated entry, scalar poly(2.0, 3)",
+                    "hand-written pybind11 m.def", t_py * 1e9, t_hand * 1e9, "ns", "<= 1.10"))
 
     log("torch target")
     torch_mod = ksbind.build(config, name="bench_torch", cache_dir=cache, quiet=True)

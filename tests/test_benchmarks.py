@@ -7,7 +7,8 @@ import sys
 
 from .conftest import REPO
 
-ROWS = ("render", "call overhead, ks target", "call overhead, torch target", "size independence",
+ROWS = ("render", "call overhead, ks target", "call overhead, python target",
+        "call overhead, torch target", "size independence",
         "elementwise throughput",
         *(f"vs inductor: {row}, {n} thr" for n in (2, 1)
           for row in ("relu3 forward", "relu3 forward+backward", "broadcast muladd_relu", "vmap rownorm")),
