@@ -154,7 +154,8 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     # The torch target's tensors are torch.Tensor: its module declares no tensor classes.
     ctx["stub_classes"] = [] if options.target == "torch" else ctx["tensor_types"]
     ctx.update(extra)
-    ctx.setdefault("stub_imports", stub_imports(options.target, ctx["stub_classes"]))
+    uses_sequence = any("Sequence[" in p.py_type for f in ctx["stub_functions"] for p in f.params)
+    ctx.setdefault("stub_imports", stub_imports(options.target, ctx["stub_classes"], uses_sequence))
     return ctx
 
 
@@ -189,9 +190,9 @@ def stub_functions(entries: Sequence[EntryPoint]) -> list[StubFunction]:
                          e.doc) for e in entries]
 
 
-def stub_imports(target: str, tensor_types: Sequence[TensorTypeInfo]) -> list[str]:
+def stub_imports(target: str, tensor_types: Sequence[TensorTypeInfo], uses_sequence: bool = False) -> list[str]:
     """Import lines the stub needs for the annotations the target produces."""
-    lines = []
+    lines = ["from collections.abc import Sequence", ""] if uses_sequence else []
     if tensor_types:
         lines += ["from typing import Any, Protocol, TypeAlias", "", "from typing_extensions import Buffer"]
     if target == "torch":

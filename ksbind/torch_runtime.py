@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 import sys
 from types import ModuleType, SimpleNamespace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
@@ -56,15 +56,15 @@ def install(namespace: dict[str, Any], ext: ModuleType, bindings: Sequence[dict[
         if vjp is not None:
             raw[b["vjp"]] = vjp
             namespace[b["vjp"]] = vjp
-        if torch_library is not None:
+        if torch_library is not None and b["op"]:
             namespace[b["name"]] = register_op(torch_library, b, entry, vjp)
         elif b["autograd"]:
             # The C++ entry checks grad mode and requires_grad itself and calls
             # Function.apply only when a gradient is needed.
             function = autograd_function(b, entry, vjp)
-            ext._set_autograd(b["name"], function.apply)
+            ext._set_autograd(b["name"], function)
             namespace[b["name"]] = entry
-            namespace[f"{b['name']}_Function"] = function
+            namespace[f"{b['name']}_Function"] = function.Function  # type: ignore[attr-defined]
         else:
             namespace[b["name"]] = entry
     namespace["raw"] = SimpleNamespace(**raw)
@@ -107,31 +107,127 @@ def _input_grads(b: dict[str, Any], args: Sequence[Any], grads: Any, all_params:
     return tuple(out)
 
 
+# Arguments and results may nest tensors in lists and tuples (tensors of
+# tensors, tuples, lists of tuples): autograd.Function sees the tensors only,
+# so calls are flattened to their tensor leaves plus a spec that rebuilds them.
+_LEAF = None  # a tensor leaf's spec
+
+
+def flatten(value: Any, leaves: list[torch.Tensor]) -> Any:
+    """The spec of value; appends its tensors to leaves (depth first)."""
+    if isinstance(value, torch.Tensor):
+        leaves.append(value)
+        return _LEAF
+    if isinstance(value, (list, tuple)):
+        return (type(value) is list, tuple(flatten(v, leaves) for v in value))
+    return ("const", value)
+
+
+def unflatten(spec: Any, leaves: Iterator[Any]) -> Any:
+    if spec is _LEAF:
+        return next(leaves)
+    kind, parts = spec
+    if kind == "const":
+        return parts
+    values = [unflatten(p, leaves) for p in parts]
+    return values if kind is True else tuple(values)
+
+
+class _NoTangent:
+    """Placeholder while building dret: this part of the result has no Float."""
+
+
+def _dret(spec: Any, grads: Iterator[torch.Tensor], floats: Iterator[bool]) -> Any:
+    """The vjp's dret from the gradients of the result's tensor leaves: Integer,
+    Bool and String parts have the empty tangent ``()`` (a part with no Float
+    anywhere collapses to ``()``, as its ks tangent type does)."""
+    if spec is _LEAF:
+        g, is_float = next(grads), next(floats)
+        return g if is_float else _NoTangent
+    kind, parts = spec
+    if kind == "const":
+        return _NoTangent
+    values = [_dret(p, grads, floats) for p in parts]
+    if all(v is _NoTangent for v in values):
+        return _NoTangent
+    values = [() if v is _NoTangent else v for v in values]
+    return values if kind is True else tuple(values)
+
+
+def _fit(spec: Any, value: Any, grad: Any, out: list[Any], broadcast: bool) -> None:
+    """Append the gradient of each tensor leaf of one argument (value, with
+    spec) from the vjp's gradient of that argument, which may be stacked where
+    the argument was a list, or ``()`` where it has no Float."""
+    if spec is _LEAF:
+        if not isinstance(grad, torch.Tensor) or not value.is_floating_point():
+            out.append(None)
+        elif broadcast and grad.shape != value.shape:
+            out.append(grad.sum_to_size(value.shape))  # elementwise: the argument was broadcast
+        else:
+            out.append(grad)
+        return
+    kind, parts = spec
+    if kind == "const":
+        return
+    if isinstance(grad, torch.Tensor):
+        grad = grad.unbind(0)  # a stacked gradient of a list argument
+    elif not isinstance(grad, (list, tuple)) or len(grad) != len(parts):
+        grad = [None] * len(parts)
+    for p, v, g in zip(parts, value, grad):
+        _fit(p, v, g, out, broadcast)
+
+
 def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callable[..., Any] | None
-                      ) -> type[torch.autograd.Function]:
-    """A torch.autograd.Function: forward calls ``entry``, backward ``vjp``.
+                      ) -> Callable[..., Any]:
+    """``f(*args)``, differentiable through the binding's vjp: a
+    torch.autograd.Function over the tensors anywhere in the arguments (nested
+    in lists and tuples too) and in the result, whatever its structure.
 
     Inside forward grad mode is off, so ``entry`` (the C++ function that
-    routes calls needing gradients here) computes directly.
+    routes calls needing gradients here) computes directly. The Function class
+    is the returned callable's ``Function`` attribute.
     """
     if vjp is None:
         raise ValueError(f"binding {b['name']!r} has no vjp: autograd needs one")
     backward_fn: Callable[..., Any] = vjp
+    single = len(b["params"]) == 1
+    broadcast = b["mode"] == "elementwise"
 
     class Function(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, *args: Any) -> Any:  # type: ignore[override]
-            tensors, ctx.others = _split(args)
-            ctx.save_for_backward(*tensors)
-            return entry(*args)
+        def forward(ctx: Any, spec: Any, result_spec: list[Any], *leaves: torch.Tensor) -> Any:  # type: ignore[override]
+            out = entry(*unflatten(spec, iter(leaves)))
+            out_leaves: list[torch.Tensor] = []
+            result_spec.append(flatten(out, out_leaves))
+            ctx.spec, ctx.result_spec = spec, result_spec[0]
+            ctx.floats = [t.is_floating_point() for t in out_leaves]
+            ctx.mark_non_differentiable(*[t for t in out_leaves if not t.is_floating_point()])
+            ctx.save_for_backward(*leaves)
+            return tuple(out_leaves)
 
         @staticmethod
-        def backward(ctx: Any, grad: torch.Tensor) -> Any:  # type: ignore[override]
-            args = _join(ctx.saved_tensors, ctx.others)
-            return _input_grads(b, args, backward_fn(*args, grad), all_params=True)
+        def backward(ctx: Any, *grads: torch.Tensor) -> Any:  # type: ignore[override]
+            args = unflatten(ctx.spec, iter(ctx.saved_tensors))
+            dret = _dret(ctx.result_spec, iter(grads), iter(ctx.floats))
+            g = backward_fn(*args, () if dret is _NoTangent else dret)
+            per_arg = (g,) if single else g
+            leaf_grads: list[Any] = []
+            for p, a, ga in zip(ctx.spec[1], args, per_arg):
+                _fit(p, a, ga, leaf_grads, broadcast)
+            return (None, None, *leaf_grads)
 
     Function.__name__ = Function.__qualname__ = f"{b['name']}_Function"
-    return Function
+
+    def call(*args: Any) -> Any:
+        leaves: list[torch.Tensor] = []
+        spec = flatten(args, leaves)
+        result_spec: list[Any] = []
+        out = Function.apply(spec, result_spec, *leaves)
+        return unflatten(result_spec[0], iter(out))
+
+    call.Function = Function  # type: ignore[attr-defined]
+    call.__name__ = b["name"]
+    return call
 
 
 # ------------------------------------------------------------ torch.library
@@ -146,7 +242,12 @@ def register_op(namespace: str, b: dict[str, Any], entry: Callable[..., Any],
                            f"give this module another torch_library namespace")
 
     def impl(*args: Any) -> Any:
-        return entry(*args)
+        out = entry(*args)
+        for part in out if isinstance(out, tuple) else (out,):
+            if not isinstance(part, torch.Tensor):  # a tensor of tensors whose inner shapes differ
+                raise ValueError(f"torch.ops.{namespace}.{name}: the result is ragged (a list of tensors of different "
+                                 f"shapes); a torch.library op returns tensors: call the module's raw.{name}")
+        return out
 
     op = torch.library.custom_op(qualname, impl, mutates_args=(), schema=b["schema"])
     op.register_fake(_fake(b, vjp=False))
@@ -154,7 +255,13 @@ def register_op(namespace: str, b: dict[str, Any], entry: Callable[..., Any],
         diff = [i for i, p in enumerate(b["params"]) if p["differentiable"]]
         single = len(b["params"]) == 1
 
+        result = b["result"]
+        tuple_result = result["kind"] == "tuple"
+
         def vjp_impl(*args: Any) -> Any:
+            if tuple_result:  # dret arrives as a list of tensors; discrete parts have the tangent ()
+                dret = tuple(g if p.get("dtype") == "float32" else () for g, p in zip(args[-1], result["parts"]))
+                args = (*args[:-1], dret)
             grads = vjp(*args)
             if single:
                 return grads
@@ -169,9 +276,10 @@ def register_op(namespace: str, b: dict[str, Any], entry: Callable[..., Any],
             tensors, ctx.others = _split(inputs)
             ctx.save_for_backward(*tensors)
 
-        def backward(ctx: Any, grad: torch.Tensor) -> Any:
+        def backward(ctx: Any, *grads: torch.Tensor) -> Any:
             args = _join(ctx.saved_tensors, ctx.others)
-            return _input_grads(b, args, vjp_op(*args, grad), all_params=False)
+            dret = list(grads) if tuple_result else grads[0]
+            return _input_grads(b, args, vjp_op(*args, dret), all_params=False)
 
         op.register_autograd(backward, setup_context=setup_context)
     return getattr(getattr(torch.ops, namespace), name)

@@ -28,6 +28,11 @@ DECLS = ksbind.parse_ks("""
 (edef pair (Tuple Float (Vec Float)) ((Vec Float)))
 (edef texts (Vec String) (String))
 (edef pairarg Float ((Tuple (Vec Float) Float)))
+(edef grid (Tensor 2 (Vec Float)) ((Tensor 2 (Vec Float))))
+(edef tuparg Float ((Tuple (Vec Float) Float) Integer))
+(edef stats (Tuple Float Integer (Vec Float)) ((Vec Float)))
+(edef [sufrev stats] (Vec Float) ((Vec Float) (Tuple Float (Tuple) (Vec Float))))
+(edef [sufrev nested] (Vec (Vec Float)) ((Vec (Vec Float)) (Vec (Vec Float))))
 """, "decls.ks")
 
 
@@ -35,20 +40,52 @@ def render(*specs: BindingSpec, torch_library: str | None = None) -> ksbind.Rend
     return ksbind.render_module(DECLS, "m", "torch", bindings=list(specs), torch_library=torch_library)
 
 
-@pytest.mark.parametrize("text, entry, converter", [
-    ("(Vec Float)", "at::Tensor", "ksbind::torch_target::from_torch<ks::tensor<1, ks::Float>>"),
-    ("(Tensor 3 Integer)", "at::Tensor", "ksbind::torch_target::from_torch<ks::tensor<3, ks::Integer>>"),
-    ("Float", "ks::Float", ""),
-    ("(Tuple Integer Bool)", "ks::Tuple<ks::Integer,ks::Bool>", ""),
-    ("(Tuple (Vec Bool) Float)", "std::tuple<at::Tensor, ks::Float>",
-     "ksbind::torch_target::from_torch<ks::Tuple<ks::tensor<1, ks::Bool>,ks::Float>>"),
+TT = "ksbind::torch_target::"
+
+
+@pytest.mark.parametrize("text, entry, result_entry", [
+    ("(Vec Float)", "at::Tensor", "at::Tensor"),
+    ("(Tensor 3 Integer)", "at::Tensor", "at::Tensor"),
+    # Numbers in: a Python number or a 0-dim tensor; numbers out: 0-dim tensors.
+    ("Float", f"{TT}ScalarArg<ks::Float>", "at::Tensor"),
+    ("(Tuple Integer Bool)", f"std::tuple<{TT}ScalarArg<ks::Integer>, {TT}ScalarArg<ks::Bool>>",
+     "std::tuple<at::Tensor, at::Tensor>"),
+    ("(Tuple (Vec Bool) Float)", f"std::tuple<at::Tensor, {TT}ScalarArg<ks::Float>>",
+     "std::tuple<at::Tensor, at::Tensor>"),
+    # Tensors of tensors: stacked or a list; tensors of tuples: lists.
+    ("(Vec (Vec Float))", f"{TT}Nested<at::Tensor>", f"{TT}Nested<at::Tensor>"),
+    ("(Vec (Vec (Tensor 2 Integer)))", f"{TT}Nested<{TT}Nested<at::Tensor>>", f"{TT}Nested<{TT}Nested<at::Tensor>>"),
+    ("(Vec (Tuple (Vec Float) Float))", f"std::vector<std::tuple<at::Tensor, {TT}ScalarArg<ks::Float>>>",
+     "std::vector<std::tuple<at::Tensor, at::Tensor>>"),
+    # Tangents of discrete values hold nothing: ().
+    ("(Vec (Tuple))", "std::tuple<>", "std::tuple<>"),
+    ("(Tuple Float (Tuple))", f"std::tuple<{TT}ScalarArg<ks::Float>, std::tuple<>>", "std::tuple<at::Tensor, std::tuple<>>"),
 ])
-def test_crossing_rules(text: str, entry: str, converter: str) -> None:
-    c = torch_target.crossing(parse_type(text), "param")
-    assert (c.entry_type, c.converter) == (entry, converter)
-    out = torch_target.crossing(parse_type(text), "result")
-    assert out.entry_type == entry
-    assert out.converter == ("ksbind::torch_target::to_torch" if converter else "")
+def test_crossing_rules(text: str, entry: str, result_entry: str) -> None:
+    t = parse_type(text)
+    c = torch_target.crossing(t, "param")
+    assert (c.entry_type, c.converter) == (entry, f"{TT}from_torch<{t.cpp}>")
+    out = torch_target.crossing(t, "result")
+    assert (out.entry_type, out.converter) == (result_entry, f"{TT}to_torch")
+
+
+def test_strings_cross_as_python_strings() -> None:
+    for role in ("param", "result"):
+        c = torch_target.crossing(parse_type("(Tuple String String)"), role)
+        assert (c.entry_type, c.converter, c.py_type) == ("ks::Tuple<ks::String,ks::String>", "", "tuple[str, str]")
+
+
+@pytest.mark.parametrize("text, param, result", [
+    ("Float", "float | torch.Tensor", "torch.Tensor"),
+    ("(Vec (Vec Float))", "torch.Tensor | Sequence[torch.Tensor]", "torch.Tensor | list[torch.Tensor]"),
+    ("(Vec (Tuple Integer (Vec Float)))", "Sequence[tuple[int | torch.Tensor, torch.Tensor]]",
+     "list[tuple[torch.Tensor, torch.Tensor]]"),
+    ("(Tuple)", "tuple[()]", "tuple[()]"),
+])
+def test_stub_types(text: str, param: str, result: str) -> None:
+    t = parse_type(text)
+    assert torch_target.py_type(t, "param") == param
+    assert torch_target.py_type(t, "result") == result
 
 
 def test_plain_files_include_torch_headers_only_where_needed() -> None:
@@ -63,7 +100,7 @@ def test_plain_files_include_torch_headers_only_where_needed() -> None:
     assert 'from_torch<ks::tensor<1, ks::Float>>(&g_alloc, arg0, "arg0")' in cpp or "from_torch<ks::tensor<1, ks::Float>>" in cpp
     assert "ksbind::ArenaScope" in cpp and "to_torch(ret)" in cpp
     # Autograd is routed from C++ only when grad mode is on and the tensor requires grad.
-    assert "c10::GradMode::is_enabled() && (arg0.requires_grad())" in files["module.cpp"]
+    assert "c10::GradMode::is_enabled() && (ksbind::torch_target::requires_grad(arg0))" in files["module.cpp"]
     assert "'autograd': True" in files["m.py"] and "torch_library=None" in files["m.py"]
 
 
@@ -92,7 +129,7 @@ def test_elementwise_and_vmap_render_loops() -> None:
     (BindingSpec("n", "norm", None, "vmap"), ["vmap", "takes no tensor"]),
     (BindingSpec("s", "scale", "s_vjp", "vmap"), ["vmap with a vjp", "shared"]),
     (BindingSpec("p", "pair", "p_vjp", "vmap"), ["vmap", "(Tuple Float (Tensor 1 Float))"]),
-    (BindingSpec("x", "nested"), ["(Tensor 1 (Tensor 1 Float))", "python target"]),
+    (BindingSpec("g", "grid"), ["(Tensor 2 (Tensor 1 Float))", "rank-2", "python target"]),
     (BindingSpec("t", "texts"), ["(Tensor 1 String)"]),
 ])
 def test_signatures_that_do_not_fit_raise_binding_error(spec: BindingSpec, words: list[str]) -> None:
@@ -102,16 +139,26 @@ def test_signatures_that_do_not_fit_raise_binding_error(spec: BindingSpec, words
         assert w in str(info.value)
 
 
-@pytest.mark.parametrize("spec, words", [
-    (BindingSpec("s", "sumsq"), ["torch_library", "Float"]),
-    (BindingSpec("pa", "pairarg"), ["torch_library", "tuple"]),
-    (BindingSpec("pr", "pair"), ["torch_library"]),
-])
-def test_torch_library_signature_checks(spec: BindingSpec, words: list[str]) -> None:
-    with pytest.raises(BindingError) as info:
-        render(spec, torch_library="ns")
-    for w in words:
-        assert w in str(info.value)
+def test_torch_library_warns_for_and_keeps_what_it_cannot_express() -> None:
+    """A binding torch.library cannot express is named in a warning and bound as
+    a plain function; the module's other bindings still become ops."""
+    with pytest.warns(ksbind.KsbindWarning, match=r"binding 'pa' \(.*tuparg.*\) is not a torch.library op") as got:
+        files = render(BindingSpec("pa", "tuparg"), BindingSpec("s", "sumsq"), BindingSpec("pr", "pair"),
+                       BindingSpec("st", "stats", "st_vjp"), BindingSpec("n", "nested", "n_vjp"),
+                       torch_library="ns").files
+    assert len(got) == 1
+    py = files["m.py"]
+    assert "'name': 'pa'," in py and "'op': False" in py
+    # Numbers come back as 0-dim tensors: scalar and tuple-of-scalar results are ops.
+    assert "'schema': '(Tensor arg0) -> Tensor'" in py
+    assert "'schema': '(Tensor arg0) -> (Tensor, Tensor)'" in py
+    assert "'schema': '(Tensor arg0) -> (Tensor, Tensor, Tensor)'" in py
+    # A tuple result's gradient reaches the vjp op as a list of tensors.
+    assert "'vjp_schema': '(Tensor arg0, Tensor[] dret) -> Tensor'" in py
+    # A tensor of tensors is one stacked tensor for an op.
+    assert "'vjp_schema': '(Tensor arg0, Tensor dret) -> Tensor'" in py
+    # The plain binding keeps C++ autograd routing only if it has a vjp (pa has none).
+    assert "_set_autograd" not in files["module.cpp"]
 
 
 def test_torch_library_schemas() -> None:

@@ -23,9 +23,9 @@ import pprint
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from ..binding import Binding
+from ..binding import Binding, warn
 from ..errors import BindingError
-from ..types import FLOAT, KsType, ScalarType, TensorType, TupleType, parse_type
+from ..types import EMPTY_TUPLE, FLOAT, KsType, ScalarType, TensorType, TupleType, parse_type
 from .common import Crossing
 from .ks import SCALAR_PY
 
@@ -49,51 +49,109 @@ def ext_name(module_name: str) -> str:
 
 
 # ------------------------------------------------------------ crossing rules
+#
+#   (Tensor N S), S Float/Integer/Bool     at::Tensor (a view of the caller's tensor)
+#   (Tensor 1 (Tensor M ... S))            Nested<...>: one stacked tensor (rows viewed) or a list
+#   (Tensor 1 X), X any other element      std::vector<X's entry type> (a list)
+#   Float/Integer/Bool argument            ScalarArg<...>: a Python number or a 0-dim tensor
+#   Float/Integer/Bool result              a 0-dim tensor, as torch.sum returns
+#   a type holding no scalar at all        std::tuple<> (the tangent of discrete values: ``()``)
+#   (Tuple ...)                            std::tuple of the elements' entry types
 
 def is_scalar_tensor(t: KsType) -> bool:
     return isinstance(t, TensorType) and isinstance(t.element, ScalarType) and t.element.name in TENSOR_ELEMENTS
 
 
+def is_nested_tensor(t: KsType) -> bool:
+    """(Tensor 1 (Tensor M ... S)): a tensor of tensors, stackable into one tensor."""
+    return (isinstance(t, TensorType) and t.rank == 1 and isinstance(t.element, TensorType)
+            and (is_scalar_tensor(t.element) or is_nested_tensor(t.element)))
+
+
+def stacked_rank(t: KsType) -> int:
+    """The rank of the one tensor a (nested) tensor of scalars stacks into."""
+    return t.rank + stacked_rank(t.element) if isinstance(t, TensorType) else 0
+
+
+def leaf_element(t: KsType) -> str:
+    while isinstance(t, TensorType):
+        t = t.element
+    return t.name  # type: ignore[attr-defined]
+
+
+def holds_no_scalar(t: KsType) -> bool:
+    """Types built of tuples and tensors only: the tangents of discrete values (``()``)."""
+    return not t.contains(lambda x: isinstance(x, ScalarType))
+
+
 def unsupported_reason(t: KsType) -> str | None:
     """Why a value of type t cannot cross the torch boundary, or None."""
+    if holds_no_scalar(t):
+        return None
     for sub in t.walk():
-        if isinstance(sub, TensorType) and not is_scalar_tensor(sub):
-            return (f"{sub} is not a tensor of Float, Integer or Bool; torch tensors cannot hold it "
-                    f"(use the python target for nested or string tensors)")
+        if not isinstance(sub, TensorType) or is_scalar_tensor(sub):
+            continue
+        if isinstance(sub.element, ScalarType):  # Tensor of String
+            return (f"{sub} is a tensor of {sub.element}; torch tensors cannot hold it "
+                    f"(use the python target for string tensors)")
+        if sub.rank != 1:
+            return (f"{sub} is a rank-{sub.rank} tensor of {sub.element}; the torch target takes tensors of "
+                    f"tensors or tuples as rank-1 (lists, or one stacked tensor); use the python target")
     return None
 
 
-def py_type(t: KsType) -> str:
+def py_type(t: KsType, role: str = "param") -> str:
+    if holds_no_scalar(t):
+        return "tuple[()]"
     if isinstance(t, ScalarType):
+        if t.name in TENSOR_ELEMENTS:
+            return f"{SCALAR_PY[t.name]} | torch.Tensor" if role == "param" else "torch.Tensor"
         return SCALAR_PY[t.name]
+    if is_nested_tensor(t):
+        inner = py_type(t.element, role)  # type: ignore[attr-defined]
+        return f"torch.Tensor | Sequence[{inner}]" if role == "param" else f"torch.Tensor | list[{inner}]"
+    if isinstance(t, TensorType) and not is_scalar_tensor(t):
+        inner = py_type(t.element, role)
+        return f"Sequence[{inner}]" if role == "param" else f"list[{inner}]"
     if isinstance(t, TensorType):
         return "torch.Tensor"
     if isinstance(t, TupleType):
-        return "tuple[" + (", ".join(py_type(e) for e in t.elements) or "()") + "]"
+        return "tuple[" + (", ".join(py_type(e, role) for e in t.elements) or "()") + "]"
     return "object"
 
 
-def entry_type(t: KsType) -> str:
-    """The C++ type an entry point takes or returns for t (pybind11 converts it)."""
-    if isinstance(t, TensorType):
+def entry_type(t: KsType, role: str = "param") -> str:
+    """The C++ type an entry point takes (role "param") or returns for t (pybind11 converts it)."""
+    if holds_no_scalar(t):
+        return "std::tuple<>"
+    if is_scalar_tensor(t):
         return "at::Tensor"
+    if is_nested_tensor(t):
+        return f"ksbind::torch_target::Nested<{entry_type(t.element, role)}>"  # type: ignore[attr-defined]
+    if isinstance(t, TensorType):
+        return f"std::vector<{entry_type(t.element, role)}>"
     if isinstance(t, TupleType):
-        return "std::tuple<" + ", ".join(entry_type(e) for e in t.elements) + ">"
+        return "std::tuple<" + ", ".join(entry_type(e, role) for e in t.elements) + ">"
+    if isinstance(t, ScalarType) and t.name in TENSOR_ELEMENTS:
+        return f"ksbind::torch_target::ScalarArg<{ENTRY_SCALARS[t.name]}>" if role == "param" else "at::Tensor"
     if isinstance(t, ScalarType):
         return ENTRY_SCALARS[t.name]
     return t.cpp
 
 
-def _holds_tensor(t: KsType) -> bool:
-    return t.contains(lambda x: isinstance(x, TensorType))
+def _converts(t: KsType) -> bool:
+    """Whether the value needs a torch converter (anything but strings and their tuples)."""
+    return holds_no_scalar(t) or t.contains(
+        lambda x: isinstance(x, TensorType) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS))
 
 
 def crossing(t: KsType, role: str) -> Crossing:
-    if not _holds_tensor(t):
-        return Crossing(t.cpp, "", py_type(t))  # pybind11 converts scalars and their tuples
-    if role == "param":
-        return Crossing(entry_type(t), f"ksbind::torch_target::from_torch<{t.cpp}>", py_type(t))
-    return Crossing(entry_type(t), "ksbind::torch_target::to_torch", py_type(t))
+    side = "param" if role == "param" else "result"
+    if not _converts(t):
+        return Crossing(t.cpp, "", py_type(t, side))  # strings and their tuples: pybind11 converts them
+    if side == "param":
+        return Crossing(entry_type(t, side), f"ksbind::torch_target::from_torch<{t.cpp}>", py_type(t, side))
+    return Crossing(entry_type(t, side), "ksbind::torch_target::to_torch", py_type(t, side))
 
 
 # ------------------------------------------------------------ mode checks
@@ -102,7 +160,7 @@ def _fail(b: Binding, message: str) -> None:
     raise BindingError(f"binding {b.name!r} ({b.decl.name}): {message}", b.location)
 
 
-def check_binding(b: Binding, torch_library: str | None) -> None:
+def check_binding(b: Binding) -> None:
     """Every way a binding can fail to fit the torch target or its mode."""
     d = b.decl
     for t in list(d.params) + [d.return_type]:
@@ -130,14 +188,6 @@ def check_binding(b: Binding, torch_library: str | None) -> None:
         if not ok or (isinstance(r, TupleType) and (not parts or b.vjp_decl is not None)):
             _fail(b, f"mode vmap stacks each step's result: it must be a tensor of Float/Integer/Bool, one of "
                      f"those scalars{'' if b.vjp_decl is not None else ', or a tuple of them'}; found {r}")
-    if torch_library is not None:
-        for p in d.params:
-            if isinstance(p, TupleType):
-                _fail(b, f"torch_library ops take tensors and scalars; argument type {p} is a tuple")
-        r = d.return_type
-        parts = r.elements if isinstance(r, TupleType) else (r,)
-        if b.mode == "plain" and (not parts or not all(isinstance(x, TensorType) for x in parts)):
-            _fail(b, f"torch_library ops (mode plain) return a tensor or a flat tuple of tensors; found {r}")
 
 
 # ------------------------------------------------------------ template values
@@ -150,11 +200,11 @@ class TorchParam:
     py_name: str
     ks_value: str        # the ks value's C++ name
     cpp_type: str        # its ks C++ type
-    kind: str            # tensor | scalar | tuple
+    kind: str            # tensor | nested | list | scalar | tuple
     batched: bool        # vmap: sliced along the leading dimension
-    differentiable: bool  # autograd gives it a gradient (Float tensors only)
+    differentiable: bool  # autograd gives it a gradient (it holds a Float; tensors only for ops and vmap)
     schema: str          # torch.library schema type
-    rank: int            # tensor rank (0 otherwise)
+    rank: int            # rank of the (stacked) tensor (0 for scalars)
 
 
 @dataclass(frozen=True)
@@ -178,15 +228,27 @@ class TorchBinding:
     params: tuple[dict[str, Any], ...]
     result: dict[str, Any]
     autograd: bool
+    op: bool             # registered as a torch.library op
     schema: str | None
     vjp_schema: str | None
 
 
 def _param_kind(t: KsType) -> str:
-    return "tensor" if isinstance(t, TensorType) else "tuple" if isinstance(t, TupleType) else "scalar"
+    if is_scalar_tensor(t):
+        return "tensor"
+    if is_nested_tensor(t):
+        return "nested"
+    if isinstance(t, TensorType):
+        return "list"
+    return "tuple" if isinstance(t, TupleType) else "scalar"
 
 
-def _torch_params(e: Any, mode: str) -> tuple[TorchParam, ...]:
+def _holds_float(t: KsType) -> bool:
+    return t.contains(lambda x: x == FLOAT)
+
+
+def _torch_params(e: Any, mode: str, as_op: bool) -> tuple[TorchParam, ...]:
+    """as_op: the binding is a torch.library op, whose schema differentiates tensors only."""
     out = []
     for p in e.params:
         t = parse_type(p.ks_type)
@@ -194,11 +256,20 @@ def _torch_params(e: Any, mode: str) -> tuple[TorchParam, ...]:
         batched = mode == "vmap" and (kind == "tensor" or (e.is_vjp and p is e.params[-1]))
         if mode == "elementwise":
             kind = "tensor"
-        differentiable = (kind == "tensor" and (mode == "elementwise" or
-                                                (isinstance(t, TensorType) and t.element == FLOAT)))
-        schema = "Tensor" if kind == "tensor" else SCHEMA_SCALARS.get(str(t), "Any")
+        if mode == "elementwise":
+            differentiable = True
+        elif mode == "vmap":
+            differentiable = kind == "tensor" and isinstance(t, TensorType) and t.element == FLOAT
+        elif as_op:
+            differentiable = kind in ("tensor", "nested") and leaf_element(t) == "Float"
+        else:  # plain: every Float anywhere in the argument gets its gradient
+            differentiable = _holds_float(t)
+        if kind in ("tensor", "nested"):
+            schema = "Tensor"
+        else:
+            schema = SCHEMA_SCALARS.get(str(t), "") if kind == "scalar" else ""
         out.append(TorchParam(p.name, p.py_name, p.ks_value, p.cpp_type, kind, batched, differentiable, schema,
-                              t.rank if isinstance(t, TensorType) else 0))
+                              stacked_rank(t)))
     return tuple(out)
 
 
@@ -215,25 +286,46 @@ def _mode_entry_type(t: KsType, mode: str) -> str:
 
 
 def _result_info(t: KsType, mode: str) -> dict[str, Any]:
+    """What the wrapper (fake implementations, autograd) needs to know of a result."""
     def one(x: KsType) -> dict[str, Any]:
         if mode != "plain" and (isinstance(x, TensorType) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS)):
             rank = (x.rank if isinstance(x, TensorType) else 0) + (1 if mode == "vmap" else 0)
             element = x.element.name if isinstance(x, TensorType) else x.name  # type: ignore[attr-defined]
             return {"kind": "tensor", "dtype": TORCH_DTYPES[element], "rank": rank if mode == "vmap" else -1}
+        if holds_no_scalar(x):
+            return {"kind": "empty"}
+        if is_scalar_tensor(x) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS):
+            return {"kind": "tensor", "dtype": TORCH_DTYPES[leaf_element(x)], "rank": stacked_rank(x)}
+        if is_nested_tensor(x):  # one stacked tensor, or a list when ragged
+            return {"kind": "nested", "dtype": TORCH_DTYPES[leaf_element(x)], "rank": stacked_rank(x)}
         if isinstance(x, TensorType):
-            return {"kind": "tensor", "dtype": TORCH_DTYPES[x.element.name], "rank": x.rank}  # type: ignore[attr-defined]
+            return {"kind": "list", "element": one(x.element)}
         if isinstance(x, TupleType):
             return {"kind": "tuple", "parts": [one(e) for e in x.elements]}
         return {"kind": "scalar", "type": str(x)}
     return one(t)
 
 
-def _schema_type(info: dict[str, Any]) -> str:
-    if info["kind"] == "tensor":
+def _schema_type(info: dict[str, Any]) -> str | None:
+    """The torch.library schema of a result, or None where a schema cannot say it."""
+    if info["kind"] in ("tensor", "nested"):
         return "Tensor"
-    if info["kind"] == "tuple":
-        return "(" + ", ".join(_schema_type(p) for p in info["parts"]) + ")"
-    return SCHEMA_SCALARS[info["type"]]
+    if info["kind"] == "tuple" and info["parts"]:
+        parts = [_schema_type(p) for p in info["parts"]]
+        return None if None in parts else "(" + ", ".join(p for p in parts if p) + ")"
+    return None
+
+
+def library_problem(b: Binding, params: Sequence[TorchParam], result: dict[str, Any]) -> str | None:
+    """Why torch.library cannot express binding b as an op, or None."""
+    for p in params:
+        if not p.schema:
+            return (f"argument {p.py_name!r} ({p.kind}) has no torch.library schema type "
+                    f"(ops take tensors, numbers and strings)")
+    if _schema_type(result) is None:
+        return (f"its result {b.decl.return_type} has no torch.library schema type "
+                f"(ops return tensors, numbers as 0-dim tensors, or a tuple of them)")
+    return None
 
 
 def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
@@ -241,34 +333,49 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
     from .common import entry_points_for
 
     for b in bindings:
-        check_binding(b, options.torch_library)
+        check_binding(b)
     entries = {e.name: e for e in entry_points_for(list(bindings), crossing)}
     torch_entries: dict[str, TorchEntry] = {}
     infos: list[TorchBinding] = []
     for b in bindings:
+        result = _result_info(b.decl.return_type, b.mode)
+        as_op = options.torch_library is not None
+        if as_op:
+            problem = library_problem(b, _torch_params(entries[b.name], b.mode, True), result)
+            if problem:
+                # Only this binding stays out of torch.library; the rest of the module is unaffected.
+                warn(f"{b.location}: binding {b.name!r} ({b.decl.name}) is not a torch.library op: {problem}; "
+                     f"it is bound as a plain function (torch.compile graph-breaks on it)")
+                as_op = False
         for e in [entries[b.name]] + ([entries[b.vjp_name]] if b.vjp_name else []):
             rt = (b.vjp_decl if e.is_vjp else b.decl).return_type  # type: ignore[union-attr]
             parts = rt.elements if isinstance(rt, TupleType) else (rt,)
             torch_entries[e.name] = TorchEntry(
-                name=e.name, mode=b.mode, is_vjp=e.is_vjp, params=_torch_params(e, b.mode),
+                name=e.name, mode=b.mode, is_vjp=e.is_vjp, params=_torch_params(e, b.mode, as_op),
                 result_cpp=rt.cpp, out_count=len(parts), out_is_tuple=isinstance(rt, TupleType))
         primal = torch_entries[b.name]
-        result = _result_info(b.decl.return_type, b.mode)
         params = tuple({"name": p.py_name, "kind": p.kind, "differentiable": p.differentiable,
                         "batched": p.batched, "schema": p.schema, "rank": p.rank} for p in primal.params)
-        autograd = b.vjp_name is not None and result["kind"] == "tensor" and result.get("dtype") == "float32" \
-            and any(p["differentiable"] for p in params)
+        if b.mode == "plain":  # any result: scalars are 0-dim tensors, nested and tuple results flatten
+            differentiable_result = True
+        else:
+            differentiable_result = result["kind"] == "tensor" and result.get("dtype") == "float32"
+        autograd = b.vjp_name is not None and differentiable_result and any(p["differentiable"] for p in params)
+        if as_op and autograd:  # the op's backward needs a float result to take a gradient of
+            result_parts: list[dict[str, Any]] = result["parts"] if result["kind"] == "tuple" else [result]
+            autograd = any(part.get("dtype") == "float32" for part in result_parts)
         schema = vjp_schema = None
-        if options.torch_library is not None:
+        if as_op:
             args = ", ".join(f"{p['schema']} {p['name']}" for p in params)
             schema = f"({args}) -> {_schema_type(result)}"
             if autograd:
                 grads = [p for p in params if p["differentiable"]]
                 outs = "Tensor" if len(grads) == 1 else "(" + ", ".join("Tensor" for _ in grads) + ")"
-                vjp_schema = f"({args}, Tensor dret) -> {outs}"
-        infos.append(TorchBinding(b.name, b.vjp_name, b.mode, params, result, autograd, schema, vjp_schema))
+                dret = "Tensor[]" if result["kind"] == "tuple" else "Tensor"
+                vjp_schema = f"({args}, {dret} dret) -> {outs}"
+        infos.append(TorchBinding(b.name, b.vjp_name, b.mode, params, result, autograd, as_op, schema, vjp_schema))
     # torch.library ops carry their own autograd: no routing to a Python Function then.
-    slots = [b for b in infos if b.autograd and options.torch_library is None]
+    slots = [b for b in infos if b.autograd and not b.op]
     autograd_slots = {b.name: AutogradSlot(i, tuple(p.name for p in torch_entries[b.name].params if p.differentiable))
                       for i, b in enumerate(slots)}
     # In elementwise and vmap modes every Float/tensor argument and result is a

@@ -151,39 +151,224 @@ std::vector<int64_t> torch_sizes(const Index& size) {
     }
 }
 
+// ------------------------------------------------------------ entry values
+
+// A Float/Integer/Bool argument: a Python number, or a 0-dim tensor (kept, so
+// that autograd can give it a gradient).
+template <class E>
+struct ScalarArg {
+    E value{};
+    at::Tensor tensor;  // defined when the caller passed a tensor
+};
+
+// A tensor of tensors ((Vec (Vec Float))...): one stacked tensor, whose rows
+// the inner ks tensors view, or a list of the inner values (ragged).
+template <class Inner>
+struct Nested {
+    at::Tensor stacked;
+    std::vector<Inner> items;
+};
+
+// Element type and rank of ks tensors, however deeply nested.
+template <class T>
+struct leaf {
+    using type = T;
+    static constexpr size_t rank = 0;
+};
+template <size_t D, class E>
+struct leaf<ks::tensor<D, E>> {
+    using type = typename leaf<E>::type;
+    static constexpr size_t rank = D + leaf<E>::rank;
+};
+
+// Types made of tuples and tensors only: the tangents of discrete values,
+// which cross as () (their entry type is std::tuple<>).
+template <class T>
+struct holds_no_scalar : std::false_type {};
+template <class... Ts>
+struct holds_no_scalar<ks::Tuple<Ts...>> : std::bool_constant<(holds_no_scalar<Ts>::value && ...)> {};
+template <size_t D, class E>
+struct holds_no_scalar<ks::tensor<D, E>> : holds_no_scalar<E> {};
+
+template <class T>
+std::string ks_type_text() {
+    if constexpr (is_ks_tensor<T>::value) {
+        return [&]<size_t D, class E>(ks::tensor<D, E>*) {
+            return "(Tensor " + std::to_string(D) + " " + ks_type_text<E>() + ")";
+        }(static_cast<T*>(nullptr));
+    } else {
+        return dtype_of<T>::ks_name;
+    }
+}
+
+// Whether autograd has anything to do: a tensor anywhere in the value requires grad.
+inline bool requires_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
+template <class E>
+bool requires_grad(const ScalarArg<E>& s);
+template <class Inner>
+bool requires_grad(const Nested<Inner>& n);
+template <class T>
+bool requires_grad(const std::vector<T>& v);
+template <class... Ts>
+bool requires_grad(const std::tuple<Ts...>& t);
+template <class T>
+bool requires_grad(const T&) { return false; }  // numbers, strings
+
+template <class E>
+bool requires_grad(const ScalarArg<E>& s) { return requires_grad(s.tensor); }
+template <class Inner>
+bool requires_grad(const Nested<Inner>& n) {
+    return n.stacked.defined() ? n.stacked.requires_grad() : requires_grad(n.items);
+}
+template <class T>
+bool requires_grad(const std::vector<T>& v) {
+    for (const T& x : v)
+        if (requires_grad(x)) return true;
+    return false;
+}
+template <class... Ts>
+bool requires_grad(const std::tuple<Ts...>& t) {
+    return std::apply([](const auto&... x) { return (false || ... || requires_grad(x)); }, t);
+}
+
 // ------------------------------------------------------------ Python -> ks
+
+template <class E>
+E scalar_from(ScalarArg<E>& s, const std::string& where) {
+    if (!s.tensor.defined()) return s.value;
+    const at::Tensor& t = s.tensor;
+    const std::string ks_type = dtype_of<E>::ks_name;
+    if (t.dim() != 0)
+        value_error(where, "expected a number or a 0-dimensional tensor for ks " + ks_type + ", got a tensor of shape " +
+                               shape_text(t.sizes()));
+    if (!t.device().is_cpu())
+        value_error(where, "expected a CPU tensor for ks " + ks_type + ", got a tensor on device '" + t.device().str() + "'");
+    if (t.layout() != c10::kStrided) value_error(where, "expected a dense (strided) tensor for ks " + ks_type);
+    const c10::ScalarType st = t.scalar_type();
+    // A 0-dim tensor is a number: any floating dtype for Float, any integer one
+    // for Integer (autograd casts a gradient back to its input's dtype).
+    if constexpr (std::is_same_v<E, float>) {
+        switch (st) {
+            case c10::ScalarType::Float: return *t.data_ptr<float>();
+            case c10::ScalarType::Double: return static_cast<float>(*t.data_ptr<double>());
+            case c10::ScalarType::Half: return static_cast<float>(*t.data_ptr<c10::Half>());
+            case c10::ScalarType::BFloat16: return static_cast<float>(*t.data_ptr<c10::BFloat16>());
+            default: break;
+        }
+    } else if constexpr (std::is_same_v<E, int>) {
+        int64_t v = 0;
+        bool integral = true;
+        switch (st) {
+            case c10::ScalarType::Int: v = *t.data_ptr<int32_t>(); break;
+            case c10::ScalarType::Long: v = *t.data_ptr<int64_t>(); break;
+            case c10::ScalarType::Short: v = *t.data_ptr<int16_t>(); break;
+            case c10::ScalarType::Char: v = *t.data_ptr<int8_t>(); break;
+            case c10::ScalarType::Byte: v = *t.data_ptr<uint8_t>(); break;
+            default: integral = false;
+        }
+        if (integral) {
+            if (v < INT_MIN || v > INT_MAX)
+                value_error(where, std::to_string(v) + " does not fit ks Integer (32 bits)");
+            return static_cast<int>(v);
+        }
+    } else {
+        if (st == c10::ScalarType::Bool) return *t.data_ptr<bool>();
+    }
+    type_error(where, "expected a number or a 0-dimensional " + std::string(std::is_same_v<E, float> ? "floating" :
+                      std::is_same_v<E, int> ? "integer" : "bool") + " tensor for ks " + ks_type + ", got a " +
+                      dtype_text(st) + " tensor");
+}
+
+// The ks view of a stacked tensor: a ks tensor of scalars views its data; a
+// ks tensor of tensors is an arena array of views of its rows.
+template <class T, class Leaf>
+T view_stacked(ks::allocator* alloc, Leaf* data, c10::IntArrayRef sizes, size_t dim) {
+    return [&]<size_t D, class E>(ks::tensor<D, E>*) {
+        if constexpr (!is_ks_tensor<E>::value) {
+            return T(ks_index<D>(sizes, dim), data);
+        } else {
+            static_assert(D == 1, "tensors of tensors cross as rank 1");
+            const int n = static_cast<int>(sizes[dim]);
+            int64_t stride = 1;
+            for (size_t k = dim + 1; k < sizes.size(); ++k) stride *= sizes[k];
+            T out = T::create(alloc, n);
+            for (int i = 0; i < n; ++i) out.data()[i] = view_stacked<E>(alloc, data + i * stride, sizes, dim + 1);
+            return out;
+        }
+    }(static_cast<T*>(nullptr));
+}
 
 template <class T>
 struct from_torch_impl;
 
+template <class T>
+T from_list(ks::allocator* alloc, auto& items, const std::string& where);
+
 template <size_t D, class E>
 struct from_torch_impl<ks::tensor<D, E>> {
-    static ks::tensor<D, E> convert(ks::allocator*, at::Tensor& t, const std::string& where) {
-        static const std::string ks_type = "(Tensor " + std::to_string(D) + " " + dtype_of<E>::ks_name + ")";
+    using T = ks::tensor<D, E>;
+    // A tensor of scalars: a view of the tensor's own data.
+    static T convert(ks::allocator*, at::Tensor& t, const std::string& where) {
+        static const std::string ks_type = ks_type_text<T>();
         check_tensor<E>(t, D, where, ks_type.c_str());
-        return ks::tensor<D, E>(ks_index<D>(t.sizes()), t.data_ptr<E>());
+        return T(ks_index<D>(t.sizes()), t.data_ptr<E>());
     }
+    // A tensor of tensors: stacked (rows viewed) or a list.
+    template <class Inner>
+    static T convert(ks::allocator* alloc, Nested<Inner>& v, const std::string& where) {
+        if (!v.stacked.defined()) return from_list<T>(alloc, v.items, where);
+        using Leaf = typename leaf<T>::type;
+        static const std::string ks_type = ks_type_text<T>();
+        check_tensor<Leaf>(v.stacked, leaf<T>::rank, where, ks_type.c_str());
+        return view_stacked<T>(alloc, v.stacked.template data_ptr<Leaf>(), v.stacked.sizes(), 0);
+    }
+    // A tensor of tuples: a list.
+    template <class Entry>
+    static T convert(ks::allocator* alloc, std::vector<Entry>& items, const std::string& where) {
+        return from_list<T>(alloc, items, where);
+    }
+    // A tangent of discrete values: nothing to pass.
+    static T convert(ks::allocator*, std::tuple<>&, const std::string&) { return T{}; }
 };
 
 template <class... Ts>
 struct from_torch_impl<ks::Tuple<Ts...>> {
     template <class Entry>
     static ks::Tuple<Ts...> convert(ks::allocator* alloc, Entry& value, const std::string& where) {
-        return [&]<size_t... I>(std::index_sequence<I...>) {
-            return ks::make_Tuple(from_torch_impl<Ts>::convert(alloc, std::get<I>(value),
-                                                               where + "[" + std::to_string(I) + "]")...);
-        }(std::index_sequence_for<Ts...>());
+        if constexpr (holds_no_scalar<ks::Tuple<Ts...>>::value) {
+            return ks::Tuple<Ts...>{};
+        } else {
+            return [&]<size_t... I>(std::index_sequence<I...>) {
+                return ks::make_Tuple(from_torch_impl<Ts>::convert(alloc, std::get<I>(value),
+                                                                   where + "[" + std::to_string(I) + "]")...);
+            }(std::index_sequence_for<Ts...>());
+        }
     }
 };
 
-// Scalars and strings: pybind11 already converted them.
+// Scalars (a number or a 0-dim tensor) and strings (pybind11 converted them).
 template <class T>
 struct from_torch_impl {
+    template <class E>
+    static T convert(ks::allocator*, ScalarArg<E>& value, const std::string& where) {
+        return scalar_from(value, where);
+    }
     template <class Entry>
     static T convert(ks::allocator*, Entry& value, const std::string&) {
         return static_cast<T>(value);
     }
 };
+
+template <class T>
+T from_list(ks::allocator* alloc, auto& items, const std::string& where) {
+    using E = std::remove_cvref_t<decltype(*T().data())>;
+    if (items.size() > static_cast<size_t>(INT_MAX))
+        value_error(where, "list has " + std::to_string(items.size()) + " elements; ks indexes with 32-bit ints");
+    T out = T::create(alloc, static_cast<int>(items.size()));
+    for (size_t i = 0; i < items.size(); ++i)
+        out.data()[i] = from_torch_impl<E>::convert(alloc, items[i], where + "[" + std::to_string(i) + "]");
+    return out;
+}
 
 template <class T, class Entry>
 T from_torch(ks::allocator* alloc, Entry& value, const char* name) {
@@ -192,27 +377,114 @@ T from_torch(ks::allocator* alloc, Entry& value, const char* name) {
 
 // ------------------------------------------------------------ ks -> Python
 
-template <size_t D, class E>
-at::Tensor to_torch(const ks::tensor<D, E>& t) {
-    auto sizes = torch_sizes<D>(t.size());
-    at::Tensor out = at::detail::empty_cpu(sizes, dtype_of<E>::value, false, c10::nullopt);
-    size_t n = static_cast<size_t>(t.num_elements());
-    if (n) std::memcpy(out.data_ptr<E>(), t.data(), n * sizeof(E));
+// Numbers come back as 0-dim tensors, as torch.sum's result does.
+template <class E>
+at::Tensor scalar_tensor(E v) {
+    at::Tensor out = at::detail::empty_cpu({}, dtype_of<E>::value, false, c10::nullopt);
+    *out.data_ptr<E>() = v;
     return out;
 }
+inline at::Tensor to_torch(float v) { return scalar_tensor(v); }
+inline at::Tensor to_torch(int v) { return scalar_tensor(v); }
+inline at::Tensor to_torch(bool v) { return scalar_tensor(v); }
 
 template <class T>
 std::enable_if_t<!is_ks_tensor<T>::value && !is_ks_tuple<T>::value, T> to_torch(const T& v) {
-    return v;
+    return v;  // strings
+}
+template <size_t D, class E>
+auto to_torch(const ks::tensor<D, E>& t);
+template <class... Ts>
+auto to_torch(const ks::Tuple<Ts...>& t);
+
+// The shape a tensor of tensors stacks into, when every inner tensor has the
+// same shape; appended to `shape` (an empty tensor of tensors: zeros).
+template <class T>
+void first_shape(const T& v, std::vector<int64_t>& shape) {
+    [&]<size_t D, class E>(ks::tensor<D, E>*) {
+        for (int64_t s : torch_sizes<D>(v.size())) shape.push_back(s);
+        if constexpr (is_ks_tensor<E>::value) {
+            if (v.num_elements() > 0) {
+                first_shape(v.data()[0], shape);
+            } else {
+                for (size_t k = 0; k < leaf<E>::rank; ++k) shape.push_back(0);
+            }
+        }
+    }(static_cast<T*>(nullptr));
+}
+
+template <class T>
+bool has_shape(const T& v, const int64_t* shape) {
+    return [&]<size_t D, class E>(ks::tensor<D, E>*) {
+        auto sizes = torch_sizes<D>(v.size());
+        if (!std::equal(sizes.begin(), sizes.end(), shape)) return false;
+        if constexpr (is_ks_tensor<E>::value) {
+            for (int i = 0; i < v.num_elements(); ++i)
+                if (!has_shape(v.data()[i], shape + D)) return false;
+        }
+        return true;
+    }(static_cast<T*>(nullptr));
+}
+
+template <class T, class Leaf>
+void copy_leaves(const T& v, Leaf*& dst) {
+    [&]<size_t D, class E>(ks::tensor<D, E>*) {
+        if constexpr (is_ks_tensor<E>::value) {
+            for (int i = 0; i < v.num_elements(); ++i) copy_leaves(v.data()[i], dst);
+        } else {
+            size_t n = static_cast<size_t>(v.num_elements());
+            if (n) std::memcpy(dst, v.data(), n * sizeof(E));
+            dst += n;
+        }
+    }(static_cast<T*>(nullptr));
+}
+
+template <size_t D, class E>
+auto to_torch(const ks::tensor<D, E>& t) {
+    using T = ks::tensor<D, E>;
+    if constexpr (holds_no_scalar<E>::value) {
+        return std::tuple<>();
+    } else if constexpr (is_ks_tensor<E>::value) {
+        // One copy out of the arena into one stacked tensor when the shapes
+        // agree; a list of tensors when they do not.
+        Nested<decltype(to_torch(std::declval<const E&>()))> out;
+        std::vector<int64_t> shape;
+        first_shape(t, shape);
+        if (has_shape(t, shape.data())) {
+            using Leaf = typename leaf<T>::type;
+            out.stacked = at::detail::empty_cpu(shape, dtype_of<Leaf>::value, false, c10::nullopt);
+            Leaf* dst = out.stacked.template data_ptr<Leaf>();
+            copy_leaves(t, dst);
+        } else {
+            out.items.reserve(static_cast<size_t>(t.num_elements()));
+            for (int i = 0; i < t.num_elements(); ++i) out.items.push_back(to_torch(t.data()[i]));
+        }
+        return out;
+    } else if constexpr (is_ks_tuple<E>::value) {
+        std::vector<decltype(to_torch(std::declval<const E&>()))> out;
+        out.reserve(static_cast<size_t>(t.num_elements()));
+        for (int i = 0; i < t.num_elements(); ++i) out.push_back(to_torch(t.data()[i]));
+        return out;
+    } else {
+        auto sizes = torch_sizes<D>(t.size());
+        at::Tensor out = at::detail::empty_cpu(sizes, dtype_of<E>::value, false, c10::nullopt);
+        size_t n = static_cast<size_t>(t.num_elements());
+        if (n) std::memcpy(out.data_ptr<E>(), t.data(), n * sizeof(E));
+        return out;
+    }
 }
 
 // ks::Tuple (std::tuple in the bundled runtime, ksc's own struct in ksc's) ->
 // std::tuple, which pybind11 converts.
 template <class... Ts>
 auto to_torch(const ks::Tuple<Ts...>& t) {
-    return [&]<size_t... I>(std::index_sequence<I...>) {
-        return std::make_tuple(to_torch(ks::get<I>(t))...);
-    }(std::index_sequence_for<Ts...>());
+    if constexpr (holds_no_scalar<ks::Tuple<Ts...>>::value) {
+        return std::tuple<>();
+    } else {
+        return [&]<size_t... I>(std::index_sequence<I...>) {
+            return std::make_tuple(to_torch(ks::get<I>(t))...);
+        }(std::index_sequence_for<Ts...>());
+    }
 }
 
 // ------------------------------------------------------------ per-thread arenas
