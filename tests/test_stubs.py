@@ -80,7 +80,7 @@ def test_python_and_torch_target_stub_types() -> None:
     assert "\nimport torch\n" in text and "class Tensor_" not in text
     t = functions(text)
     assert signature(t["vrelu3_vjp"]) == "(arg0: torch.Tensor, dret: torch.Tensor) -> torch.Tensor"
-    assert signature(t["g"]) == "(arg0: torch.Tensor) -> float"
+    assert signature(t["g"]) == "(arg0: torch.Tensor) -> torch.Tensor"  # numbers come back as 0-dim tensors
 
 
 def test_string_tensors_have_no_class_but_a_plain_annotation() -> None:
@@ -118,7 +118,7 @@ lst: list[float] = mpy.vrelu3([1.0, 2.0])
 total: float = mpy.g([[1.0, 2.0]])
 out: torch.Tensor = mt.vrelu3(torch.zeros(3))
 out = mt.vrelu3_vjp(torch.zeros(3), torch.ones(3))
-scalar: float = mt.g(torch.zeros(2, 2))
+scalar: torch.Tensor = mt.g(torch.zeros(2, 2))  # a 0-dim tensor
 """
 
 BAD = """\
