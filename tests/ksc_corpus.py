@@ -125,6 +125,12 @@ def _to_py(t: KsType, a: np.ndarray) -> Any:
     return float(a) if isinstance(t, ScalarType) else np.asarray(a, dtype=np.float32).tolist()
 
 
+def _to_torch(t: KsType, a: np.ndarray) -> Any:
+    import torch
+
+    return float(a) if isinstance(t, ScalarType) else torch.from_numpy(np.asarray(a, dtype=np.float32))
+
+
 @dataclass
 class VjpCheck:
     name: str
@@ -132,9 +138,11 @@ class VjpCheck:
     detail: str
 
 
-def check_vjp(m: ModuleType, b: Binding, seed: int = 0, n: int = 3) -> VjpCheck:
-    """<dr, f(x + eps v) - f(x - eps v)> / 2 eps against <vjp(x, dr), v>, for two random directions v."""
+def check_vjp(m: ModuleType, b: Binding, seed: int = 0, n: int = 3, target: str = "python") -> VjpCheck:
+    """<dr, f(x + eps v) - f(x - eps v)> / 2 eps against <vjp(x, dr), v>, for two random directions v.
+    Arguments cross as nested lists (python target) or float32 tensors (torch target)."""
     assert b.vjp_name is not None
+    _to_py = _to_torch if target == "torch" else globals()["_to_py"]
     f: Callable[..., Any] = getattr(m, b.name)
     vjp: Callable[..., Any] = getattr(m, b.vjp_name)
     params, ret = b.decl.params, b.decl.return_type
