@@ -14,8 +14,7 @@ import pytest
 from ksbind.pipeline import render_spec
 from ksbind.resolve import resolve_spec
 from tests.e2e_support import session_cache_dir, session_output_dir
-from tests.ksc_corpus import (KNOWN_WRONG_VJPS, KSC, ProgramResult, all_programs, build_programs, check_vjp,
-                              checkable, program_spec)
+from tests.ksc_corpus import KNOWN_WRONG_VJPS, KSC, all_programs, build_program, check_vjp, checkable, program_spec
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not KSC.is_file(), reason=f"ksc is not at {KSC} (shared/ksc absent)")]
@@ -36,15 +35,10 @@ def test_program_generates_on_the_torch_target(program: str) -> None:
         assert f" {b.name}(" in entries, b.name
 
 
-@pytest.fixture(scope="module")
-def corpus() -> dict[str, ProgramResult]:
-    return build_programs(all_programs(), "torch", session_output_dir() / "corpus_torch", session_cache_dir())
-
-
 @pytest.mark.skipif(not EVERY_PROGRAM, reason="a torch build per program: scripts/test.sh --all")
 @pytest.mark.parametrize("program", all_programs())
-def test_program_builds_and_vjps_match_on_the_torch_target(program: str, corpus: dict[str, ProgramResult]) -> None:
-    r = corpus[program]
+def test_program_builds_and_vjps_match_on_the_torch_target(program: str) -> None:
+    r = build_program(program, "torch", session_output_dir() / "corpus_torch", session_cache_dir())
     assert r.error is None and r.module is not None, str(r.error)
     checks = [check_vjp(r.module, b, target="torch") for b in r.bindings if checkable(b)]
     failed = [f"{c.name}: {c.detail}" for c in checks if not c.ok and (program, c.name) not in KNOWN_WRONG_VJPS]
