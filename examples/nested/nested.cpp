@@ -81,19 +81,19 @@ Vec sufrev$prefixes$aT1f(ks::allocator* $alloc, Vec v, VecVec dr) {
     return d;
 }
 
-typedef ks::tensor<1, ks::Tuple<Vec, ks::Float>> Pairs;
+typedef ks::tensor<1, ks::Tuple<ks::Float, Vec>> Pairs;
 
-ks::Float pairsum$aT1$dT1ff$b(ks::allocator*, Pairs ps) {
+ks::Float pairsum$aT1$dfT1f$b(ks::allocator*, Pairs ps) {
     ks::Float s = 0;
-    for (int i = 0; i < ps.size(); ++i) s += ks::get<1>(ps[i]) * vsum(ks::get<0>(ps[i]));
+    for (int i = 0; i < ps.size(); ++i) s += ks::get<0>(ps[i]) * vsum(ks::get<1>(ps[i]));
     return s;
 }
 
-Pairs sufrev$pairsum$aT1$dT1ff$b(ks::allocator* $alloc, Pairs ps, ks::Float dr) {
+Pairs sufrev$pairsum$aT1$dfT1f$b(ks::allocator* $alloc, Pairs ps, ks::Float dr) {
     Pairs d = Pairs::create($alloc, ps.size());
     for (int i = 0; i < ps.size(); ++i) {
-        Vec v = ks::get<0>(ps[i]);
-        d[i] = ks::make_Tuple(filled($alloc, v.size(), dr * ks::get<1>(ps[i])), dr * vsum(v));
+        Vec v = ks::get<1>(ps[i]);
+        d[i] = ks::make_Tuple(dr * vsum(v), filled($alloc, v.size(), dr * ks::get<0>(ps[i])));
     }
     return d;
 }
@@ -138,6 +138,16 @@ ks::tensor<1, ks::Tuple<ks::Integer, Vec>> numbered$aT1T1f(ks::allocator* $alloc
     auto r = ks::tensor<1, ks::Tuple<ks::Integer, Vec>>::create($alloc, m.size());
     for (int i = 0; i < m.size(); ++i) r[i] = ks::make_Tuple(i, m[i]);
     return r;
+}
+
+ks::Integer poke_rows$aT1T1ff(ks::allocator*, VecVec rows, ks::Float x) {
+    ks::Integer n = 0;
+    for (int i = 0; i < rows.size(); ++i)
+        if (rows[i].size() > 0) {
+            rows[i][0] = x;
+            ++n;
+        }
+    return n;
 }
 
 }  // namespace ks
