@@ -1,4 +1,5 @@
-"""Every program of ../shared/ksc/programs through ksc and ksbind (python target), as the
+"""Every program of ../shared/ksc/programs through ksc and ksbind (python target, or the target named
+as the first argument: torch), as the
 markdown table in docs/ksc.md: bindings, build seconds (cold, two builds at a time on
 this machine), vjp checks. Run: .venv/bin/python scripts/ksc_corpus_table.py"""
 from __future__ import annotations
@@ -20,7 +21,7 @@ def main() -> None:
         print("|---|---|---|---|---|")
         for name, r in results.items():
             vjps = sum(1 for b in r.bindings if b.vjp_name)
-            checks = [check_vjp(r.module, b) for b in r.bindings if checkable(b)] if r.module else []
+            checks = [check_vjp(r.module, b, target=target) for b in r.bindings if checkable(b)] if r.module else []
             passed = sum(c.ok for c in checks)
             if r.error is not None:
                 outcome = "FAILED: " + r.error.message
