@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
-import textwrap
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -75,64 +75,67 @@ def available() -> str | None:
     return None
 
 
+CASES = ("gxx", "cold", "edit_ks", "edit_bindings", "first_new", "first_old")
+
+
 @dataclass
 class Times:
-    gxx: list[float] = field(default_factory=list)
-    cold: list[float] = field(default_factory=list)
-    edit_ks: list[float] = field(default_factory=list)
-    edit_bindings: list[float] = field(default_factory=list)
-    first_new: list[float] = field(default_factory=list)
-    first_old: list[float] = field(default_factory=list)
+    """Seconds per case: wall-clock, and CPU (user + system of every process
+    the case ran and waited for: on a loaded machine the steadier measure)."""
+
+    wall: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CASES})
+    cpu: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CASES})
     baseline: str = ""
 
-    def median(self, name: str) -> float:
-        return statistics.median(getattr(self, name))
+    def median(self, name: str, cpu: bool = False) -> float:
+        return statistics.median((self.cpu if cpu else self.wall)[name])
+
+    def add(self, name: str, measured: tuple[float, float]) -> None:
+        self.wall[name].append(measured[0])
+        self.cpu[name].append(measured[1])
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def build(config: Path, cache: Path, cwd: Path, env: dict[str, str] | None = None,
-          ksbind_path: Path | None = None) -> float:
-    """ksbind.build in a fresh process: seconds from before `import ksbind` to the imported module."""
+          ksbind_path: Path | None = None) -> tuple[float, float]:
+    """ksbind.build in a fresh process: seconds from before `import ksbind` to the
+    imported module, and the CPU seconds of the process and its compilers."""
     code = ("import time; t0 = time.perf_counter(); import ksbind; "
             f"ksbind.build({str(config)!r}, quiet=True); print(time.perf_counter() - t0)")
     full = {**os.environ, "KSBIND_CACHE_DIR": str(cache), **(env or {})}
     full["PYTHONPATH"] = str(ksbind_path or REPO)
+    cpu = _children_cpu()
     proc = subprocess.run([sys.executable, "-c", code], env=full, cwd=cwd, capture_output=True, text=True)
+    cpu = _children_cpu() - cpu
     if proc.returncode != 0:
         raise RuntimeError(f"build of {config} failed:\n{proc.stderr[-3000:]}")
     wait_for_background(cache)  # the next case must not share the CPUs with it
-    return float(proc.stdout.strip().splitlines()[-1])
+    return float(proc.stdout.strip().splitlines()[-1]), cpu
 
 
-def wait_for_background(cache: Path, timeout: float = 600) -> None:
-    """Wait until no process builds a precompiled header in this cache (a first
-    build starts one in the background: ksbind/pch.py)."""
-    sys.path.insert(0, str(REPO))
-    from ksbind import buildcache
-
-    locks = cache / "pch" / ".locks"
+def wait_for_background(cache: Path, timeout: float = 900) -> None:
+    """Wait until no process builds a precompiled header in this cache (a second
+    build starts one in the background, marked by pch/KEY/building: ksbind/pch.py)."""
     deadline = time.monotonic() + timeout
-    idle_since = time.monotonic()
-    while time.monotonic() < deadline and time.monotonic() - idle_since < 1.0:
-        busy = False
-        for lock in locks.glob("*.lock") if locks.is_dir() else []:
-            with buildcache.try_lock(lock) as held:
-                busy = busy or not held
-        if busy:
-            idle_since = time.monotonic()
-        time.sleep(0.05)
+    while list(cache.glob("pch/*/building")) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
-def gxx_alone(cache: Path, name: str) -> float:
+def gxx_alone(cache: Path, name: str) -> tuple[float, float]:
     """g++ on the module's user C++ (ksc's output, from the cache) with ksbind's flags."""
     sys.path.insert(0, str(REPO))
     from ksbind.toolchain import BASE_FLAGS
 
     (cpp,) = [p for d in cache.glob(f"ksc-{name}-*") for p in d.glob(f"{name}.cpp")]
     with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _children_cpu()
         subprocess.run(["g++", *BASE_FLAGS, f"-I{RUNTIME}", f"-I{cpp.parent}", "-c", str(cpp), "-o",
                         str(Path(tmp) / "user.o")], check=True)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, _children_cpu() - cpu
 
 
 def measure(work: Path, repeats: int, baseline: Path | None = None,
@@ -158,18 +161,17 @@ def measure(work: Path, repeats: int, baseline: Path | None = None,
                                           out=work / "out" / module))
             return path
 
-        times.cold.append(build(config(f"objective{i}"), warm, work))
-        times.gxx.append(gxx_alone(warm, name))
+        times.add("cold", build(config(f"objective{i}"), warm, work))
+        times.add("gxx", gxx_alone(warm, name))
         text = ks.read_text()
         assert LITERAL in text
         ks.write_text(text.replace(LITERAL, f"0.91893{i + 1}"))
-        times.edit_ks.append(build(config(f"objective{i}"), warm, work))
-        times.edit_bindings.append(build(config(f"objective{i}b"), warm, work))
+        times.add("edit_ks", build(config(f"objective{i}"), warm, work))
+        times.add("edit_bindings", build(config(f"objective{i}b"), warm, work))
         first = config("objective", f"gmm_first{i}")
         for label, env, path in (("new", {}, None), ("old", old_env, baseline)):
             cache = work / f"empty-{label}-{i}"
-            t = build(first, cache, work, env, path)
-            (times.first_new if label == "new" else times.first_old).append(t)
+            times.add(f"first_{label}", build(first, cache, work, env, path))
             shutil.rmtree(cache, ignore_errors=True)
     return times
 
@@ -185,15 +187,27 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="ksbind-gmm-") as tmp:
         t = measure(Path(tmp), args.repeats, args.baseline, lambda s: print(f"... {s}", file=sys.stderr))
-    cold = t.median("cold")
-    print(textwrap.dedent(f"""\
-        gmm.ks objective+vjp, python target; medians of {args.repeats}, {os.cpu_count()} cores
-        g++ alone on the module's user C++:          {t.median('gxx'):.2f} s
-        cold build, warm shared parts:               {cold:.2f} s  ({cold / t.median('gxx'):.2f}x g++ alone)
-        rebuild after editing the .ks:               {t.median('edit_ks'):.2f} s  ({t.median('edit_ks') / cold:.2f}x cold)
-        rebuild after editing the bindings:          {t.median('edit_bindings'):.2f} s  ({t.median('edit_bindings') / cold:.2f}x cold)
-        first build ever (empty cache):              {t.median('first_new'):.2f} s
-        the same, {t.baseline}: {t.median('first_old'):.2f} s  ({t.median('first_new') / t.median('first_old'):.2f}x)"""))
+    print(f"gmm.ks objective+vjp, python target; medians of {args.repeats}, {os.cpu_count()} cores; "
+          f"baseline: {t.baseline}")
+    print(report(t))
+
+
+def report(t: Times) -> str:
+    """Each case's wall and CPU medians, and the ratios issue 12 asks for."""
+    lines = [f"{'case':44} {'wall s':>8} {'cpu s':>8}  {'wall ratio':>10} {'cpu ratio':>9}"]
+    ref = {"cold": ("gxx", "g++ alone"), "edit_ks": ("cold", "cold"), "edit_bindings": ("cold", "cold"),
+           "first_new": ("first_old", "baseline")}
+    names = {"gxx": "g++ alone on the module's user C++", "cold": "cold build, warm shared parts",
+             "edit_ks": "rebuild after editing the .ks", "edit_bindings": "rebuild after editing the bindings",
+             "first_new": "first build ever (empty cache)", "first_old": "first build ever, baseline"}
+    for c in CASES:
+        row = f"{names[c]:44} {t.median(c):8.2f} {t.median(c, True):8.2f}"
+        if c in ref:
+            r, label = ref[c]
+            row += (f"  {t.median(c) / t.median(r):10.2f} {t.median(c, True) / t.median(r, True):9.2f}"
+                    f"  (x {label})")
+        lines.append(row)
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -113,6 +113,7 @@ def build(tc: Toolchain, root: Path, shared: SharedPch, runner: "_Runner") -> No
 
 
 WANTED = "wanted"
+BUILDING = "building"
 
 
 def wanted_before(root: Path, key: str) -> bool:
@@ -134,6 +135,12 @@ def start_background(tc: Toolchain, root: Path) -> None:
     the build that starts it goes on without it, later builds use it."""
     fields = {f.name: getattr(tc, f.name) for f in dataclasses.fields(tc)}
     args = json.dumps({"root": str(root), "toolchain": _jsonable(fields)})
+    # Marks a build in progress (removed by it when done): what benchmarks wait on.
+    building = ObjectCache(root, PCH_DIR).unit_dir(pch_key(tc)) / BUILDING
+    try:
+        building.touch()
+    except OSError:
+        pass
     try:
         subprocess.Popen([sys.executable, "-m", "ksbind.pch", args], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -162,8 +169,14 @@ def _main(argv: list[str]) -> int:
                    bool(f["two_phase_init"]))
     root = Path(args["root"])
     shared = lookup(tc, root)
-    if shared.stored is None:
-        build(tc, root, shared, _Runner())
+    try:
+        if shared.stored is None:
+            build(tc, root, shared, _Runner())
+    finally:
+        try:
+            os.unlink(ObjectCache(root, PCH_DIR).unit_dir(shared.key) / BUILDING)
+        except OSError:
+            pass
     return 0
 
 
