@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 
 import inductor_rows  # noqa: E402
 import ksbind  # noqa: E402
+import ksc_gmm_build  # noqa: E402
 import render_bench  # noqa: E402
 
 # ---------------------------------------------------------------- the modules under test
@@ -143,6 +144,8 @@ class Sizes:
 
 FULL = Sizes(10_000, 5, 20_000, 21, 1_000_000, 100_000, 5)
 QUICK = Sizes(200, 2, 200, 3, 10_000, 1_000, 2)
+#: Repeats of the GMM build rows (each repeat builds it six ways: about a minute on 2 cores).
+GMM_REPEATS = 3
 
 
 @dataclass
@@ -338,6 +341,24 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
     return rows
 
 
+def gmm_rows(tmp: Path, repeats: int, baseline: Path | None, log: Callable[[str], None]) -> list[Row]:
+    """The edit-build-call loop on ksc's GMM module (benchmarks/ksc_gmm_build.py), side by side."""
+    t = ksc_gmm_build.measure(tmp, repeats, baseline, log)
+    print(ksc_gmm_build.report(t), file=sys.stderr)  # with CPU seconds: steadier on a loaded machine
+    cold = t.median("cold")
+    what = "GMM module (gmm.ks via ksc, python target)"
+    return [
+        Row("gmm cold build, warm shared parts", f"{what}, new module, cache where two others were built",
+            "g++ alone on its user C++ (ksc's output), same flags", cold, t.median("gxx"), "s", "<= 2.0"),
+        Row("gmm rebuild, .ks edited", "the same module after editing one literal of its .ks",
+            "its cold build (row above)", t.median("edit_ks"), cold, "s", "<= 0.25"),
+        Row("gmm rebuild, bindings edited", "the same module after renaming its binding",
+            "its cold build", t.median("edit_bindings"), cold, "s", "<= 0.5"),
+        Row("gmm first build ever", f"{what}, empty cache (no objects, no precompiled header)",
+            f"the same, {t.baseline}", t.median("first_new"), t.median("first_old"), "s", "<= 1.0"),
+    ]
+
+
 # ---------------------------------------------------------------- reporting
 
 def machine() -> str:
@@ -377,11 +398,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check that every row runs")
     ap.add_argument("--write-doc", metavar="FILE", help="also write the table into this markdown file")
+    ap.add_argument("--baseline", type=Path, metavar="DIR",
+                    help="an older ksbind checkout for the 'gmm first build ever' row (see ksc_gmm_build.py)")
     args = ap.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     start = time.perf_counter()
+    log = lambda what: print(f"... {what}", file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="ksbind-benchmarks-") as d:
-        rows = measure(sizes, Path(d), lambda what: print(f"... {what}", file=sys.stderr, flush=True))
+        rows = measure(sizes, Path(d), log)
+        skipped = "--quick (they build the GMM module 6 ways, 3 times)" if args.quick else ksc_gmm_build.available()
+        if skipped:
+            print(f"GMM build rows skipped: {skipped}")
+        else:
+            rows += gmm_rows(Path(d) / "gmm", GMM_REPEATS, args.baseline, log)
     text = table(rows)
     about = (f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/run.py{' --quick' if args.quick else ''}`"
              f" in {time.perf_counter() - start:.0f} s on: {machine()}.")
