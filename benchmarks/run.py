@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import gmm_overhead  # noqa: E402
 import inductor_rows  # noqa: E402
 import ksbind  # noqa: E402
 import ksc_gmm_build  # noqa: E402
@@ -320,6 +321,9 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
     quick = sizes == QUICK
     rows += inductor_rows.measure(torch_mod, inductor_rows.QUICK if quick else inductor_rows.FULL, log, Row,
                                   inductor=not quick or os.environ.get("KSBIND_BENCH_INDUCTOR") == "1")
+
+    # Issue 11 point 6: GMM objective+vjp through the torch target against a C++ harness.
+    rows += gmm_overhead.gmm_rows(tmp / "gmm-overhead", quick, cache, log, Row)
 
     rows.append(Row("cached build", "ksbind.build, unchanged module, new process",
                     "cold build of the same", t_cached, t_cold, "s", "<= 0.05"))

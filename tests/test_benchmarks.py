@@ -12,6 +12,7 @@ ROWS = ("render", "call overhead, ks target", "call overhead, python target",
         "elementwise throughput",
         *(f"vs inductor: {row}, {n} thr" for n in (2, 1)
           for row in ("relu3 forward", "relu3 forward+backward", "broadcast muladd_relu", "vmap rownorm")),
+        "gmm objective+vjp, torch target, N=30 K=2 D=3",
         "cached build", "build cost", "memory, python target", "memory, torch target")
 
 
