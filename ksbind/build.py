@@ -94,11 +94,15 @@ def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
     from .resolve import resolve_spec
 
     root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
-    resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
+    token = buildcache.QUIET.set(quiet or buildcache.QUIET.get())
     try:
-        return _build_resolved(resolved, templates, root, quiet)
-    except BuildError as e:
-        raise explain_missing(e, resolved.decls) from None
+        resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
+        try:
+            return _build_resolved(resolved, templates, root, quiet)
+        except BuildError as e:
+            raise explain_missing(e, resolved.decls) from None
+    finally:
+        buildcache.QUIET.reset(token)
 
 
 def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Path, quiet: bool) -> ModuleType:

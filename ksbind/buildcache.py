@@ -45,6 +45,7 @@ The invariants that keep the cache safe:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import datetime
 import errno
@@ -96,6 +97,12 @@ SHARED_RECORD = "deps.json"
 #: Copies of generated files (and init units) the shared objects are compiled from: small, removed by clean --all.
 UNITS_DIR = "units"
 _ENTRY_NAME = re.compile(r"^(?P<name>.+)-(?P<key>[0-9a-f]{16})$")
+
+
+#: Set by ``build_spec(quiet=True)`` for the build's own thread and the compile
+#: threads it starts (they run in a copy of its context): a quiet build prints
+#: nothing, not even that it waits for a lock.
+QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("ksbind_quiet", default=False)
 
 
 def cache_root() -> Path:
@@ -238,8 +245,9 @@ def build_lock(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT, what: str = ""
                     if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                         raise
                 if not announced:
-                    holder = _read_holder(fd)
-                    print(f"ksbind: {what or path.name}: waiting for another build{holder}", file=sys.stderr)
+                    if not QUIET.get():
+                        holder = _read_holder(fd)
+                        print(f"ksbind: {what or path.name}: waiting for another build{holder}", file=sys.stderr)
                     announced = True
                 if time.monotonic() - start > timeout:
                     raise BuildError(f"timed out after {timeout:.0f} s waiting for the build lock",

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import threading
 import time
+import contextvars
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,7 +331,8 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     if to_compile or build_pch:
         with ThreadPoolExecutor(max_workers=n_workers) as pool:
             try:
-                futures = {i: pool.submit(guarded, i) for i in to_compile}
+                # Each in a copy of this context: a quiet build's threads stay quiet (buildcache.QUIET).
+                futures = {i: pool.submit(contextvars.copy_context().run, guarded, i) for i in to_compile}
                 pch_future: Future[None] | None = None
                 if build_pch and shared is not None and objects is not None:
                     pch_future = pool.submit(pch.build, tc, objects.root, shared, runner)

@@ -635,3 +635,32 @@ def test_torch_entries_are_verified_too(tmp_path: Path) -> None:
     assert damaged.returncode == 3 and damaged.stdout.strip() == "COMPILE", damaged.stderr
     assert "relu3_torch_ext: the cached build" in damaged.stderr and "relu3_torch.py has" in damaged.stderr
     assert not entry.dir.exists()  # moved out of the way for the rebuild
+
+
+def test_a_quiet_build_does_not_announce_waiting_for_a_lock(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """build_spec(quiet=True) sets buildcache.QUIET: waiting for a lock prints
+    nothing (the tests build modules on background threads while other tests
+    capture stderr); a loud wait says so once."""
+    import threading
+
+    from ksbind import buildcache
+
+    lock = tmp_path / "x.lock"
+
+    def wait_for_lock(quiet: bool) -> None:
+        token = buildcache.QUIET.set(quiet)
+        try:
+            with buildcache.build_lock(lock, 30, what="x"):
+                pass
+        finally:
+            buildcache.QUIET.reset(token)
+
+    for quiet, expected in [(True, ""), (False, "ksbind: x: waiting for another build")]:
+        with buildcache.build_lock(lock, 30, what="x"):
+            waiter = threading.Thread(target=wait_for_lock, args=(quiet,))
+            waiter.start()
+            waiter.join(0.5)
+            assert waiter.is_alive()  # it is waiting
+        waiter.join(30)
+        err = capsys.readouterr().err
+        assert (expected in err) if expected else err == "", err
