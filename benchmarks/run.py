@@ -323,7 +323,13 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
                                   inductor=not quick or os.environ.get("KSBIND_BENCH_INDUCTOR") == "1")
 
     # Issue 11 point 6: GMM objective+vjp through the torch target against a C++ harness.
-    rows += gmm_overhead.gmm_rows(tmp / "gmm-overhead", quick, cache, log, Row)
+    # Not under --quick (CI): a torch module and the harness are two more builds,
+    # over a minute of CI's budget; `python benchmarks/gmm_overhead.py --quick` runs it alone.
+    if quick:
+        print("GMM binding-overhead rows skipped: --quick (a torch build and the C++ harness; "
+              "python benchmarks/gmm_overhead.py --quick runs them)")
+    else:
+        rows += gmm_overhead.gmm_rows(tmp / "gmm-overhead", quick, cache, log, Row)
 
     rows.append(Row("cached build", "ksbind.build, unchanged module, new process",
                     "cold build of the same", t_cached, t_cold, "s", "<= 0.05"))
