@@ -84,22 +84,16 @@ def _join(tensors: Sequence[Any], others: Sequence[Any]) -> list[Any]:
     return [t if t is not None else o for t, o in zip(tensors, others)]
 
 
-def _input_grads(b: dict[str, Any], args: Sequence[Any], grads: Any, all_params: bool) -> tuple[Any, ...]:
-    """One gradient (or None) per argument from a vjp's result.
-
-    all_params: the raw vjp returns one gradient per argument (a single value
-    when there is one argument); otherwise only the differentiable ones (the
-    library vjp op).
-    """
+def _op_input_grads(b: dict[str, Any], args: Sequence[Any], grads: Any) -> tuple[Any, ...]:
+    """One gradient (or None) per argument from the library vjp op's result,
+    which holds the differentiable arguments' gradients only (a single value
+    when there is one)."""
     params = b["params"]
     diff = [i for i, p in enumerate(params) if p["differentiable"]]
-    count = len(params) if all_params else len(diff)
-    if count == 1:
+    if len(diff) == 1:
         grads = (grads,)
     out: list[Any] = [None] * len(params)
-    for slot, i in enumerate(range(len(params)) if all_params else diff):
-        if not params[i]["differentiable"]:
-            continue
+    for slot, i in enumerate(diff):
         g, a = grads[slot], args[i]
         if b["mode"] == "elementwise" and isinstance(a, torch.Tensor) and g.shape != a.shape:
             g = g.sum_to_size(a.shape)  # the argument was broadcast
@@ -279,7 +273,7 @@ def register_op(namespace: str, b: dict[str, Any], entry: Callable[..., Any],
         def backward(ctx: Any, *grads: torch.Tensor) -> Any:
             args = _join(ctx.saved_tensors, ctx.others)
             dret = list(grads) if tuple_result else grads[0]
-            return _input_grads(b, args, vjp_op(*args, dret), all_params=False)
+            return _op_input_grads(b, args, vjp_op(*args, dret))
 
         op.register_autograd(backward, setup_context=setup_context)
     return getattr(getattr(torch.ops, namespace), name)

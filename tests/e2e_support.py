@@ -28,7 +28,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
@@ -186,6 +186,21 @@ def stop_prebuilds() -> None:
     """Drop builds not yet started (at session end: nothing will use them)."""
     for pool in _pools.values():
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+#: float32 gradients checked by finite differences: eps and tolerances to match.
+F32 = dict(eps=1e-3, atol=2e-2, rtol=2e-2)
+
+
+def gradcheck32(fn: Callable[..., Any], *inputs: Any) -> bool:
+    """torch.autograd.gradcheck at float32 tolerances (ks computes in float32)."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "not double precision": float32 is the point
+        return bool(torch.autograd.gradcheck(fn, inputs, **F32))  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager

@@ -18,13 +18,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from .e2e_support import (REPO, assert_names_arena_and_remedies, built, session_cache_dir,  # noqa: E402
+from .e2e_support import (REPO, assert_names_arena_and_remedies, built, gradcheck32, session_cache_dir,  # noqa: E402
                           small_arena, variant_name)
 
 pytestmark = pytest.mark.slow
-
-# float32 gradients checked by finite differences: eps and tolerances to match.
-F32 = dict(eps=1e-3, atol=2e-2, rtol=2e-2)
 
 
 @pytest.fixture
@@ -45,13 +42,6 @@ def ns(runtime: str, torch_lib: ModuleType) -> Any:
 
 def relu3_ref(x: "torch.Tensor") -> "torch.Tensor":
     return torch.where(x < 0, torch.zeros_like(x), torch.where(x < 1, x * x * x / 3, x - 2.0 / 3.0))
-
-
-def gradcheck32(fn, *inputs) -> bool:  # type: ignore[no-untyped-def]
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "not double precision": float32 is the point
-        return torch.autograd.gradcheck(fn, inputs, **F32)
 
 
 def away_from_kinks(*shape: int) -> "torch.Tensor":

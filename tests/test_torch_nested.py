@@ -7,7 +7,6 @@ of configs/torch_ops.yaml, built once per session and runtime).
 """
 from __future__ import annotations
 
-import warnings
 from types import ModuleType
 from typing import Any
 
@@ -15,11 +14,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from .e2e_support import variant_name  # noqa: E402
+from .e2e_support import gradcheck32, variant_name  # noqa: E402
 
 pytestmark = pytest.mark.slow
-
-F32 = dict(eps=1e-3, atol=2e-2, rtol=2e-2)
 
 
 @pytest.fixture
@@ -30,12 +27,6 @@ def ops(torch_ops: ModuleType) -> ModuleType:
 @pytest.fixture
 def ns(runtime: str, torch_lib: ModuleType) -> Any:
     return getattr(torch.ops, variant_name("ksbind_ops", runtime))
-
-
-def gradcheck32(fn: Any, *inputs: Any) -> bool:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "not double precision": ks computes in float32
-        return bool(torch.autograd.gradcheck(fn, inputs, **F32))
 
 
 # ------------------------------------------------------------ tensors of tensors

@@ -256,7 +256,6 @@ def _torch_params(e: Any, mode: str, as_op: bool) -> tuple[TorchParam, ...]:
         batched = mode == "vmap" and (kind == "tensor" or (e.is_vjp and p is e.params[-1]))
         if mode == "elementwise":
             kind = "tensor"
-        if mode == "elementwise":
             differentiable = True
         elif mode == "vmap":
             differentiable = kind == "tensor" and isinstance(t, TensorType) and t.element == FLOAT
