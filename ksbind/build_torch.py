@@ -66,12 +66,12 @@ _loaded: dict[str, ModuleType] = {}
 _lock = threading.Lock()
 
 
-def _flags() -> tuple[tuple[str, ...], tuple[str, ...]]:
+def flags() -> tuple[tuple[str, ...], tuple[str, ...]]:
     extra = tuple(shlex.split(os.environ.get("KSBIND_CXXFLAGS", "")))
     return CFLAGS + extra, LDFLAGS
 
 
-def _include_dirs(spec: ModuleSpec, out_dir: Path) -> tuple[Path, ...]:
+def include_dirs_for(spec: ModuleSpec, out_dir: Path) -> tuple[Path, ...]:
     """The generated files' folder, the runtime's folder(s), then ksbind's."""
     return tuple(dict.fromkeys([out_dir.resolve(), *ks_include_dirs(spec)]))
 
@@ -110,8 +110,8 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, include_dirs: tuple[Pa
 
 def module_key(spec: ModuleSpec, rendered: RenderedModule) -> str:
     """The cache key build_torch_module will use for this module."""
-    cflags, ldflags = _flags()
-    return cache_key(spec, rendered, _include_dirs(spec, spec.output), cflags, ldflags)
+    cflags, ldflags = flags()
+    return cache_key(spec, rendered, include_dirs_for(spec, spec.output), cflags, ldflags)
 
 
 def toolchain(include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: tuple[str, ...]) -> Toolchain:
@@ -133,8 +133,8 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
     """Generate, compile (or reuse the cache) and import a torch-target module."""
     generated = write_generated(spec.output, rendered)
     out_dir = spec.output
-    include_dirs = _include_dirs(spec, out_dir)
-    cflags, ldflags = _flags()
+    include_dirs = include_dirs_for(spec, out_dir)
+    cflags, ldflags = flags()
     root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
     ext = ext_name(spec.name)
     entry = buildcache.CacheEntry(root, ext, cache_key(spec, rendered, include_dirs, cflags, ldflags),
@@ -177,30 +177,7 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: buildcache.Cache
     the caller holds the entry's lock."""
     tc = toolchain(include_dirs, cflags, ldflags)
     objects = object_cache(entry.root)
-    shared_root = entry.root if objects is not None else None
-    sources = [p for p in generated if p.suffix in (".cpp", ".h")]
-    # Compiled from content-addressed copies (ksbind/compile.py, shared_copies): the
-    # same generated code reuses its objects in every module, folder and version.
-    copies = shared_copies(shared_root, sources) if shared_root is not None else {p: p for p in sources}
-    by_name = {p.name: p for p in generated}
-    entry_unit = by_name.get("entry_points.cpp", by_name["module.cpp"])
-    runtime_sources = [] if spec.runtime.bundled else list(spec.runtime.sources)
-    # At a stable path (not in a staging folder), so its object is cached.
-    text = unit_text(spec, copies[entry_unit])
-    if shared_root is not None:
-        unit = shared_text(shared_root, UNIT, text)
-    else:
-        unit = spec.output / UNIT
-        if not unit.is_file() or unit.read_text(encoding="utf-8") != text:
-            write_atomic(unit, text)
-    name, needs_init = module_name_flags(tc, entry.name, shared_root is not None)
-    parts = tuple((copies[g], g) for g in sources if g.suffix == ".cpp")
-    units = [Unit(unit, name if entry_unit.name == "module.cpp" else (), parts=parts)]
-    if entry_unit.name != "module.cpp":
-        units.append(Unit(copies[by_name["module.cpp"]], name, pch=True, parts=parts))
-    units += [Unit(Path(s)) for s in runtime_sources]
-    if needs_init and shared_root is not None:
-        units.append(init_unit(shared_root, entry.name))
+    units = torch_units(spec, generated, tc, entry.name, entry.root if objects is not None else None)
 
     def wrapper_first(staging: Path) -> None:
         # The wrapper goes in first; install() adds the extension, then the manifest
@@ -218,6 +195,39 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: buildcache.Cache
                   before_install=wrapper_first)
 
 
+def torch_units(spec: ModuleSpec, generated: list[Path], tc: Toolchain, ext: str,
+                shared_root: Path | None) -> list[Unit]:
+    """The torch target's translation units (see the module's docstring). With
+    ``shared_root`` (the object cache's root), the generated files are compiled
+    from content-addressed copies under the placeholder name plus an init unit
+    (ksbind/compile.py); without, from the output folder under the extension's
+    own name ``ext``."""
+    sources = [p for p in generated if p.suffix in (".cpp", ".h")]
+    # Compiled from content-addressed copies (ksbind/compile.py, shared_copies): the
+    # same generated code reuses its objects in every module, folder and version.
+    copies = shared_copies(shared_root, sources) if shared_root is not None else {p: p for p in sources}
+    by_name = {p.name: p for p in generated}
+    entry_unit = by_name.get("entry_points.cpp", by_name["module.cpp"])
+    runtime_sources = [] if spec.runtime.bundled else list(spec.runtime.sources)
+    # At a stable path (not in a staging folder), so its object is cached.
+    text = unit_text(spec, copies[entry_unit])
+    if shared_root is not None:
+        unit = shared_text(shared_root, UNIT, text)
+    else:
+        unit = spec.output / UNIT
+        if not unit.is_file() or unit.read_text(encoding="utf-8") != text:
+            write_atomic(unit, text)
+    name, needs_init = module_name_flags(tc, ext, shared_root is not None)
+    parts = tuple((copies[g], g) for g in sources if g.suffix == ".cpp")
+    units = [Unit(unit, name if entry_unit.name == "module.cpp" else (), parts=parts)]
+    if entry_unit.name != "module.cpp":
+        units.append(Unit(copies[by_name["module.cpp"]], name, pch=True, parts=parts))
+    units += [Unit(Path(s)) for s in runtime_sources]
+    if needs_init and shared_root is not None:
+        units.append(init_unit(shared_root, ext))
+    return units
+
+
 def _build_error(spec: ModuleSpec, where: Path, output: str) -> BuildError:
     log = spec.output / "torch_build.log"
     try:
@@ -232,4 +242,5 @@ def _build_error(spec: ModuleSpec, where: Path, output: str) -> BuildError:
                       Location(str(where)))
 
 
-__all__ = ["build_torch_module", "module_key", "cache_key", "unit_text", "CFLAGS", "LDFLAGS"]
+__all__ = ["build_torch_module", "module_key", "cache_key", "unit_text", "torch_units", "toolchain", "CFLAGS",
+           "LDFLAGS", "include_dirs_for", "flags"]

@@ -36,6 +36,11 @@ class ModuleOptions:
     config: str | None = None
     templates: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    #: Built into a wheel (ksbind.setuptools) rather than ksbind's cache: the
+    #: generated Python imports nothing from ksbind. ``package``: the package the
+    #: module is installed in (None: top level).
+    standalone: bool = False
+    package: str | None = None
 
 
 @dataclass(frozen=True)

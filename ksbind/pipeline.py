@@ -35,8 +35,9 @@ def module_bindings(spec: ModuleSpec) -> list[Binding]:
     return resolve_spec(spec).bindings
 
 
-def module_options(spec: ModuleSpec, extra_templates: Sequence[str] = ()) -> ModuleOptions:
-    return ModuleOptions(
+def module_options(spec: ModuleSpec, extra_templates: Sequence[str] = (), *, standalone: bool = False,
+                   package: str | None = None) -> ModuleOptions:
+    return ModuleOptions(standalone=standalone, package=package,
         name=spec.name, target=spec.target, tensor_types=spec.tensor_types, logging=spec.logging,
         arena_bytes=spec.arena_bytes, layout=spec.layout, torch_library=spec.torch_library,
         config=os.path.relpath(spec.config_path) if spec.config_path.is_absolute() else str(spec.config_path),
@@ -74,11 +75,14 @@ def load_filters(spec: ModuleSpec) -> dict[str, Callable[..., Any]]:
     return filters
 
 
-def render_spec(spec: ModuleSpec | ResolvedModule, extra_templates: Sequence[str] = ()) -> RenderedModule:
-    """Render a module (resolving it first: reading its files, running ksc if it names it)."""
+def render_spec(spec: ModuleSpec | ResolvedModule, extra_templates: Sequence[str] = (), *,
+                standalone: bool = False, package: str | None = None) -> RenderedModule:
+    """Render a module (resolving it first: reading its files, running ksc if it names it).
+    ``standalone``/``package``: for a wheel (see ModuleOptions)."""
     with gc_paused():  # reading and rendering build many short-lived objects; see sexpr.gc_paused
         resolved = spec if isinstance(spec, ResolvedModule) else resolve_spec(spec)
-        return render_module(resolved.bindings, options=module_options(resolved.spec, extra_templates),
+        options = module_options(resolved.spec, extra_templates, standalone=standalone, package=package)
+        return render_module(resolved.bindings, options=options,
                              filters=load_filters(resolved.spec))
 
 

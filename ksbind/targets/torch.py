@@ -48,6 +48,28 @@ def ext_name(module_name: str) -> str:
     return module_name + EXT_SUFFIX
 
 
+#: A standalone module's copy of ksbind/torch_runtime.py, beside it: NAME + this.
+RUNTIME_SUFFIX = "_ksbind_runtime"
+
+
+def runtime_module_name(module_name: str) -> str:
+    return module_name + RUNTIME_SUFFIX
+
+
+def wrapper_imports(options: Any) -> dict[str, str]:
+    """How the generated wrapper imports its runtime support and its extension:
+    from ksbind and by top-level name in ksbind's cache; standalone (a wheel),
+    from its own copy of the runtime beside it and the extension by its full name."""
+    ext = ext_name(options.name)
+    if not getattr(options, "standalone", False):
+        return {"torch_runtime_import": "from ksbind import torch_runtime as _runtime", "ext_import": ext}
+    runtime = runtime_module_name(options.name)
+    package = getattr(options, "package", None)
+    if package:
+        return {"torch_runtime_import": f"from . import {runtime} as _runtime", "ext_import": f"{package}.{ext}"}
+    return {"torch_runtime_import": f"import {runtime} as _runtime", "ext_import": ext}
+
+
 # ------------------------------------------------------------ crossing rules
 #
 #   (Tensor N S), S Float/Integer/Bool     at::Tensor (a view of the caller's tensor)
@@ -390,6 +412,7 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
         "torch_bindings": infos,
         "torch_bindings_literal": pprint.pformat([asdict(i) for i in infos], indent=1, width=110, sort_dicts=False),
         "ext_name": ext_name(options.name),
+        **wrapper_imports(options),
     }
 
 
@@ -438,4 +461,4 @@ def _entry_signature(te: TorchEntry, e: Any, b_mode: str) -> EntrySignature:
 
 
 __all__ = ["NAME", "FILES", "SINGLE_FILE", "EXT_SUFFIX", "crossing", "py_type", "entry_type", "check_binding",
-           "extra_context", "ext_name"]
+           "extra_context", "ext_name", "runtime_module_name", "wrapper_imports", "RUNTIME_SUFFIX"]

@@ -1,0 +1,130 @@
+"""Build ksbind modules into wheels with setuptools (PEP 517: ``pip wheel .``,
+``python -m build``)::
+
+    from setuptools import setup
+    from ksbind.setuptools import BuildExt, KsbindExtension
+
+    setup(ext_modules=[KsbindExtension("ksbind.yaml", module="_relu3", package="mypkg")],
+          cmdclass={"build_ext": BuildExt})
+
+``KsbindExtension(config, module=None, package=None)`` is one module of a
+YAML config (``module`` picks it when the config holds several), installed as
+``PACKAGE.NAME`` (top level when ``package`` is None). ``BuildExt`` builds it
+with the pipeline of ``ksbind build`` (ksc when the config names it, generate,
+compile with the same flags; the torch target with torch's include paths,
+libraries and ABI) into setuptools' build folders instead of ksbind's cache
+(ksbind/standalone.py), and puts the stub, ``py.typed`` and, for the torch
+target, the Python wrapper and its runtime beside it. The wheel needs neither
+ksbind, a compiler nor ksc at install or import time. Other extensions in the
+same ``setup()`` are built by setuptools as usual. See docs/packaging.md.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from setuptools import Extension
+from setuptools.command.build_ext import build_ext
+
+from .config import ModuleSpec, load_config
+from .errors import ConfigError, KsbindError, Location
+from .identifiers import identifier_problem
+from .standalone import build_into, compiled_name, files_for
+
+try:  # setuptools' own copy of distutils' error classes (the stdlib has none from 3.12)
+    from setuptools.errors import CompileError
+except ImportError:  # pragma: no cover - setuptools older than 59
+    from distutils.errors import CompileError  # type: ignore[no-redef]
+
+
+class KsbindExtension(Extension):
+    """One module of a ksbind config, as a setuptools extension.
+
+    Its ``name`` is the compiled module's full name: ``PACKAGE.NAME``, or
+    ``PACKAGE.NAME_ext`` for the torch target, whose ``PACKAGE.NAME`` is the
+    generated Python wrapper around it (what users import).
+    """
+
+    def __init__(self, config: str | os.PathLike[str], module: str | None = None, package: str | None = None,
+                 *, templates: Sequence[str | os.PathLike[str]] = ()) -> None:
+        self.config = Path(config)
+        self.spec = _pick(self.config, module)
+        if package is not None:
+            for part in package.split("."):
+                problem = identifier_problem(part)
+                if problem:
+                    raise ConfigError(f"package {package!r}: {problem}", Location(str(self.config)))
+        self.package = package or None
+        self.templates = tuple(os.fspath(t) for t in templates)
+        prefix = f"{self.package}." if self.package else ""
+        depends = [str(p) for p in (self.config, *self.spec.ks_files, *self.spec.cpp)]
+        super().__init__(prefix + compiled_name(self.spec), sources=[], depends=depends, language="c++")
+
+    @property
+    def module_name(self) -> str:
+        """What users import: ``PACKAGE.NAME``."""
+        return f"{self.package}.{self.spec.name}" if self.package else self.spec.name
+
+    def extra_files(self) -> list[str]:
+        """The files beside the compiled module (names in its folder)."""
+        return files_for(self.spec, self.package)
+
+
+def _pick(config: Path, module: str | None) -> ModuleSpec:
+    specs = load_config(config)
+    if module is not None:
+        for s in specs:
+            if s.name == module:
+                return s
+        raise ConfigError(f"no module named {module!r} in this config (it has: {', '.join(s.name for s in specs)})",
+                          Location(str(config)))
+    if len(specs) != 1:
+        raise ConfigError(f"this config holds {len(specs)} modules ({', '.join(s.name for s in specs)}): "
+                          "say which with KsbindExtension(config, module=...)", Location(str(config)))
+    return specs[0]
+
+
+class BuildExt(build_ext):
+    """setuptools' build_ext, building KsbindExtensions with ksbind."""
+
+    def build_extension(self, ext: Extension) -> None:
+        if not isinstance(ext, KsbindExtension):
+            super().build_extension(ext)
+            return
+        work = Path(self.build_temp) / "ksbind" / ext.module_name
+        target = Path(self.get_ext_fullpath(ext.name))
+        try:
+            build_into(ext.spec, target, work, package=ext.package, templates=ext.templates,
+                       progress=lambda text: print(f"ksbind: {ext.module_name}: {text}", flush=True))
+        except KsbindError as e:
+            # setuptools prints a DistutilsError as one "error: ..." line and exits 1.
+            raise CompileError(f"ksbind: {e}") from None
+
+    def _extra_pairs(self) -> Iterator[tuple[str, str]]:
+        """(built file, in-place file) for every file ksbind puts beside a module."""
+        build_py = self.get_finalized_command("build_py")
+        for ext in self.extensions:
+            if isinstance(ext, KsbindExtension):
+                inplace, regular = self._get_inplace_equivalent(build_py, ext)
+                for name in ext.extra_files():
+                    yield (os.path.join(os.path.dirname(regular), name),
+                           os.path.join(os.path.dirname(inplace), name))
+
+    def get_outputs(self) -> list[str]:
+        if self.inplace:
+            return super().get_outputs()  # the mapping's keys, ours included
+        return sorted({*super().get_outputs(), *(built for built, _ in self._extra_pairs())})
+
+    def _get_output_mapping(self) -> Iterator[tuple[str, str]]:
+        yield from super()._get_output_mapping()
+        if self.inplace:
+            yield from self._extra_pairs()
+
+    def copy_extensions_to_source(self) -> None:
+        super().copy_extensions_to_source()
+        for built, inplace in self._extra_pairs():
+            self.copy_file(built, inplace, level=self.verbose)
+
+
+__all__ = ["KsbindExtension", "BuildExt"]

@@ -1,0 +1,145 @@
+"""Build one module into a folder of the caller's choosing, for a wheel
+(ksbind.setuptools): the same pipeline as ``ksbind.build`` (ksc when the config
+names it, render, compile with the target's toolchain, link) with none of the
+cache's parts: no cache entry, no versioned names, no object cache and no
+precompiled header (a wheel build runs once, usually in a fresh folder), and
+nothing imported: the module may be for another Python than the one building.
+
+What lands beside the compiled module (``files_for``):
+
+- every target: ``NAME.pyi`` (its stub), and ``py.typed`` in its package;
+- torch target: ``NAME.py`` (the wrapper users import; the compiled part is
+  ``NAME_ext``) and ``NAME_ksbind_runtime.py``, a copy of ksbind/torch_runtime.py
+  the wrapper imports instead of ksbind's (it needs only torch).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .build import compile_plan, plan_toolchain, plan_units
+from .compile import Unit, compile_objects, link
+from .config import ModuleSpec
+from .errors import BuildError, Location
+from .missing import explain_missing
+from .output import write_atomic, write_generated
+from .render import RenderedModule
+from .targets.torch import ext_name, runtime_module_name
+from .toolchain import Toolchain
+
+TORCH_RUNTIME = Path(__file__).parent / "torch_runtime.py"
+
+
+def compiled_name(spec: ModuleSpec) -> str:
+    """The name of the compiled extension module: the module's own, or for the
+    torch target NAME_ext (NAME is then its Python wrapper)."""
+    return ext_name(spec.name) if spec.target == "torch" else spec.name
+
+
+def files_for(spec: ModuleSpec, package: str | None) -> list[str]:
+    """What the build puts beside the compiled module, besides it (names in its folder)."""
+    files = [f"{spec.name}.pyi"]
+    if spec.target == "torch":
+        files += [f"{spec.name}.py", f"{runtime_module_name(spec.name)}.py"]
+    if package:
+        files.append("py.typed")
+    return files
+
+
+def build_into(spec: ModuleSpec, module_path: Path, work: Path, *, package: str | None = None,
+               templates: Sequence[str] = (), progress: Callable[[str], None] = lambda s: None) -> list[Path]:
+    """Build ``spec`` as the extension file ``module_path`` (named as the importing
+    Python expects, e.g. by setuptools' get_ext_fullpath), its other files beside
+    it; ``work`` holds the generated files, ksc's output and the objects. Returns
+    every file written to ``module_path``'s folder. Nothing is left there when
+    the build fails; a file already there is replaced whole."""
+    from .pipeline import render_spec
+    from .resolve import resolve_spec
+
+    work = Path(work).resolve()
+    spec = dataclasses.replace(spec, output=work / "generated")
+    resolved = resolve_spec(spec, work)  # runs ksc when the config names it; its output goes under work
+    try:
+        rendered = render_spec(resolved, templates, standalone=True, package=package)
+        generated = write_generated(spec.output, rendered)
+        units, tc = _units(spec, generated)
+        objects = compile_objects(units, tc, objects=None, work=_fresh(work / "objects"), log_dir=spec.output,
+                                  progress=progress)
+        module_path = Path(module_path)
+        module_path.parent.mkdir(parents=True, exist_ok=True)
+        with _staged(module_path) as staged:
+            link(objects, tc, staged, units[0].source, spec.output)
+            missing = undefined_ks_symbols(staged)
+            if missing:
+                raise BuildError(f"undefined symbol: {missing[0]}", Location(str(spec.config_path)))
+        return [module_path, *_write_beside(spec, rendered, module_path.parent, package)]
+    except BuildError as e:
+        raise explain_missing(e, resolved.decls) from None
+
+
+def _units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
+    if spec.target == "torch":
+        from . import build_torch
+
+        cflags, ldflags = build_torch.flags()
+        tc = build_torch.toolchain(build_torch.include_dirs_for(spec, spec.output), cflags, ldflags)
+        return build_torch.torch_units(spec, generated, tc, compiled_name(spec), None), tc
+    plan = compile_plan(spec, generated)
+    tc = plan_toolchain(plan)
+    return plan_units(plan, tc, None), tc
+
+
+def _fresh(folder: Path) -> Path:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+@contextlib.contextmanager
+def _staged(path: Path):  # type: ignore[no-untyped-def]
+    """A temporary name beside ``path``, renamed to it when the block succeeds."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _write_beside(spec: ModuleSpec, rendered: RenderedModule, folder: Path, package: str | None) -> list[Path]:
+    texts: dict[str, str] = {}
+    for name in files_for(spec, package):
+        if name == "py.typed":
+            texts[name] = ""
+        elif name == f"{runtime_module_name(spec.name)}.py":
+            texts[name] = TORCH_RUNTIME.read_text(encoding="utf-8")
+        elif name in rendered.files:
+            texts[name] = rendered.files[name]
+    for name, text in texts.items():
+        write_atomic(folder / name, text)
+    return [folder / name for name in texts]
+
+
+def undefined_ks_symbols(shared_object: Path) -> list[str]:
+    """ks:: functions the module calls that nothing linked into it defines (a
+    missing edef), read with nm: the cache build learns this by importing the
+    module, which a wheel build must not do. Empty when nm is missing."""
+    try:
+        proc = subprocess.run(["nm", "-D", "--undefined-only", str(shared_object)], capture_output=True,
+                              text=True, errors="replace", stdin=subprocess.DEVNULL, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    names = [line.split()[-1] for line in proc.stdout.splitlines() if line.strip()]
+    return [n for n in names if n.startswith("_ZN2ks")]
+
+
+__all__ = ["build_into", "compiled_name", "files_for", "undefined_ks_symbols"]
