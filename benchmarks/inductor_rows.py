@@ -29,7 +29,7 @@ QUICK = Shapes(10_000, 100, (64, 32), 2, 2)
 
 #: (row, target at 2 threads)
 TARGETS = {"relu3 forward": "<= 0.9", "relu3 forward+backward": "<= 0.75",
-           "broadcast muladd_relu": "<= 1.0", "vmap rownorm": "<= 1.2"}
+           "broadcast muladd_relu": "<= 1.0", "vmap rownorm": "<= 1.2", "vmap rownorm, fast_math": "<= 1.2"}
 
 
 def relu3(x: Any) -> Any:
@@ -67,10 +67,12 @@ def interleaved3(fns: list[Callable[[], object]], number: int, repeats: int) -> 
 
 
 def measure(module: ModuleType, shapes: Shapes, log: Callable[[str], None], make_row: Callable[..., Any],
-            inductor: bool = True) -> list[Any]:
+            inductor: bool = True, fast_module: ModuleType | None = None) -> list[Any]:
     """Rows for `module` (bench_torch: relu3 with a vjp and muladd_relu in
-    elementwise mode, rownorm in vmap mode). inductor=False: eager is both
-    references (only for a --quick run that must not spend a minute compiling)."""
+    elementwise mode, rownorm in vmap mode), and with `fast_module` (rownorm in
+    vmap mode built with `fast_math: true`) a row for it too. inductor=False:
+    eager is both references (only for a --quick run that must not spend a
+    minute compiling)."""
     import torch
 
     g = torch.Generator().manual_seed(14)
@@ -101,6 +103,10 @@ def measure(module: ModuleType, shapes: Shapes, log: Callable[[str], None], make
          [lambda: module.rownorm(m), lambda: compiled["rownorm"](m), lambda: rownorm(m)],
          lambda: module.rownorm(m), lambda: rownorm(m)),
     ]
+    if fast_module is not None:
+        cases.append(("vmap rownorm, fast_math", f"the same, module built with fast_math: true",
+                      [lambda: fast_module.rownorm(m), lambda: compiled["rownorm"](m), lambda: rownorm(m)],
+                      lambda: fast_module.rownorm(m), lambda: rownorm(m)))
     for _, _, _, ours, ref in cases:  # same answers before timing
         torch.testing.assert_close(ours(), ref(), rtol=1e-5, atol=1e-6)
     reference = "torch.compile (inductor)" if inductor else "eager (torch.compile skipped in --quick)"

@@ -66,6 +66,14 @@ MODULES = textwrap.dedent("""\
           - {{name: muladd_relu, mode: elementwise}}
           - {{name: rownorm, mode: vmap}}
         output: {out}/bench_torch
+      - name: bench_torch_fast
+        target: torch
+        ks: [{repo}/examples/rownorm/rownorm.ks]
+        cpp: [{repo}/examples/rownorm/rownorm.cpp]
+        bindings:
+          - {{name: rownorm, mode: vmap}}
+        fast_math: true
+        output: {out}/bench_torch_fast
     """)
 
 # A (Float, Integer) -> Float function for the python target's call-overhead row (issue 11):
@@ -319,8 +327,14 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
 
     # Issue 14: against torch.compile (inductor), eager as a second reference.
     quick = sizes == QUICK
+    # The fast_math module is one more torch build (~30 s): not under --quick (CI);
+    # tests/test_cpu_capability.py checks the same module's results.
+    fast_mod = None if quick else ksbind.build(config, name="bench_torch_fast", cache_dir=cache, quiet=True)
+    if quick:
+        print("vmap rownorm, fast_math rows skipped: --quick (one more torch build)")
     rows += inductor_rows.measure(torch_mod, inductor_rows.QUICK if quick else inductor_rows.FULL, log, Row,
-                                  inductor=not quick or os.environ.get("KSBIND_BENCH_INDUCTOR") == "1")
+                                  inductor=not quick or os.environ.get("KSBIND_BENCH_INDUCTOR") == "1",
+                                  fast_module=fast_mod)
 
     # Issue 11 point 6: GMM objective+vjp through the torch target against a C++ harness.
     # Not under --quick (CI): a torch module and the harness are two more builds,

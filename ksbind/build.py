@@ -35,7 +35,7 @@ from .missing import explain_missing
 from .output import plan_files, write_atomic, write_generated, write_planned
 from .render import RenderedModule
 from .resolve import ResolvedModule
-from .toolchain import (BASE_FLAGS, INCLUDE_DIR, KS_FLAGS, RUNTIME_DIR, Toolchain, compiler, first_error,
+from .toolchain import (BASE_FLAGS, FAST_MATH_FLAGS, INCLUDE_DIR, KS_FLAGS, RUNTIME_DIR, Toolchain, compiler, first_error,
                         hash_include_path, ks_include_dirs, pybind11_two_phase)
 
 #: Generated files that are translation units (the rest are headers or stubs).
@@ -52,6 +52,8 @@ class CompilePlan:
     flags: tuple[str, ...]
     cxx: tuple[str, ...]             # compiler command (may carry arguments)
     log_dir: Path                    # where a failed compile's full output goes
+    ks_flags: tuple[str, ...] = ()   # for the user's C++ (`cpp:`) only: `fast_math: true`
+    user_sources: tuple[Path, ...] = ()  # the config's `cpp:` files
 
 
 def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | None = None,
@@ -143,7 +145,8 @@ def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
         [*ks_include_dirs(spec), Path(pybind11.get_include()), Path(sysconfig.get_paths()["include"])]))
     flags = BASE_FLAGS + (f"-DTORCH_EXTENSION_NAME={spec.name}",) + tuple(
         shlex.split(os.environ.get("KSBIND_CXXFLAGS", "")))
-    return CompilePlan(spec.name, units, include_dirs, flags, compiler(), Path(spec.output))
+    return CompilePlan(spec.name, units, include_dirs, flags, compiler(), Path(spec.output),
+                       FAST_MATH_FLAGS if spec.fast_math else (), tuple(spec.cpp))
 
 
 def cache_key(plan: CompilePlan, target: str) -> str:
@@ -152,6 +155,7 @@ def cache_key(plan: CompilePlan, target: str) -> str:
     h.add_text("name", plan.name)
     h.add_text("cxx", "\0".join(plan.cxx))
     h.add_text("flags", "\0".join(plan.flags))
+    h.add_text("ks_flags", "\0".join(plan.ks_flags))
     for i, src in enumerate(plan.sources):
         h.add_file(src, f"source{i}:{src.name}", strip_stamp=True)
     # Headers the sources may include: beside each source, and on the include
@@ -211,7 +215,8 @@ def plan_units(plan: CompilePlan, tc: Toolchain, shared_root: Path | None) -> li
     the same bindings then reuse one object in every module and version."""
     name = (f"-DTORCH_EXTENSION_NAME={plan.name}",)
     generated = [s for s in plan.sources if s.parent == plan.log_dir and s.suffix in CPP_SUFFIXES]
-    units = [Unit(s, name if _mentions_name(s) else ()) for s in plan.sources if s not in generated]
+    units = [Unit(s, (name if _mentions_name(s) else ()) + (plan.ks_flags if s in plan.user_sources else ()))
+             for s in plan.sources if s not in generated]
     if not generated:
         return units
     if shared_root is not None:

@@ -37,7 +37,7 @@ from types import ModuleType
 from . import buildcache
 from .compile import Unit, init_unit, install_entry, module_name_flags, object_cache, shared_copies, shared_text
 from .output import write_atomic, write_generated
-from .toolchain import (KS_FLAGS, Toolchain, compiler, first_error, hash_include_path, ks_include_dirs,
+from .toolchain import (FAST_MATH_FLAGS, KS_FLAGS, Toolchain, compiler, first_error, hash_include_path, ks_include_dirs,
                         pybind11_two_phase)
 from .config import ModuleSpec
 from .errors import BuildError, Location
@@ -96,6 +96,7 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, include_dirs: tuple[Pa
     h.add_text("cxx", "\0".join(compiler()))
     h.add_text("cflags", "\0".join(cflags))
     h.add_text("ldflags", "\0".join(ldflags))
+    h.add_text("fast_math", str(spec.fast_math))
     for name in sorted(rendered.files):
         text = rendered.files[name].encode("utf-8", "surrogateescape")
         h.add_bytes(f"generated:{name}", buildcache.without_stamp(text))
@@ -219,7 +220,9 @@ def torch_units(spec: ModuleSpec, generated: list[Path], tc: Toolchain, ext: str
             write_atomic(unit, text)
     name, needs_init = module_name_flags(tc, ext, shared_root is not None)
     parts = tuple((copies[g], g) for g in sources if g.suffix == ".cpp")
-    units = [Unit(unit, name if entry_unit.name == "module.cpp" else (), parts=parts)]
+    # The user's ks code and the kernels inlining it: the one unit `fast_math` applies to.
+    ks_flags = FAST_MATH_FLAGS if spec.fast_math else ()
+    units = [Unit(unit, (name if entry_unit.name == "module.cpp" else ()) + ks_flags, parts=parts)]
     if entry_unit.name != "module.cpp":
         units.append(Unit(copies[by_name["module.cpp"]], name, pch=True, parts=parts))
     units += [Unit(Path(s)) for s in runtime_sources]

@@ -25,7 +25,7 @@ from .types import MAX_RANK
 
 MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindings", "tensor_types",
                "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters", "ksc",
-               "prelude")
+               "prelude", "fast_math")
 BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from")
 RUNTIME_KEYS = ("include_dirs", "sources")
 KSC_KEYS = ("path", "runtime", "timeout")
@@ -72,6 +72,8 @@ class ModuleSpec:
     ksc: KscSpec | None = None
     #: Files whose functions are not bound by default (None: the runtime's prelude.ks, if any).
     prelude: tuple[Path, ...] | None = None
+    #: Compile the module's ks code with FAST_MATH_FLAGS (toolchain.py): floats reassociated, no NaN/inf.
+    fast_math: bool = False
     location: Location | None = field(default=None, compare=False)
 
 
@@ -258,6 +260,7 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
         filters=get("filters", lambda n: _module_name(r, n), None),
         ksc=ksc,
         prelude=get("prelude", lambda n: _paths(r, n, "'prelude'", base, must_exist="file"), None),
+        fast_math=get("fast_math", lambda n: r.typed(n, bool, "'fast_math'", "true or false"), False),
         location=where,
     )
 

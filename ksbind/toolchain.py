@@ -28,6 +28,14 @@ RUNTIME_DIR = Path(__file__).parent / "runtime"
 #: defines it empty (unless KS_CUDA): the same spelling here, so no redefinition warning.
 KS_FLAGS = ("-DKS_ALLOCATOR=",)
 BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-g0", *KS_FLAGS)
+#: A config's `fast_math: true`: given only to the units holding the user's ks
+#: code (never to pybind11's or ksbind's conversions), so g++ may reorder float
+#: sums and products (-fassociative-math, which needs -fno-signed-zeros) and
+#: assume no NaN or infinity (-ffinite-math-only): what lets it vectorise a
+#: reduction (sum, max fold) with several accumulators, as inductor does.
+#: Results then depend on the vector width (so on the CPU capability) in their
+#: last bits, and NaN/inf inputs give unspecified results.
+FAST_MATH_FLAGS = ("-fassociative-math", "-fno-signed-zeros", "-ffinite-math-only")
 
 
 def compiler() -> tuple[str, ...]:
@@ -152,6 +160,6 @@ def first_error(output: str) -> str:
 
 
 
-__all__ = ["INCLUDE_DIR", "RUNTIME_DIR", "KS_FLAGS", "BASE_FLAGS", "compiler", "ks_include_dirs",
+__all__ = ["INCLUDE_DIR", "RUNTIME_DIR", "KS_FLAGS", "BASE_FLAGS", "FAST_MATH_FLAGS", "compiler", "ks_include_dirs",
            "hash_include_path", "first_error", "Toolchain", "launcher", "compiler_identity",
            "pybind11_two_phase"]

@@ -48,7 +48,10 @@ FIXTURE_MODULES: dict[str, tuple[str, str | None]] = {
     "torch_ops": ("torch_ops.yaml", "torch_ops"),
     "torch_lib": ("torch_ops.yaml", "torch_ops_lib"),
     "relu3_torch": ("relu3_torch.yaml", None),
+    "rownorm_fast": ("torch_rownorm_fast.yaml", None),
 }
+#: Fixtures built on the bundled runtime only (what they test does not depend on the runtime).
+BUNDLED_ONLY = frozenset({"rownorm_fast"})
 
 
 def ksc_runtime() -> Path:
@@ -176,10 +179,11 @@ def prebuild(fixture_names: Iterable[str]) -> None:
     """Start building, in the background, the modules behind these fixtures, on
     every runtime available (bundled first: the first tests need those)."""
     names = set(fixture_names)
-    wanted = [module for fixture, module in FIXTURE_MODULES.items() if fixture in names]
+    wanted = [(fixture, module) for fixture, module in FIXTURE_MODULES.items() if fixture in names]
     for runtime in available_runtimes():
-        for config, name in wanted:
-            _submit(config, name, runtime)
+        for fixture, (config, name) in wanted:
+            if runtime == "bundled" or fixture not in BUNDLED_ONLY:
+                _submit(config, name, runtime)
 
 
 def stop_prebuilds() -> None:
@@ -276,3 +280,9 @@ def torch_lib(runtime: str) -> ModuleType:
 @pytest.fixture(scope="session")
 def relu3_torch(runtime: str) -> ModuleType:
     return _fixture_module("relu3_torch", runtime)
+
+
+@pytest.fixture(scope="session")
+def rownorm_fast() -> ModuleType:
+    """rownorm (vmap) compiled with fast_math: true, on the bundled runtime."""
+    return _fixture_module("rownorm_fast", "bundled")

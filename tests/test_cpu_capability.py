@@ -160,3 +160,51 @@ def test_environment_variable_caps_the_capability() -> None:
 
 def _env(value: str) -> dict[str, str]:
     return {**os.environ, "KSBIND_CPU_CAPABILITY": value}
+
+
+# ------------------------------------------------------------ fast_math: true
+
+
+def test_fast_math_rownorm_is_a_softmax_on_every_capability(rownorm_fast: ModuleType) -> None:
+    """With reductions reordered (fast_math), each capability sums in its own
+    order: results agree with torch.softmax and each other to float rounding."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(33, 257, generator=g) * 5
+    x[0] = -80.0  # a constant row far from zero: exp underflow guarded by the max
+    before = rownorm_fast.cpu_capability()
+    try:
+        for cap in rownorm_fast.cpu_capabilities():
+            assert rownorm_fast._set_cpu_capability(cap) == cap
+            torch.testing.assert_close(rownorm_fast.rownorm(x), torch.softmax(x, dim=1), rtol=1e-5, atol=1e-7,
+                                       msg=lambda m: f"{cap}: {m}")
+    finally:
+        rownorm_fast._set_cpu_capability(before)
+
+
+def test_fast_math_flags_reach_only_the_users_ks_code(tmp_path: Path) -> None:
+    """The units holding the user's C++ get FAST_MATH_FLAGS; pybind11's and ksbind's
+    conversions (module.cpp, the python target's generated unit) never do."""
+    import dataclasses
+
+    from ksbind import build_torch, load_config
+    from ksbind.build import compile_plan, plan_toolchain, plan_units
+    from ksbind.output import write_generated
+    from ksbind.pipeline import render_spec
+    from ksbind.toolchain import FAST_MATH_FLAGS
+
+    [spec] = load_config(REPO / "configs" / "torch_rownorm_fast.yaml")
+    spec = dataclasses.replace(spec, output=tmp_path / "torch")
+    generated = write_generated(spec.output, render_spec(spec))
+    tc = build_torch.toolchain(build_torch.include_dirs_for(spec, spec.output), *build_torch.flags())
+    units = {u.source.name: u for u in build_torch.torch_units(spec, generated, tc, "m_ext", None)}
+    assert set(FAST_MATH_FLAGS) <= set(units["ks_unit.cpp"].flags)
+    assert not set(FAST_MATH_FLAGS) & set(units["module.cpp"].flags)
+    strict = dataclasses.replace(spec, fast_math=False)
+    assert not any(set(FAST_MATH_FLAGS) & set(u.flags) for u in build_torch.torch_units(strict, generated, tc, "m_ext", None))
+    assert build_torch.module_key(spec, render_spec(spec)) != build_torch.module_key(strict, render_spec(strict))
+
+    python = dataclasses.replace(spec, target="python", output=tmp_path / "python")
+    plan = compile_plan(python, write_generated(python.output, render_spec(python)))
+    flags = {u.source.name: u.flags for u in plan_units(plan, plan_toolchain(plan), None)}
+    assert set(FAST_MATH_FLAGS) <= set(flags["rownorm.cpp"])
+    assert not any(set(FAST_MATH_FLAGS) & set(f) for name, f in flags.items() if name != "rownorm.cpp")
