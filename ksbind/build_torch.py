@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import shlex
 import sys
 import sysconfig
@@ -37,7 +36,7 @@ from types import ModuleType
 from . import buildcache
 from .compile import Unit, init_unit, install_entry, module_name_flags, object_cache, shared_copies, shared_text
 from .output import write_atomic, write_generated
-from .toolchain import (FAST_MATH_FLAGS, KS_FLAGS, Toolchain, compiler, first_error, hash_include_path, ks_include_dirs,
+from .toolchain import (FAST_MATH_FLAGS, KS_FLAGS, Toolchain, compiler, hash_include_path, ks_include_dirs,
                         pybind11_two_phase)
 from .config import ModuleSpec
 from .errors import BuildError, Location
@@ -61,7 +60,6 @@ TORCH_CFLAGS = ("-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", "-std=c++20")
 #: The shared precompiled header of module.cpp: torch's pybind11 and ksbind's headers.
 PCH_INCLUDES = ("torch/csrc/utils/pybind.h", "ksbind/pybind.h", "ksbind/torch.h")
 
-_COMPILER_ERROR = re.compile(r"^\S+:\d+(?::\d+)?: (?:fatal )?error: .*$", re.MULTILINE)
 _loaded: dict[str, ModuleType] = {}
 _lock = threading.Lock()
 
@@ -229,20 +227,6 @@ def torch_units(spec: ModuleSpec, generated: list[Path], tc: Toolchain, ext: str
     if needs_init and shared_root is not None:
         units.append(init_unit(shared_root, ext))
     return units
-
-
-def _build_error(spec: ModuleSpec, where: Path, output: str) -> BuildError:
-    log = spec.output / "torch_build.log"
-    try:
-        log.write_text(output, encoding="utf-8")
-        more = f" (full output: {log})"
-    except OSError:
-        more = ""
-    # The compiler's own first error, not cpp_extension's "Error building extension".
-    match = _COMPILER_ERROR.search(output)
-    first = match.group(0).strip() if match else (first_error(output) or "unknown error")
-    return BuildError(f"building {spec.name} with torch.utils.cpp_extension failed: {first}{more}",
-                      Location(str(where)))
 
 
 __all__ = ["build_torch_module", "module_key", "cache_key", "unit_text", "torch_units", "toolchain", "CFLAGS",

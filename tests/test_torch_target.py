@@ -223,16 +223,3 @@ def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
                      f'#include "{(tmp_path / "entry_points.cpp").resolve()}"']
 
 
-def test_build_error_reports_the_compilers_first_error(tmp_path: Path) -> None:
-    import dataclasses
-
-    from ksbind.build_torch import _build_error
-
-    spec = dataclasses.replace(ksbind.load_config(REPO / "configs" / "relu3_torch.yaml")[0], output=tmp_path)
-    output = ("Error building extension 'x_ext': [1/3] c++ -MMD ... -c /b/module.cpp -o module.o\n"
-              "FAILED: module.o\n/b/relu3.cpp:7:5: error: 'foo' was not declared in this scope\n"
-              "/b/relu3.cpp:9:1: error: expected ';'\n")
-    err = _build_error(spec, tmp_path / "entry_points.cpp", output)
-    assert "/b/relu3.cpp:7:5: error: 'foo' was not declared in this scope" in str(err)
-    assert "expected ';'" not in str(err)
-    assert (tmp_path / "torch_build.log").read_text() == output
