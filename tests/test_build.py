@@ -447,9 +447,9 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
             pytest.importorskip("torch")
             from torch.utils import cpp_extension
 
-            from ksbind.build_torch import _include_dirs
+            from ksbind.build_torch import include_dirs_for
 
-            dirs = [*_include_dirs(spec, spec.output), *map(Path, cpp_extension.include_paths()),
+            dirs = [*include_dirs_for(spec, spec.output), *map(Path, cpp_extension.include_paths()),
                     Path(sysconfig.get_paths()["include"])]
             cmd = ["g++", "-std=c++17", *KS_FLAGS, *(f"-I{d}" for d in dirs)]
             units = [p for p in generated if p.suffix == ".cpp"]
