@@ -54,6 +54,7 @@ class CompilePlan:
     log_dir: Path                    # where a failed compile's full output goes
     ks_flags: tuple[str, ...] = ()   # for the user's C++ (`cpp:`) only: `fast_math: true`
     user_sources: tuple[Path, ...] = ()  # the config's `cpp:` files
+    target: str = "ks"               # ks or python: which module glue the generated units hold
 
 
 def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | None = None,
@@ -146,7 +147,7 @@ def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
     flags = BASE_FLAGS + (f"-DTORCH_EXTENSION_NAME={spec.name}",) + tuple(
         shlex.split(os.environ.get("KSBIND_CXXFLAGS", "")))
     return CompilePlan(spec.name, units, include_dirs, flags, compiler(), Path(spec.output),
-                       FAST_MATH_FLAGS if spec.fast_math else (), tuple(spec.cpp))
+                       FAST_MATH_FLAGS if spec.fast_math else (), tuple(spec.cpp), spec.target)
 
 
 def cache_key(plan: CompilePlan, target: str) -> str:
@@ -187,10 +188,16 @@ def _name_define(flags: Sequence[str]) -> bool:
 def plan_toolchain(plan: CompilePlan) -> Toolchain:
     """The ks/python targets' toolchain: the plan's flags but the module's name
     (given only to the units that use it, so the others' objects are shared
-    across modules and versions), pybind11's and ksbind's headers precompiled."""
+    across modules and versions), and the headers of the generated units
+    precompiled: pybind11's and ksbind's (ks target), or Python's C API and
+    ksbind's (python target, whose module is created in two phases, so its name
+    comes from the import: ksbind/python_module.h)."""
+    common = tuple(f for f in plan.flags if not _name_define((f,)))
+    if plan.target == "python":
+        return Toolchain("python-capi", plan.cxx, common, plan.include_dirs, ldflags=common,
+                         pch_includes=("ksbind/python_module.h",), two_phase_init=True)
     import pybind11
 
-    common = tuple(f for f in plan.flags if not _name_define((f,)))
     return Toolchain("pybind11", plan.cxx, common, plan.include_dirs, ldflags=common,
                      pch_includes=("ksbind/pybind.h",),
                      two_phase_init=pybind11_two_phase(Path(pybind11.get_include())))

@@ -245,6 +245,11 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
     if torch_library is not None and target != "torch":
         raise ConfigError(f"'torch_library' needs target: torch (this module's target is {target!r})",
                           r.loc(fields["torch_library"][0]))
+    if "tensor_types" in fields and target != "ks":
+        raise ConfigError(f"'tensor_types' declares the ks target's tensor classes; this module's target is "
+                          f"{target!r}, whose tensors are "
+                          + ("torch.Tensor" if target == "torch" else "nested lists") + " (remove 'tensor_types')",
+                          r.loc(fields["tensor_types"][0]))
     return ModuleSpec(
         name=name, config_path=config_path, target=target, ks_files=ks_files, declarations=declarations,
         cpp=get("cpp", lambda n: _paths(r, n, "'cpp'", base, must_exist="file"), ()),

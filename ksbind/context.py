@@ -156,8 +156,8 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     # What the .pyi stub declares.
     ctx["stub_functions"] = stub_functions(entries)
     ctx["allocator_functions"] = list(ALLOCATOR_FUNCTIONS)
-    # The torch target's tensors are torch.Tensor: its module declares no tensor classes.
-    ctx["stub_classes"] = [] if options.target == "torch" else ctx["tensor_types"]
+    # Only the ks target's module declares tensor classes (python: nested lists; torch: torch.Tensor).
+    ctx["stub_classes"] = ctx["tensor_types"] if options.target == "ks" else []
     ctx.update(extra)
     uses_sequence = any("Sequence[" in p.py_type for f in ctx["stub_functions"] for p in f.params)
     ctx.setdefault("stub_imports", stub_imports(options.target, ctx["stub_classes"], uses_sequence))

@@ -364,8 +364,14 @@ def test_headers_work_with_a_runtime_whose_tuple_is_not_std_tuple(tmp_path: Path
         PYBIND11_MODULE(ksc_tuple_ext, m) {
             m.def("echo", [](T x) { return x; });
             m.def("logged", [](T x) { std::ostringstream os; os << ksbind::logged(x); return os.str(); });
-            m.def("python", [](pybind11::handle h) {
-                return ksbind::python::to_py(ksbind::python::from_py<T>(nullptr, h, "x")); });
+            m.def("python", [](pybind11::handle h) {  // the python target's converters (C API)
+                try {
+                    return pybind11::reinterpret_steal<pybind11::object>(
+                        ksbind::python::to_py(ksbind::python::from_py<T>(nullptr, h.ptr(), "x")).release());
+                } catch (ksbind::python::error& e) {
+                    e.restore();
+                    throw pybind11::error_already_set();
+                } });
         }
         """))
     so = tmp_path / f"ksc_tuple_ext{buildcache.extension_suffix()}"

@@ -48,8 +48,8 @@ def test_only_tensor_free_calls_with_scalar_results_take_the_scalar_guard() -> N
         assert "ksbind::ArenaScope arena(g_alloc);" in fns[name] and "ScalarCallScope" not in fns[name]
     # Float/Integer/Bool results are returned as C++ values; strings and tuples through to_py
     assert fns["f"].startswith("ks::Float f(") and fns["b"].startswith("ks::Bool b(")
-    assert fns["s"].startswith("pybind11::object s(") and "return ksbind::python::to_py(ret);" in fns["s"]
-    assert fns["p"].startswith("pybind11::object p(")
+    assert fns["s"].startswith("ksbind::python::Object s(") and "return ksbind::python::to_py(ret);" in fns["s"]
+    assert fns["p"].startswith("ksbind::python::Object p(")
     stub = files["m.pyi"]  # the stub is unchanged by the C++ result type
     assert "def f(arg0: float, arg1: int) -> float:" in stub and "def b(arg0: float) -> bool:" in stub
 

@@ -95,7 +95,8 @@ def test_context_describes_bindings_params_types_and_options() -> None:
     assert f.vjp is None
     p = h.primal.params
     assert [(x.py_name, x.ks_type, x.cpp_type, x.entry_type) for x in p] == [
-        ("x", "Float", "ks::Float", "pybind11::handle"), ("y", "Float", "ks::Float", "pybind11::handle")]
+        ("x", "Float", "ks::Float", "PyObject*"), ("y", "Float", "ks::Float", "PyObject*")]
+    assert h.primal.extra["signature"] == "h(x: float, y: float) -> float"
     assert h.primal.result.cpp_type == "ks::Float" and h.primal.result.py_type == "float"
     assert [x.py_name for x in h.vjp.params] == ["x", "y", "dret"]
     assert [(t.py_name, t.element_cpp) for t in ctx["tensor_types"]] == [

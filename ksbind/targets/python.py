@@ -11,10 +11,16 @@ from typing import Any, Sequence
 from ..binding import Binding
 from ..types import KsType, ScalarType, TensorType, TupleType
 from .common import Crossing, EntryPoint, entry_points_for
-from .ks import FILES, SINGLE_FILE, SCALAR_PY  # same file layout as the ks target
+from .ks import SCALAR_PY
+
+# The ks target's layout, with a module on Python's C API (ksbind/python_module.h) in place of pybind11's.
+FILES = {"entry_points.h": "entry_points.h.j2", "entry_points.cpp": "entry_points.cpp.j2",
+         "module.cpp": "python_module.cpp.j2", "{module}.pyi": "stub.pyi.j2"}
+SINGLE_FILE = {"module.cpp": "python_single_file.cpp.j2", "{module}.pyi": "stub.pyi.j2"}
 
 NAME = "python"
-__all__ = ["NAME", "FILES", "SINGLE_FILE", "crossing", "py_type", "extra_context", "is_scalar_call"]
+__all__ = ["NAME", "FILES", "SINGLE_FILE", "crossing", "py_type", "extra_context", "is_scalar_call",
+           "python_signature"]
 
 
 def py_type(t: KsType) -> str:
@@ -30,23 +36,22 @@ def py_type(t: KsType) -> str:
     return "object"
 
 
-# Results pybind11 itself turns into exactly what to_py makes (float, int, bool), so they are
-# returned as C++ values: a pybind11::object result costs a reference-count round trip, and
-# without NDEBUG pybind11 checks the GIL on each (a thread-local read): ~10% of a scalar call.
-# Not String: pybind11 raises on invalid UTF-8 where to_py replaces it.
+# Results returned as C++ values and made into Python objects by the method (ksbind/python_module.h)
+# after the arena guard is gone: no Python object is made while the guard holds the arena.
 NATIVE_RESULTS = frozenset({"Float", "Integer", "Bool"})
 
 
 def crossing(t: KsType, role: str) -> Crossing:
     """Every ks type crosses as a Python object converted in C++ (ksbind/include/ksbind/python.h):
-    ``from_py<T>`` checks and copies a parameter into the arena, naming the
-    argument in errors; ``to_py`` copies a result (or gradient) out, except a
-    Float, Integer or Bool result, which pybind11 converts (see NATIVE_RESULTS)."""
+    ``from_py<T>`` checks and copies a parameter (a borrowed ``PyObject*``) into the
+    arena, naming the argument in errors; ``to_py`` copies a result (or gradient)
+    out as an owned ``ksbind::python::Object``, except a Float, Integer or Bool
+    result, returned as its C++ value (see NATIVE_RESULTS)."""
     if role == "param":
-        return Crossing("pybind11::handle", f"ksbind::python::from_py<{t.cpp}>", py_type(t))
+        return Crossing("PyObject*", f"ksbind::python::from_py<{t.cpp}>", py_type(t))
     if isinstance(t, ScalarType) and t.name in NATIVE_RESULTS:
         return Crossing(t.cpp, "", py_type(t))
-    return Crossing("pybind11::object", "ksbind::python::to_py", py_type(t))
+    return Crossing("ksbind::python::Object", "ksbind::python::to_py", py_type(t))
 
 
 def _holds_tensor(t: KsType) -> bool:
@@ -64,7 +69,8 @@ def is_scalar_call(params: Sequence[KsType], result: KsType) -> bool:
 
 def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
     """The entry points, each marked ``extra["scalar_call"]`` (see is_scalar_call) for
-    entry_points.cpp.j2's prologue."""
+    entry_points.cpp.j2's prologue and ``extra["signature"]``, its Python signature line
+    (``f(x: float) -> float``, as pybind11 writes it) for python_module.cpp.j2."""
     entries = entry_points_for(list(bindings), crossing)
     types: dict[str, tuple[list[KsType], KsType]] = {}
     for b in bindings:
@@ -75,4 +81,11 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
 
 
 def _marked(e: EntryPoint, params: list[KsType], result: KsType) -> EntryPoint:
-    return replace(e, extra={**e.extra, "scalar_call": is_scalar_call(params, result)})
+    return replace(e, extra={**e.extra, "scalar_call": is_scalar_call(params, result),
+                             "signature": python_signature(e)})
+
+
+def python_signature(e: EntryPoint) -> str:
+    """``name(x: float, y: list[float]) -> float``: the docstring's first line."""
+    params = ", ".join(f"{p.py_name}: {p.py_type}" for p in e.params)
+    return f"{e.name}({params}) -> {e.result.py_type}"

@@ -450,6 +450,3 @@ std::ostream& operator<<(std::ostream& os, const Logged<T>& l) {
 }
 
 }  // namespace ksbind
-
-// Converters for the python target (and shared by the torch target).
-#include <ksbind/python.h>

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <ksbind/entry_points.h>
+#include <ksbind/python.h>  // tolist: python::to_py
 
 namespace ksbind {
 namespace pybind {
@@ -184,7 +185,14 @@ void declare_tensor(py::module_& m, const char* name) {
         if (i < 0 || i >= n) throw py::index_error(cls + ": index out of range");
         return t.data()[i];
     });
-    c.def("tolist", [](const Tensor& t) { return python::to_py(t); }, "The elements as nested lists (a copy).");
+    c.def("tolist", [](const Tensor& t) {
+        try {
+            return py::reinterpret_steal<py::object>(python::to_py(t).release());
+        } catch (python::error& e) {
+            e.restore();
+            throw py::error_already_set();
+        }
+    }, "The elements as nested lists (a copy).");
     c.def("__repr__", [cls](const Tensor& t) {
         std::ostringstream os;
         os << "<" << cls << " " << ksbind::logged(t) << ">";

@@ -1,8 +1,10 @@
-// Converters between plain Python values and ks values (the python target;
-// the torch target reuses them for non-tensor values).
+// Converters between plain Python values and ks values (the python target),
+// on Python's C API alone: no pybind11, so a python-target module's generated
+// code compiles in about a second (pybind11 costs ~5 s in any unit that
+// includes it; see docs/building.md).
 //
-//   from_py<T>(alloc, handle, "name") -> T   (tensors are copied into the arena)
-//   to_py(value) -> pybind11::object          (tensors become nested lists)
+//   from_py<T>(alloc, PyObject*, "name") -> T   (tensors are copied into the arena)
+//   to_py(value) -> Object                       (a new reference; tensors become nested lists)
 //
 // Float: float or int (not bool, not str). Integer: int (or anything with
 // __index__), not bool, must fit in 32 bits. Bool: bool only. String: str.
@@ -11,11 +13,17 @@
 // rectangular; elements that are themselves tensors may differ in size
 // (ragged), as ks allows. Wrong values raise TypeError/ValueError naming the
 // argument and the position inside it, e.g. "x[2][0]".
+//
+// Errors are thrown as ksbind::python::error (a Python exception type and
+// message, or an exception Python already raised); the module's methods
+// (ksbind/python_module.h) turn it back into the Python exception.
 #pragma once
 
-#include <pybind11/pybind11.h>
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 
 #include <climits>
+#include <exception>
 #include <new>
 #include <string>
 #include <tuple>
@@ -23,32 +31,113 @@
 #include <utility>
 
 #include <knossos.h>
-#include <ksbind/entry_points.h>  // create_tensor (it includes this file at its end too)
+#include <ksbind/entry_points.h>  // create_tensor, ArenaLock
 
 namespace ksbind {
 namespace python {
 
-namespace py = pybind11;
+// An owned reference (a new reference, released when this goes out of scope).
+class Object {
+public:
+    Object() = default;
+    static Object steal(PyObject* o) { return Object(o); }
+    Object(Object&& other) noexcept : ptr_(other.ptr_) { other.ptr_ = nullptr; }
+    Object& operator=(Object&& other) noexcept {
+        if (this != &other) {
+            Py_XDECREF(ptr_);
+            ptr_ = other.ptr_;
+            other.ptr_ = nullptr;
+        }
+        return *this;
+    }
+    Object(const Object&) = delete;
+    Object& operator=(const Object&) = delete;
+    ~Object() { Py_XDECREF(ptr_); }
+    PyObject* get() const { return ptr_; }
+    PyObject* release() {
+        PyObject* o = ptr_;
+        ptr_ = nullptr;
+        return o;
+    }
+    explicit operator bool() const { return ptr_ != nullptr; }
+
+private:
+    explicit Object(PyObject* o) : ptr_(o) {}
+    PyObject* ptr_ = nullptr;
+};
+
+// A Python exception crossing C++ code: a type and message to raise, or (type
+// null) the exception Python has already set, fetched here so that unwinding
+// (which may run Py_DECREF) cannot disturb it.
+class error : public std::exception {
+public:
+    error(PyObject* type, std::string message) : type_(type), message_(std::move(message)) {}
+    // The exception Python has set (a SystemError if none is: a bug, said out loud).
+    static error fetched() {
+        error e(nullptr, "");
+        PyErr_Fetch(&e.ptype_, &e.pvalue_, &e.ptraceback_);
+        if (!e.ptype_) {
+            e.type_ = PyExc_SystemError;
+            e.message_ = "ksbind: a Python error was expected but none was set";
+        }
+        return e;
+    }
+    error(error&& o) noexcept
+        : type_(o.type_), message_(std::move(o.message_)), ptype_(o.ptype_), pvalue_(o.pvalue_),
+          ptraceback_(o.ptraceback_) {
+        o.ptype_ = o.pvalue_ = o.ptraceback_ = nullptr;
+    }
+    error(const error&) = delete;
+    error& operator=(const error&) = delete;
+    ~error() override {
+        Py_XDECREF(ptype_);
+        Py_XDECREF(pvalue_);
+        Py_XDECREF(ptraceback_);
+    }
+    const char* what() const noexcept override { return message_.c_str(); }
+    // Raise it in Python (the caller then returns NULL to Python).
+    void restore() {
+        if (ptype_) {
+            PyErr_Restore(ptype_, pvalue_, ptraceback_);
+            ptype_ = pvalue_ = ptraceback_ = nullptr;
+        } else {
+            PyErr_SetString(type_, message_.c_str());
+        }
+    }
+
+private:
+    PyObject* type_;
+    std::string message_;
+    PyObject* ptype_ = nullptr;
+    PyObject* pvalue_ = nullptr;
+    PyObject* ptraceback_ = nullptr;
+};
+
+// A new reference from a C API call, or the error it raised.
+inline Object checked(PyObject* o) {
+    if (!o) throw error::fetched();
+    return Object::steal(o);
+}
 
 template <class T>
 struct tag {};
 
-inline std::string type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
+inline std::string type_name(PyObject* h) { return Py_TYPE(h)->tp_name; }
 
-[[noreturn]] inline void type_error(const std::string& where, const char* expected, py::handle h) {
-    throw py::type_error("argument '" + where + "': expected " + expected + ", got " + type_name(h));
+[[noreturn]] inline void type_error(const std::string& where, const char* expected, PyObject* h) {
+    throw error(PyExc_TypeError, "argument '" + where + "': expected " + expected + ", got " + type_name(h));
 }
 
 [[noreturn]] inline void value_error(const std::string& where, const std::string& message) {
-    throw py::value_error("argument '" + where + "': " + message);
+    throw error(PyExc_ValueError, "argument '" + where + "': " + message);
 }
 
-inline bool is_text(py::handle h) { return PyUnicode_Check(h.ptr()) || PyBytes_Check(h.ptr()); }
+inline bool is_text(PyObject* h) { return PyUnicode_Check(h) || PyBytes_Check(h); }
 
 // ------------------------------------------------------------ scalars
 
-inline ks::Float convert(ks::allocator*, py::handle h, const std::string& where, tag<ks::Float>) {
-    PyObject* o = h.ptr();
+inline ks::Float convert(ks::allocator*, PyObject* h, const std::string& where, tag<ks::Float>) {
+    PyObject* o = h;
     if (PyFloat_Check(o)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(o));
     if (PyBool_Check(o) || is_text(h) || o == Py_None) type_error(where, "a float", h);
     if (PyLong_Check(o) || PyNumber_Check(o)) {
@@ -62,8 +151,8 @@ inline ks::Float convert(ks::allocator*, py::handle h, const std::string& where,
     type_error(where, "a float", h);
 }
 
-inline ks::Integer convert(ks::allocator*, py::handle h, const std::string& where, tag<ks::Integer>) {
-    PyObject* o = h.ptr();
+inline ks::Integer convert(ks::allocator*, PyObject* h, const std::string& where, tag<ks::Integer>) {
+    PyObject* o = h;
     if (PyBool_Check(o) || PyFloat_Check(o) || !PyIndex_Check(o)) type_error(where, "an int", h);
     PyObject* index = PyNumber_Index(o);
     if (!index) {
@@ -82,15 +171,15 @@ inline ks::Integer convert(ks::allocator*, py::handle h, const std::string& wher
     return static_cast<ks::Integer>(v);
 }
 
-inline ks::Bool convert(ks::allocator*, py::handle h, const std::string& where, tag<ks::Bool>) {
-    if (!PyBool_Check(h.ptr())) type_error(where, "a bool", h);
-    return h.ptr() == Py_True;
+inline ks::Bool convert(ks::allocator*, PyObject* h, const std::string& where, tag<ks::Bool>) {
+    if (!PyBool_Check(h)) type_error(where, "a bool", h);
+    return h == Py_True;
 }
 
-inline ks::String convert(ks::allocator*, py::handle h, const std::string& where, tag<ks::String>) {
-    if (!PyUnicode_Check(h.ptr())) type_error(where, "a str", h);
+inline ks::String convert(ks::allocator*, PyObject* h, const std::string& where, tag<ks::String>) {
+    if (!PyUnicode_Check(h)) type_error(where, "a str", h);
     Py_ssize_t size = 0;
-    const char* data = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
+    const char* data = PyUnicode_AsUTF8AndSize(h, &size);
     if (!data) {
         PyErr_Clear();
         value_error(where, "string is not encodable as UTF-8");
@@ -102,9 +191,9 @@ inline ks::String convert(ks::allocator*, py::handle h, const std::string& where
 
 // Length of a sequence without materializing it (a huge range or array must
 // fail on the arena, not by building a list of a billion objects first).
-inline Py_ssize_t seq_length(py::handle h, const std::string& where, const char* expected) {
-    if (is_text(h) || h.ptr() == Py_None || !PySequence_Check(h.ptr())) type_error(where, expected, h);
-    Py_ssize_t n = PySequence_Size(h.ptr());
+inline Py_ssize_t seq_length(PyObject* h, const std::string& where, const char* expected) {
+    if (is_text(h) || h == Py_None || !PySequence_Check(h)) type_error(where, expected, h);
+    Py_ssize_t n = PySequence_Size(h);
     if (n < 0) {
         PyErr_Clear();
         type_error(where, expected, h);
@@ -116,16 +205,16 @@ inline Py_ssize_t seq_length(py::handle h, const std::string& where, const char*
 // `length` items (checked before a lazy sequence is materialized); owns a reference.
 class Seq {
 public:
-    Seq(py::handle h, const std::string& where, const char* expected, Py_ssize_t length) {
-        if (is_text(h) || h.ptr() == Py_None || !PySequence_Check(h.ptr())) type_error(where, expected, h);
-        Py_ssize_t n = PySequence_Size(h.ptr());
+    Seq(PyObject* h, const std::string& where, const char* expected, Py_ssize_t length) {
+        if (is_text(h) || h == Py_None || !PySequence_Check(h)) type_error(where, expected, h);
+        Py_ssize_t n = PySequence_Size(h);
         if (n < 0) {
             PyErr_Clear();
             type_error(where, expected, h);
         }
         if (n != length)
             value_error(where, "expected " + std::to_string(length) + " elements, got " + std::to_string(n));
-        fast_ = PySequence_Fast(h.ptr(), expected);
+        fast_ = PySequence_Fast(h, expected);
         if (!fast_) {
             PyErr_Clear();
             type_error(where, expected, h);
@@ -140,14 +229,14 @@ public:
     Seq(const Seq&) = delete;
     Seq& operator=(const Seq&) = delete;
     Py_ssize_t size() const { return PySequence_Fast_GET_SIZE(fast_); }
-    py::handle operator[](Py_ssize_t i) const { return PySequence_Fast_GET_ITEM(fast_, i); }
+    PyObject* operator[](Py_ssize_t i) const { return PySequence_Fast_GET_ITEM(fast_, i); }
 
 private:
     PyObject* fast_ = nullptr;
 };
 
 template <class T>
-T from_py_at(ks::allocator* alloc, py::handle h, const std::string& where);
+T from_py_at(ks::allocator* alloc, PyObject* h, const std::string& where);
 
 template <class Tup, size_t... I>
 Tup convert_tuple(ks::allocator* alloc, const Seq& s, const std::string& where, std::index_sequence<I...>) {
@@ -157,7 +246,7 @@ Tup convert_tuple(ks::allocator* alloc, const Seq& s, const std::string& where, 
 }
 
 template <class... Ts>
-ks::Tuple<Ts...> convert(ks::allocator* alloc, py::handle h, const std::string& where, tag<ks::Tuple<Ts...>>) {
+ks::Tuple<Ts...> convert(ks::allocator* alloc, PyObject* h, const std::string& where, tag<ks::Tuple<Ts...>>) {
     Py_ssize_t n = seq_length(h, where, "a tuple");
     if (n != static_cast<Py_ssize_t>(sizeof...(Ts)))
         value_error(where, "expected a tuple of " + std::to_string(sizeof...(Ts)) + " values, got " +
@@ -167,7 +256,7 @@ ks::Tuple<Ts...> convert(ks::allocator* alloc, py::handle h, const std::string& 
 }
 
 // Shape of a rank-Dim nested sequence: sizes[0..Dim), read along element 0.
-inline void tensor_shape(py::handle h, const std::string& where, int dim, int rank, int* sizes) {
+inline void tensor_shape(PyObject* h, const std::string& where, int dim, int rank, int* sizes) {
     Py_ssize_t n = seq_length(h, where, rank == 1 ? "a list (ks Tensor 1)" : "a nested list (ks Tensor)");
     if (n > INT_MAX) value_error(where, "too many elements for a ks tensor");
     sizes[dim] = static_cast<int>(n);
@@ -176,15 +265,13 @@ inline void tensor_shape(py::handle h, const std::string& where, int dim, int ra
             for (int d = dim + 1; d < rank; ++d) sizes[d] = 0;
             return;
         }
-        PyObject* first = PySequence_GetItem(h.ptr(), 0);
-        if (!first) throw py::error_already_set();
-        py::object keep = py::reinterpret_steal<py::object>(first);
-        tensor_shape(keep, where + "[0]", dim + 1, rank, sizes);
+        Object first = checked(PySequence_GetItem(h, 0));
+        tensor_shape(first.get(), where + "[0]", dim + 1, rank, sizes);
     }
 }
 
 template <class T>
-void fill_tensor(ks::allocator* alloc, py::handle h, const std::string& where, int dim, int rank,
+void fill_tensor(ks::allocator* alloc, PyObject* h, const std::string& where, int dim, int rank,
                  const int* sizes, T*& out) {
     Py_ssize_t n = seq_length(h, where, "a list");
     if (n != sizes[dim])
@@ -208,7 +295,7 @@ Index make_index(const int* sizes, std::index_sequence<I...>) {
 }
 
 template <size_t Dim, class T>
-ks::tensor<Dim, T> convert(ks::allocator* alloc, py::handle h, const std::string& where, tag<ks::tensor<Dim, T>>) {
+ks::tensor<Dim, T> convert(ks::allocator* alloc, PyObject* h, const std::string& where, tag<ks::tensor<Dim, T>>) {
     int sizes[Dim];
     tensor_shape(h, where, 0, Dim, sizes);
     long long total = 1;
@@ -229,7 +316,7 @@ ks::tensor<Dim, T> convert(ks::allocator* alloc, py::handle h, const std::string
 }
 
 template <class T>
-T from_py_at(ks::allocator* alloc, py::handle h, const std::string& where) {
+T from_py_at(ks::allocator* alloc, PyObject* h, const std::string& where) {
     return convert(alloc, h, where, tag<T>());
 }
 
@@ -238,8 +325,8 @@ T from_py_at(ks::allocator* alloc, py::handle h, const std::string& where) {
 // are read inline without building the argument's name; anything else, and
 // every error, takes the general path, so values and messages are the same.
 template <class T>
-T from_py(ks::allocator* alloc, py::handle h, const char* name) {
-    PyObject* o = h.ptr();
+T from_py(ks::allocator* alloc, PyObject* h, const char* name) {
+    PyObject* o = h;
     if constexpr (std::is_same_v<T, ks::Float>) {
         if (PyFloat_CheckExact(o)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(o));
     } else if constexpr (std::is_same_v<T, ks::Integer>) {
@@ -271,44 +358,46 @@ public:
 
 // ------------------------------------------------------------ ks -> Python
 
-inline py::object to_py(ks::Float v) { return py::float_(static_cast<double>(v)); }
-inline py::object to_py(ks::Integer v) { return py::int_(v); }
-inline py::object to_py(ks::Bool v) { return py::bool_(v); }
-inline py::object to_py(const ks::String& v) {
-    PyObject* s = PyUnicode_DecodeUTF8(v.data(), static_cast<Py_ssize_t>(v.size()), "replace");
-    if (!s) throw py::error_already_set();
-    return py::reinterpret_steal<py::object>(s);
+inline Object to_py(ks::Float v) { return checked(PyFloat_FromDouble(static_cast<double>(v))); }
+inline Object to_py(ks::Integer v) { return checked(PyLong_FromLong(v)); }
+inline Object to_py(ks::Bool v) { return Object::steal(PyBool_FromLong(v)); }
+inline Object to_py(const ks::String& v) {
+    return checked(PyUnicode_DecodeUTF8(v.data(), static_cast<Py_ssize_t>(v.size()), "replace"));
 }
+// A result the entry point already made (a tuple, a list...).
+inline Object to_py(Object&& o) { return std::move(o); }
 
 template <class... Ts>
-py::object to_py(const ks::Tuple<Ts...>& t);
+Object to_py(const ks::Tuple<Ts...>& t);
 template <size_t Dim, class T>
-py::object to_py(const ks::tensor<Dim, T>& t);
+Object to_py(const ks::tensor<Dim, T>& t);
 
 template <class Tup, size_t... I>
-py::object tuple_to_py(const Tup& t, std::index_sequence<I...>) {
-    py::tuple out(sizeof...(I));
-    ((out[I] = to_py(ks::get<I>(t))), ...);
-    return std::move(out);
+Object tuple_to_py(const Tup& t, std::index_sequence<I...>) {
+    Object out = checked(PyTuple_New(sizeof...(I)));
+    // PyTuple_SET_ITEM steals each item's reference.
+    ((PyTuple_SET_ITEM(out.get(), I, to_py(ks::get<I>(t)).release())), ...);
+    return out;
 }
 
 template <class... Ts>
-py::object to_py(const ks::Tuple<Ts...>& t) {
+Object to_py(const ks::Tuple<Ts...>& t) {
     return tuple_to_py(t, std::index_sequence_for<Ts...>());
 }
 
 template <class T>
-py::object nested_list(const T* data, const int* sizes, int dim, int rank, long long stride) {
-    py::list out(sizes[dim]);
+Object nested_list(const T* data, const int* sizes, int dim, int rank, long long stride) {
+    Object out = checked(PyList_New(sizes[dim]));
     long long inner = stride / (sizes[dim] ? sizes[dim] : 1);
     for (int i = 0; i < sizes[dim]; ++i) {
+        // PyList_SET_ITEM steals the item's reference.
         if (dim + 1 < rank) {
-            out[i] = nested_list(data + i * inner, sizes, dim + 1, rank, inner);
+            PyList_SET_ITEM(out.get(), i, nested_list(data + i * inner, sizes, dim + 1, rank, inner).release());
         } else {
-            out[i] = to_py(data[i]);
+            PyList_SET_ITEM(out.get(), i, to_py(data[i]).release());
         }
     }
-    return std::move(out);
+    return out;
 }
 
 template <class Size, size_t... I>
@@ -317,7 +406,7 @@ void store_sizes(const Size& size, int* sizes, std::index_sequence<I...>) {
 }
 
 template <size_t Dim, class T>
-py::object to_py(const ks::tensor<Dim, T>& t) {
+Object to_py(const ks::tensor<Dim, T>& t) {
     int sizes[Dim];
     if constexpr (Dim == 1) {
         sizes[0] = t.size();

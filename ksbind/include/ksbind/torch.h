@@ -21,6 +21,11 @@
 // lives in the module's translation unit.
 #pragma once
 
+// pybind11's exception types alone (type_error, value_error): torch's bindings
+// raise them as TypeError/ValueError. Not all of pybind11: the ks unit that
+// includes this header compiles without it, several seconds faster.
+#include <pybind11/detail/common.h>
+
 #include <ksbind/cpu_capability.h>
 #include <ksbind/entry_points.h>
 

@@ -1,0 +1,226 @@
+// The python target's module on Python's C API: each entry point becomes a
+// METH_FASTCALL | METH_KEYWORDS method (ksbind::python::method<F, Sig>), and
+// the module is created in two phases (PyModuleDef_Init), so its name comes
+// from the import: the same generated code serves every module and version
+// (see ksbind/compile.py, PLACEHOLDER).
+//
+// Why not pybind11 here: including pybind11 costs ~5 s of compile time in any
+// unit that does (3.1, -O2), most of a python-target build; the python target
+// takes and returns plain Python objects, so a small dispatcher is all it
+// needs. The behaviour follows pybind11's (the ks target keeps it): keyword or
+// positional arguments, a TypeError naming the signature on a bad call, C++
+// exceptions mapped to the same Python exceptions.
+#pragma once
+
+#include <ksbind/python.h>
+
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace ksbind {
+namespace python {
+
+// ------------------------------------------------------------ exceptions
+
+// Raise the C++ exception being handled as a Python exception, as pybind11
+// maps them (bad_alloc -> MemoryError, invalid_argument -> ValueError ...).
+inline void raise_current_exception() {
+    try {
+        throw;
+    } catch (error& e) {
+        e.restore();
+    } catch (const std::bad_alloc& e) {
+        PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const std::domain_error& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::invalid_argument& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::length_error& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::out_of_range& e) {
+        PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const std::range_error& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::overflow_error& e) {
+        PyErr_SetString(PyExc_OverflowError, e.what());
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "ksbind: unknown C++ exception");
+    }
+}
+
+// ------------------------------------------------------------ arguments
+
+// A method's names: Sig::name, Sig::params (parameter names, nullptr-ended)
+// and Sig::signature ("f(x: float) -> float", for error messages).
+template <class Sig>
+constexpr Py_ssize_t arity() {
+    Py_ssize_t n = 0;
+    while (Sig::params[n]) ++n;
+    return n;
+}
+
+template <class Sig>
+[[noreturn]] void bad_call(const std::string& problem) {
+    throw error(PyExc_TypeError, std::string(Sig::name) + "(): incompatible function arguments: " + problem +
+                                     ". Expected " + Sig::signature);
+}
+
+// args (positional then keyword values, as METH_FASTCALL | METH_KEYWORDS
+// passes them) sorted into one slot per parameter; borrowed references.
+template <class Sig>
+void sort_arguments(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** slots) {
+    constexpr Py_ssize_t n = arity<Sig>();
+    if (nargs > n)
+        bad_call<Sig>("takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") + ", got " +
+                      std::to_string(nargs));
+    for (Py_ssize_t i = 0; i < n; ++i) slots[i] = i < nargs ? args[i] : nullptr;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+        PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+        Py_ssize_t i = 0;
+        while (i < n && PyUnicode_CompareWithASCIIString(key, Sig::params[i]) != 0) ++i;
+        if (i == n) {
+            Object text = Object::steal(PyObject_Str(key));
+            const char* name = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
+            if (!name) PyErr_Clear();
+            bad_call<Sig>(std::string("unexpected keyword argument '") + (name ? name : "?") + "'");
+        }
+        if (slots[i]) bad_call<Sig>(std::string("multiple values for argument '") + Sig::params[i] + "'");
+        slots[i] = args[nargs + k];
+    }
+    for (Py_ssize_t i = 0; i < n; ++i)
+        if (!slots[i]) bad_call<Sig>(std::string("missing argument '") + Sig::params[i] + "'");
+}
+
+// One argument of a support function (the entry points take PyObject*).
+template <class T>
+T argument(PyObject* o, const char* name);
+
+template <>
+inline PyObject* argument<PyObject*>(PyObject* o, const char*) { return o; }
+
+template <>
+inline bool argument<bool>(PyObject* o, const char* name) {
+    if (!PyBool_Check(o))
+        throw error(PyExc_TypeError, std::string("argument '") + name + "': expected a bool, got " + Py_TYPE(o)->tp_name);
+    return o == Py_True;
+}
+
+template <>
+inline size_t argument<size_t>(PyObject* o, const char* name) {
+    if (!PyLong_Check(o) || PyBool_Check(o))
+        throw error(PyExc_TypeError, std::string("argument '") + name + "': expected an int, got " + Py_TYPE(o)->tp_name);
+    size_t v = PyLong_AsSize_t(o);
+    if (v == static_cast<size_t>(-1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw error(PyExc_ValueError, std::string("argument '") + name + "': expected a non-negative int that fits in size_t");
+    }
+    return v;
+}
+
+// ------------------------------------------------------------ results
+
+inline Object result(size_t v) { return checked(PyLong_FromSize_t(v)); }
+template <class T>
+Object result(T&& v) {
+    return to_py(std::forward<T>(v));
+}
+
+// ------------------------------------------------------------ methods
+
+template <class Sig, class R, class... A, size_t... I>
+PyObject* invoke(R (*f)(A...), PyObject* const* slots, std::index_sequence<I...>) {
+    if constexpr (std::is_void_v<R>) {
+        f(argument<A>(slots[I], Sig::params[I])...);
+        Py_RETURN_NONE;
+    } else {
+        return result(f(argument<A>(slots[I], Sig::params[I])...)).release();
+    }
+}
+
+template <class R, class... A>
+constexpr size_t parameter_count(R (*)(A...)) {
+    return sizeof...(A);
+}
+
+// The METH_FASTCALL | METH_KEYWORDS function calling F with its arguments
+// sorted by name; C++ exceptions become Python exceptions.
+template <auto F, class Sig>
+PyObject* method(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    constexpr size_t n = parameter_count(F);
+    static_assert(n == static_cast<size_t>(arity<Sig>()), "ksbind: parameter names do not match the function");
+    try {
+        PyObject* slots[n == 0 ? 1 : n];
+        sort_arguments<Sig>(args, nargs, kwnames, slots);
+        return invoke<Sig>(F, slots, std::make_index_sequence<n>());
+    } catch (...) {
+        raise_current_exception();
+        return nullptr;
+    }
+}
+
+// The PyMethodDef of method<F, Sig>, with doc as its docstring.
+template <auto F, class Sig>
+inline PyMethodDef method_def(const char* doc) {
+    return {Sig::name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(&method<F, Sig>)),
+            METH_FASTCALL | METH_KEYWORDS, doc};
+}
+
+// ------------------------------------------------------------ the module
+
+// Every module's allocator and logging functions (docs/targets.md).
+namespace support {
+#define KSBIND_SIGNATURE(NAME, SIG, ...)                       \
+    struct NAME {                                              \
+        static constexpr const char* name = #NAME;             \
+        static constexpr const char* params[] = {__VA_ARGS__}; \
+        static constexpr const char* signature = SIG;          \
+    };
+KSBIND_SIGNATURE(reset_allocator, "reset_allocator() -> None", nullptr)
+KSBIND_SIGNATURE(allocator_top, "allocator_top() -> int", nullptr)
+KSBIND_SIGNATURE(allocator_peak, "allocator_peak() -> int", nullptr)
+KSBIND_SIGNATURE(logging, "logging(on: bool) -> None", "on", nullptr)
+KSBIND_SIGNATURE(arena_bytes, "arena_bytes() -> int", nullptr)
+KSBIND_SIGNATURE(set_arena_bytes, "set_arena_bytes(bytes: int) -> None", "bytes", nullptr)
+#undef KSBIND_SIGNATURE
+}  // namespace support
+
+#define KSBIND_SUPPORT_METHOD(NAME, DOC) \
+    ksbind::python::method_def<&ks::entry_points::NAME, ksbind::python::support::NAME>(DOC)
+
+// The methods every python-target module has, for its PyMethodDef table.
+#define KSBIND_SUPPORT_METHODS                                                                                  \
+    KSBIND_SUPPORT_METHOD(reset_allocator, "reset_allocator() -> None\n\nReset the module's arena."),          \
+        KSBIND_SUPPORT_METHOD(allocator_top, "allocator_top() -> int\n\nBytes of the arena in use."),         \
+        KSBIND_SUPPORT_METHOD(allocator_peak, "allocator_peak() -> int\n\nThe most bytes of the arena used."), \
+        KSBIND_SUPPORT_METHOD(logging, "logging(on: bool) -> None\n\nPrint every call and result to stderr."), \
+        KSBIND_SUPPORT_METHOD(arena_bytes, "arena_bytes() -> int\n\nThe arena's size in bytes."),             \
+        KSBIND_SUPPORT_METHOD(set_arena_bytes, "set_arena_bytes(bytes: int) -> None\n\nRe-create the arena with this size.")
+
+// Module exec (the second phase of init): apply the config's arena size and
+// logging (KSBIND_ARENA_BYTES wins over arena_bytes). A bad
+// KSBIND_ARENA_BYTES fails the import with a clear message.
+inline int configure_module(size_t arena_bytes, bool logging) {
+    try {
+        ks::entry_points::configure(arena_bytes, logging);
+        return 0;
+    } catch (...) {
+        raise_current_exception();
+        return -1;
+    }
+}
+
+}  // namespace python
+}  // namespace ksbind
+
+#define KSBIND_CONCAT_(a, b) a##b
+#define KSBIND_CONCAT(a, b) KSBIND_CONCAT_(a, b)
+#define KSBIND_STRINGIFY_(a) #a
+#define KSBIND_STRINGIFY(a) KSBIND_STRINGIFY_(a)
