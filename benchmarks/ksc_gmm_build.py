@@ -11,7 +11,8 @@ The cases (what issue 12 asks of the edit-build-call loop):
   the build used it) with ksbind's flags: the reference.
 - ``cold, warm shared parts``: a module never built before (its own name and
   binding names, so no object of it is cached) in a cache where two other
-  modules (relu3) were built: the shared precompiled header exists.
+  modules were built (ksc's ex1.ks, through ksc: the same runtime and
+  toolchain): the shared precompiled header exists.
 - ``after editing the .ks``: the same module after changing one literal of
   its gmm.ks (ksc runs again; its C++ is recompiled; the bindings' object is reused).
 - ``after editing the bindings``: the same module after renaming its binding
@@ -56,13 +57,16 @@ bindings:
 output: {out}
 """
 
+#: The other modules built first: another small program through ksc (so the same
+#: runtime and toolchain as the GMM module's, whose shared parts they warm).
+WARMUP_KS = KSC_DIR / "programs" / "ex1.ks"
 WARMUP = """\
 name: {name}
 target: python
-ks: [{repo}/examples/relu3/relu3.ks]
-cpp: [{repo}/examples/relu3/relu3.cpp]
+ks: [{ks}]
+ksc: {{path: {ksc}, runtime: {runtime}}}
 bindings:
-  - {{name: vrelu3, function: "[vrelu3 (Tensor 1 Float)]"}}
+  - {{name: g, function: g, vjp: g_vjp}}
 output: {out}
 """
 
@@ -145,8 +149,9 @@ def measure(work: Path, repeats: int, baseline: Path | None = None,
                   "this ksbind with KSBIND_OBJECT_CACHE=0 KSBIND_PCH=0")
     warm = work / "warm-cache"
     log("gmm: warming the shared parts (two other modules)")
-    for name in ("warm_relu3", "warm_relu3b"):  # the second one builds the precompiled header
-        (work / f"{name}.yaml").write_text(WARMUP.format(name=name, repo=REPO, out=work / "out" / name))
+    for name in ("warm_ex1", "warm_ex1b"):  # the second one builds the precompiled header
+        (work / f"{name}.yaml").write_text(WARMUP.format(name=name, ks=WARMUP_KS, ksc=KSC, runtime=RUNTIME,
+                                                                     out=work / "out" / name))
         build(work / f"{name}.yaml", warm, work)
     old_env = {} if baseline else {"KSBIND_OBJECT_CACHE": "0", "KSBIND_PCH": "0"}
     for i in range(repeats):

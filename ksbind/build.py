@@ -209,12 +209,15 @@ BINDINGS_UNIT = "ksbind_bindings.cpp"
 
 def plan_units(plan: CompilePlan, tc: Toolchain, shared_root: Path | None) -> list[Unit]:
     """The plan's sources as units: the user's and the runtime's as they are; the
-    generated ones (entry_points.cpp, module.cpp) as one unit, which includes them.
+    generated ones (entry_points.cpp, module.cpp) as one unit, which includes
+    them (ks target), or each on its own (python target).
 
-    Why one: every unit that includes pybind11 compiles its support code again
-    (3-4 s at -O2 with pybind11 3, precompiled header or not); one generated
-    unit compiles it once per module. They change together (both follow the
-    bindings), so the object cache loses nothing by it.
+    Why one on the ks target: every unit that includes pybind11 compiles its
+    support code again (3-4 s at -O2 with pybind11 3, precompiled header or
+    not); one generated unit compiles it once per module. They change together
+    (both follow the bindings), so the object cache loses nothing by it. The
+    python target's module uses Python's C API alone: its two files compile in
+    well under a second each, in parallel.
 
     With ``shared_root`` (the object cache's root), the generated files are
     compiled from their content-addressed copies there and under the
@@ -235,6 +238,8 @@ def plan_units(plan: CompilePlan, tc: Toolchain, shared_root: Path | None) -> li
     parts = tuple((copies[g], g) for g in generated)
     if len(generated) == 1:
         units.append(Unit(copies[generated[0]], flags, pch=True, parts=parts))
+    elif plan.target == "python":  # no pybind11 to compile twice: the files compile in parallel
+        units.extend(Unit(copies[g], flags, pch=True, parts=parts) for g in generated)
     else:
         merged = copies[generated[0]].parent / BINDINGS_UNIT
         text = ("// Written by ksbind's build: the generated translation units compiled as one\n"

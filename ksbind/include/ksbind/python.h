@@ -124,19 +124,34 @@ struct tag {};
 
 inline std::string type_name(PyObject* h) { return Py_TYPE(h)->tp_name; }
 
-[[noreturn]] inline void type_error(const std::string& where, const char* expected, PyObject* h) {
-    throw error(PyExc_TypeError, "argument '" + where + "': expected " + expected + ", got " + type_name(h));
+// Where a value sits inside an argument: the argument's name, then an index
+// per level ("x[2][0]"). Formatted only for an error message, so converting
+// a long list builds no strings.
+struct Where {
+    const char* name = nullptr;  // the argument's name (the outermost level only)
+    const Where* parent = nullptr;
+    Py_ssize_t index = 0;
+    // Element i of this value; valid while this Where is.
+    Where at(Py_ssize_t i) const { return Where{nullptr, this, i}; }
+    std::string text() const { return parent ? parent->text() + "[" + std::to_string(index) + "]" : std::string(name); }
+};
+
+// Error paths: out of line and cold, so each converter's code stays small
+// (and compiles fast).
+[[noreturn]] __attribute__((noinline, cold)) inline void type_error(const Where& where, const char* expected,
+                                                                    PyObject* h) {
+    throw error(PyExc_TypeError, "argument '" + where.text() + "': expected " + expected + ", got " + type_name(h));
 }
 
-[[noreturn]] inline void value_error(const std::string& where, const std::string& message) {
-    throw error(PyExc_ValueError, "argument '" + where + "': " + message);
+[[noreturn]] __attribute__((noinline, cold)) inline void value_error(const Where& where, const std::string& message) {
+    throw error(PyExc_ValueError, "argument '" + where.text() + "': " + message);
 }
 
 inline bool is_text(PyObject* h) { return PyUnicode_Check(h) || PyBytes_Check(h); }
 
 // ------------------------------------------------------------ scalars
 
-inline ks::Float convert(ks::allocator*, PyObject* h, const std::string& where, tag<ks::Float>) {
+inline ks::Float convert(ks::allocator*, PyObject* h, const Where& where, tag<ks::Float>) {
     PyObject* o = h;
     if (PyFloat_Check(o)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(o));
     if (PyBool_Check(o) || is_text(h) || o == Py_None) type_error(where, "a float", h);
@@ -151,7 +166,7 @@ inline ks::Float convert(ks::allocator*, PyObject* h, const std::string& where, 
     type_error(where, "a float", h);
 }
 
-inline ks::Integer convert(ks::allocator*, PyObject* h, const std::string& where, tag<ks::Integer>) {
+inline ks::Integer convert(ks::allocator*, PyObject* h, const Where& where, tag<ks::Integer>) {
     PyObject* o = h;
     if (PyBool_Check(o) || PyFloat_Check(o) || !PyIndex_Check(o)) type_error(where, "an int", h);
     PyObject* index = PyNumber_Index(o);
@@ -171,12 +186,12 @@ inline ks::Integer convert(ks::allocator*, PyObject* h, const std::string& where
     return static_cast<ks::Integer>(v);
 }
 
-inline ks::Bool convert(ks::allocator*, PyObject* h, const std::string& where, tag<ks::Bool>) {
+inline ks::Bool convert(ks::allocator*, PyObject* h, const Where& where, tag<ks::Bool>) {
     if (!PyBool_Check(h)) type_error(where, "a bool", h);
     return h == Py_True;
 }
 
-inline ks::String convert(ks::allocator*, PyObject* h, const std::string& where, tag<ks::String>) {
+inline ks::String convert(ks::allocator*, PyObject* h, const Where& where, tag<ks::String>) {
     if (!PyUnicode_Check(h)) type_error(where, "a str", h);
     Py_ssize_t size = 0;
     const char* data = PyUnicode_AsUTF8AndSize(h, &size);
@@ -191,7 +206,7 @@ inline ks::String convert(ks::allocator*, PyObject* h, const std::string& where,
 
 // Length of a sequence without materializing it (a huge range or array must
 // fail on the arena, not by building a list of a billion objects first).
-inline Py_ssize_t seq_length(PyObject* h, const std::string& where, const char* expected) {
+inline Py_ssize_t seq_length(PyObject* h, const Where& where, const char* expected) {
     if (is_text(h) || h == Py_None || !PySequence_Check(h)) type_error(where, expected, h);
     Py_ssize_t n = PySequence_Size(h);
     if (n < 0) {
@@ -205,7 +220,7 @@ inline Py_ssize_t seq_length(PyObject* h, const std::string& where, const char* 
 // `length` items (checked before a lazy sequence is materialized); owns a reference.
 class Seq {
 public:
-    Seq(PyObject* h, const std::string& where, const char* expected, Py_ssize_t length) {
+    Seq(PyObject* h, const Where& where, const char* expected, Py_ssize_t length) {
         if (is_text(h) || h == Py_None || !PySequence_Check(h)) type_error(where, expected, h);
         Py_ssize_t n = PySequence_Size(h);
         if (n < 0) {
@@ -236,17 +251,16 @@ private:
 };
 
 template <class T>
-T from_py_at(ks::allocator* alloc, PyObject* h, const std::string& where);
+T from_py_at(ks::allocator* alloc, PyObject* h, const Where& where);
 
 template <class Tup, size_t... I>
-Tup convert_tuple(ks::allocator* alloc, const Seq& s, const std::string& where, std::index_sequence<I...>) {
+Tup convert_tuple(ks::allocator* alloc, const Seq& s, const Where& where, std::index_sequence<I...>) {
     return ks::make_Tuple(
-        from_py_at<std::decay_t<decltype(ks::get<I>(std::declval<Tup&>()))>>(alloc, s[I], where + "[" +
-                                                                                std::to_string(I) + "]")...);
+        from_py_at<std::decay_t<decltype(ks::get<I>(std::declval<Tup&>()))>>(alloc, s[I], where.at(I))...);
 }
 
 template <class... Ts>
-ks::Tuple<Ts...> convert(ks::allocator* alloc, PyObject* h, const std::string& where, tag<ks::Tuple<Ts...>>) {
+ks::Tuple<Ts...> convert(ks::allocator* alloc, PyObject* h, const Where& where, tag<ks::Tuple<Ts...>>) {
     Py_ssize_t n = seq_length(h, where, "a tuple");
     if (n != static_cast<Py_ssize_t>(sizeof...(Ts)))
         value_error(where, "expected a tuple of " + std::to_string(sizeof...(Ts)) + " values, got " +
@@ -256,7 +270,7 @@ ks::Tuple<Ts...> convert(ks::allocator* alloc, PyObject* h, const std::string& w
 }
 
 // Shape of a rank-Dim nested sequence: sizes[0..Dim), read along element 0.
-inline void tensor_shape(PyObject* h, const std::string& where, int dim, int rank, int* sizes) {
+inline void tensor_shape(PyObject* h, const Where& where, int dim, int rank, int* sizes) {
     Py_ssize_t n = seq_length(h, where, rank == 1 ? "a list (ks Tensor 1)" : "a nested list (ks Tensor)");
     if (n > INT_MAX) value_error(where, "too many elements for a ks tensor");
     sizes[dim] = static_cast<int>(n);
@@ -266,12 +280,12 @@ inline void tensor_shape(PyObject* h, const std::string& where, int dim, int ran
             return;
         }
         Object first = checked(PySequence_GetItem(h, 0));
-        tensor_shape(first.get(), where + "[0]", dim + 1, rank, sizes);
+        tensor_shape(first.get(), where.at(0), dim + 1, rank, sizes);
     }
 }
 
 template <class T>
-void fill_tensor(ks::allocator* alloc, PyObject* h, const std::string& where, int dim, int rank,
+void fill_tensor(ks::allocator* alloc, PyObject* h, const Where& where, int dim, int rank,
                  const int* sizes, T*& out) {
     Py_ssize_t n = seq_length(h, where, "a list");
     if (n != sizes[dim])
@@ -279,7 +293,7 @@ void fill_tensor(ks::allocator* alloc, PyObject* h, const std::string& where, in
                                std::to_string(n));
     Seq s(h, where, "a list", n);
     for (Py_ssize_t i = 0; i < s.size(); ++i) {
-        std::string at = where + "[" + std::to_string(i) + "]";
+        Where at = where.at(i);
         if (dim + 1 < rank) {
             fill_tensor(alloc, s[i], at, dim + 1, rank, sizes, out);
         } else {
@@ -295,7 +309,7 @@ Index make_index(const int* sizes, std::index_sequence<I...>) {
 }
 
 template <size_t Dim, class T>
-ks::tensor<Dim, T> convert(ks::allocator* alloc, PyObject* h, const std::string& where, tag<ks::tensor<Dim, T>>) {
+ks::tensor<Dim, T> convert(ks::allocator* alloc, PyObject* h, const Where& where, tag<ks::tensor<Dim, T>>) {
     int sizes[Dim];
     tensor_shape(h, where, 0, Dim, sizes);
     long long total = 1;
@@ -316,7 +330,7 @@ ks::tensor<Dim, T> convert(ks::allocator* alloc, PyObject* h, const std::string&
 }
 
 template <class T>
-T from_py_at(ks::allocator* alloc, PyObject* h, const std::string& where) {
+T from_py_at(ks::allocator* alloc, PyObject* h, const Where& where) {
     return convert(alloc, h, where, tag<T>());
 }
 
@@ -338,7 +352,7 @@ T from_py(ks::allocator* alloc, PyObject* h, const char* name) {
     } else if constexpr (std::is_same_v<T, ks::Bool>) {
         if (PyBool_Check(o)) return o == Py_True;
     }
-    return from_py_at<T>(alloc, h, std::string(name));
+    return from_py_at<T>(alloc, h, Where{name});
 }
 
 // The arena guard of a python-target call whose arguments hold no tensor and

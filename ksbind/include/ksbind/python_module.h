@@ -29,7 +29,7 @@ namespace python {
 
 // Raise the C++ exception being handled as a Python exception, as pybind11
 // maps them (bad_alloc -> MemoryError, invalid_argument -> ValueError ...).
-inline void raise_current_exception() {
+__attribute__((noinline, cold)) inline void raise_current_exception() {
     try {
         throw;
     } catch (error& e) {
@@ -59,6 +59,13 @@ inline void raise_current_exception() {
 
 // A method's names: Sig::name, Sig::params (parameter names, nullptr-ended)
 // and Sig::signature ("f(x: float) -> float", for error messages).
+struct Names {
+    const char* name;
+    const char* const* params;
+    Py_ssize_t count;
+    const char* signature;
+};
+
 template <class Sig>
 constexpr Py_ssize_t arity() {
     Py_ssize_t n = 0;
@@ -66,37 +73,37 @@ constexpr Py_ssize_t arity() {
     return n;
 }
 
-template <class Sig>
-[[noreturn]] void bad_call(const std::string& problem) {
-    throw error(PyExc_TypeError, std::string(Sig::name) + "(): incompatible function arguments: " + problem +
-                                     ". Expected " + Sig::signature);
+[[noreturn]] __attribute__((noinline, cold)) inline void bad_call(const Names& s, const std::string& problem) {
+    throw error(PyExc_TypeError,
+                std::string(s.name) + "(): incompatible function arguments: " + problem + ". Expected " + s.signature);
 }
 
 // args (positional then keyword values, as METH_FASTCALL | METH_KEYWORDS
-// passes them) sorted into one slot per parameter; borrowed references.
-template <class Sig>
-void sort_arguments(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** slots) {
-    constexpr Py_ssize_t n = arity<Sig>();
+// passes them) sorted into one slot per parameter; borrowed references. Not a
+// template: one copy serves every method of the module.
+__attribute__((noinline)) inline void sort_arguments(const Names& s, PyObject* const* args, Py_ssize_t nargs,
+                                                     PyObject* kwnames, PyObject** slots) {
+    const Py_ssize_t n = s.count;
     if (nargs > n)
-        bad_call<Sig>("takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") + ", got " +
-                      std::to_string(nargs));
+        bad_call(s, "takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") + ", got " +
+                        std::to_string(nargs));
     for (Py_ssize_t i = 0; i < n; ++i) slots[i] = i < nargs ? args[i] : nullptr;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t k = 0; k < nkw; ++k) {
         PyObject* key = PyTuple_GET_ITEM(kwnames, k);
         Py_ssize_t i = 0;
-        while (i < n && PyUnicode_CompareWithASCIIString(key, Sig::params[i]) != 0) ++i;
+        while (i < n && PyUnicode_CompareWithASCIIString(key, s.params[i]) != 0) ++i;
         if (i == n) {
             Object text = Object::steal(PyObject_Str(key));
             const char* name = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
             if (!name) PyErr_Clear();
-            bad_call<Sig>(std::string("unexpected keyword argument '") + (name ? name : "?") + "'");
+            bad_call(s, std::string("unexpected keyword argument '") + (name ? name : "?") + "'");
         }
-        if (slots[i]) bad_call<Sig>(std::string("multiple values for argument '") + Sig::params[i] + "'");
+        if (slots[i]) bad_call(s, std::string("multiple values for argument '") + s.params[i] + "'");
         slots[i] = args[nargs + k];
     }
     for (Py_ssize_t i = 0; i < n; ++i)
-        if (!slots[i]) bad_call<Sig>(std::string("missing argument '") + Sig::params[i] + "'");
+        if (!slots[i]) bad_call(s, std::string("missing argument '") + s.params[i] + "'");
 }
 
 // One argument of a support function (the entry points take PyObject*).
@@ -108,19 +115,17 @@ inline PyObject* argument<PyObject*>(PyObject* o, const char*) { return o; }
 
 template <>
 inline bool argument<bool>(PyObject* o, const char* name) {
-    if (!PyBool_Check(o))
-        throw error(PyExc_TypeError, std::string("argument '") + name + "': expected a bool, got " + Py_TYPE(o)->tp_name);
+    if (!PyBool_Check(o)) type_error(Where{name}, "a bool", o);
     return o == Py_True;
 }
 
 template <>
 inline size_t argument<size_t>(PyObject* o, const char* name) {
-    if (!PyLong_Check(o) || PyBool_Check(o))
-        throw error(PyExc_TypeError, std::string("argument '") + name + "': expected an int, got " + Py_TYPE(o)->tp_name);
+    if (!PyLong_Check(o) || PyBool_Check(o)) type_error(Where{name}, "an int", o);
     size_t v = PyLong_AsSize_t(o);
     if (v == static_cast<size_t>(-1) && PyErr_Occurred()) {
         PyErr_Clear();
-        throw error(PyExc_ValueError, std::string("argument '") + name + "': expected a non-negative int that fits in size_t");
+        value_error(Where{name}, "expected a non-negative int that fits in size_t");
     }
     return v;
 }
@@ -156,9 +161,10 @@ template <auto F, class Sig>
 PyObject* method(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
     constexpr size_t n = parameter_count(F);
     static_assert(n == static_cast<size_t>(arity<Sig>()), "ksbind: parameter names do not match the function");
+    static constexpr Names names{Sig::name, Sig::params, arity<Sig>(), Sig::signature};
     try {
         PyObject* slots[n == 0 ? 1 : n];
-        sort_arguments<Sig>(args, nargs, kwnames, slots);
+        sort_arguments(names, args, nargs, kwnames, slots);
         return invoke<Sig>(F, slots, std::make_index_sequence<n>());
     } catch (...) {
         raise_current_exception();
