@@ -75,7 +75,12 @@ public:
     // The exception Python has set (a SystemError if none is: a bug, said out loud).
     static error fetched() {
         error e(nullptr, "");
+#if PY_VERSION_HEX >= 0x030C0000  // PyErr_Fetch is deprecated from 3.12
+        e.pvalue_ = PyErr_GetRaisedException();
+        if (e.pvalue_) e.ptype_ = Py_NewRef(reinterpret_cast<PyObject*>(Py_TYPE(e.pvalue_)));
+#else
         PyErr_Fetch(&e.ptype_, &e.pvalue_, &e.ptraceback_);
+#endif
         if (!e.ptype_) {
             e.type_ = PyExc_SystemError;
             e.message_ = "ksbind: a Python error was expected but none was set";
@@ -98,7 +103,12 @@ public:
     // Raise it in Python (the caller then returns NULL to Python).
     void restore() {
         if (ptype_) {
+#if PY_VERSION_HEX >= 0x030C0000
+            PyErr_SetRaisedException(pvalue_);  // steals it
+            Py_DECREF(ptype_);
+#else
             PyErr_Restore(ptype_, pvalue_, ptraceback_);
+#endif
             ptype_ = pvalue_ = ptraceback_ = nullptr;
         } else {
             PyErr_SetString(type_, message_.c_str());
@@ -313,7 +323,7 @@ ks::tensor<Dim, T> convert(ks::allocator* alloc, PyObject* h, const Where& where
     int sizes[Dim];
     tensor_shape(h, where, 0, Dim, sizes);
     long long total = 1;
-    for (int d = 0; d < Dim; ++d) {
+    for (size_t d = 0; d < Dim; ++d) {
         total *= sizes[d];
         if (total > INT_MAX) value_error(where, "too many elements for a ks tensor");
     }
@@ -428,7 +438,7 @@ Object to_py(const ks::tensor<Dim, T>& t) {
         store_sizes(t.size(), sizes, std::make_index_sequence<Dim>());
     }
     long long total = 1;
-    for (int d = 0; d < Dim; ++d) total *= sizes[d];
+    for (size_t d = 0; d < Dim; ++d) total *= sizes[d];
     return nested_list(t.data(), sizes, 0, Dim, total);
 }
 
