@@ -29,7 +29,7 @@ from typing import Sequence
 
 from . import buildcache, versions
 from .compile import Unit, build_entry, init_unit, module_name_flags, object_cache, shared_copies
-from .config import ModuleSpec, load_config
+from .config import ModuleSpec, load_config, select_module
 from .errors import BuildError, Location
 from .missing import explain_missing
 from .output import plan_files, write_atomic, write_generated, write_planned
@@ -68,18 +68,7 @@ def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | No
     if isinstance(config_or_spec, ModuleSpec):
         spec = config_or_spec
     else:
-        specs = load_config(config_or_spec)
-        if name is not None:
-            matching = [s for s in specs if s.name == name]
-            if not matching:
-                raise BuildError(f"no module named {name!r} in this config (it has: "
-                                 f"{', '.join(s.name for s in specs)})", Location(os.fspath(config_or_spec)))
-            spec = matching[0]
-        elif len(specs) == 1:
-            spec = specs[0]
-        else:
-            raise BuildError(f"this config holds {len(specs)} modules ({', '.join(s.name for s in specs)}): "
-                             "pass name=... or use build_configs()", Location(os.fspath(config_or_spec)))
+        spec = select_module(config_or_spec, name, "pass name=... or use build_configs()", BuildError)
     return build_spec(spec, templates=templates, cache_dir=cache_dir, quiet=quiet)
 
 

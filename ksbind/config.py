@@ -16,7 +16,7 @@ import yaml
 
 from .binding import MODES, VJP_SOURCES, BindingSpec
 from .context import DEFAULT_ARENA_BYTES, LAYOUTS
-from .errors import ConfigError, Location, closest
+from .errors import ConfigError, KsbindError, Location, closest
 from .identifiers import identifier_problem
 from .ksc import DEFAULT_TIMEOUT, KscSpec
 from .reader import read_text
@@ -75,6 +75,24 @@ class ModuleSpec:
     #: Compile the module's ks code with FAST_MATH_FLAGS (toolchain.py): floats reassociated, no NaN/inf.
     fast_math: bool = False
     location: Location | None = field(default=None, compare=False)
+
+
+def select_module(path: str | os.PathLike[str], name: str | None, how_to_choose: str,
+                  error: type[KsbindError] = ConfigError) -> ModuleSpec:
+    """The module ``name`` of a config, or its only module when ``name`` is None.
+    ``how_to_choose`` ends the error of a config holding several (the caller's
+    way of naming one); ``error`` is the exception class raised."""
+    specs = load_config(path)
+    where = Location(os.fspath(path))
+    if name is not None:
+        for s in specs:
+            if s.name == name:
+                return s
+        raise error(f"no module named {name!r} in this config (it has: {', '.join(s.name for s in specs)})", where)
+    if len(specs) != 1:
+        raise error(f"this config holds {len(specs)} modules ({', '.join(s.name for s in specs)}): {how_to_choose}",
+                    where)
+    return specs[0]
 
 
 def load_config(path: str | os.PathLike[str]) -> list[ModuleSpec]:

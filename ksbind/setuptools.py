@@ -27,7 +27,7 @@ from typing import Iterator, Sequence
 from setuptools import Extension
 from setuptools.command.build_ext import build_ext
 
-from .config import ModuleSpec, load_config
+from .config import ModuleSpec, select_module
 from .errors import ConfigError, KsbindError, Location
 from .identifiers import identifier_problem
 from .standalone import build_into, compiled_name, files_for
@@ -49,7 +49,7 @@ class KsbindExtension(Extension):
     def __init__(self, config: str | os.PathLike[str], module: str | None = None, package: str | None = None,
                  *, templates: Sequence[str | os.PathLike[str]] = ()) -> None:
         self.config = Path(config)
-        self.spec = _pick(self.config, module)
+        self.spec = select_module(self.config, module, "say which with KsbindExtension(config, module=...)")
         if package is not None:
             for part in package.split("."):
                 problem = identifier_problem(part)
@@ -69,20 +69,6 @@ class KsbindExtension(Extension):
     def extra_files(self) -> list[str]:
         """The files beside the compiled module (names in its folder)."""
         return files_for(self.spec, self.package)
-
-
-def _pick(config: Path, module: str | None) -> ModuleSpec:
-    specs = load_config(config)
-    if module is not None:
-        for s in specs:
-            if s.name == module:
-                return s
-        raise ConfigError(f"no module named {module!r} in this config (it has: {', '.join(s.name for s in specs)})",
-                          Location(str(config)))
-    if len(specs) != 1:
-        raise ConfigError(f"this config holds {len(specs)} modules ({', '.join(s.name for s in specs)}): "
-                          "say which with KsbindExtension(config, module=...)", Location(str(config)))
-    return specs[0]
 
 
 class BuildExt(build_ext):

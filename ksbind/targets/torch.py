@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import pprint
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..binding import Binding, warn
 from ..errors import BindingError
 from ..types import EMPTY_TUPLE, FLOAT, KsType, ScalarType, TensorType, TupleType, parse_type
 from .common import Crossing
 from .ks import SCALAR_PY
+
+if TYPE_CHECKING:  # context imports the targets: only the type, to keep the import one way
+    from ..context import ModuleOptions
 
 NAME = "torch"
 # "{module}" in a file name is replaced by the module's name: NAME.py (the wrapper
@@ -56,15 +59,15 @@ def runtime_module_name(module_name: str) -> str:
     return module_name + RUNTIME_SUFFIX
 
 
-def wrapper_imports(options: Any) -> dict[str, str]:
+def wrapper_imports(options: ModuleOptions) -> dict[str, str]:
     """How the generated wrapper imports its runtime support and its extension:
     from ksbind and by top-level name in ksbind's cache; standalone (a wheel),
     from its own copy of the runtime beside it and the extension by its full name."""
     ext = ext_name(options.name)
-    if not getattr(options, "standalone", False):
+    if not options.standalone:
         return {"torch_runtime_import": "from ksbind import torch_runtime as _runtime", "ext_import": ext}
     runtime = runtime_module_name(options.name)
-    package = getattr(options, "package", None)
+    package = options.package
     if package:
         return {"torch_runtime_import": f"from . import {runtime} as _runtime", "ext_import": f"{package}.{ext}"}
     return {"torch_runtime_import": f"import {runtime} as _runtime", "ext_import": ext}
