@@ -162,11 +162,10 @@ inline bool is_text(PyObject* h) { return PyUnicode_Check(h) || PyBytes_Check(h)
 // ------------------------------------------------------------ scalars
 
 inline ks::Float convert(ks::allocator*, PyObject* h, const Where& where, tag<ks::Float>) {
-    PyObject* o = h;
-    if (PyFloat_Check(o)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(o));
-    if (PyBool_Check(o) || is_text(h) || o == Py_None) type_error(where, "a float", h);
-    if (PyLong_Check(o) || PyNumber_Check(o)) {
-        double d = PyFloat_AsDouble(o);
+    if (PyFloat_Check(h)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(h));
+    if (PyBool_Check(h) || is_text(h) || h == Py_None) type_error(where, "a float", h);
+    if (PyLong_Check(h) || PyNumber_Check(h)) {
+        double d = PyFloat_AsDouble(h);
         if (d == -1.0 && PyErr_Occurred()) {
             PyErr_Clear();
             type_error(where, "a float", h);
@@ -177,9 +176,8 @@ inline ks::Float convert(ks::allocator*, PyObject* h, const Where& where, tag<ks
 }
 
 inline ks::Integer convert(ks::allocator*, PyObject* h, const Where& where, tag<ks::Integer>) {
-    PyObject* o = h;
-    if (PyBool_Check(o) || PyFloat_Check(o) || !PyIndex_Check(o)) type_error(where, "an int", h);
-    PyObject* index = PyNumber_Index(o);
+    if (PyBool_Check(h) || PyFloat_Check(h) || !PyIndex_Check(h)) type_error(where, "an int", h);
+    PyObject* index = PyNumber_Index(h);
     if (!index) {
         PyErr_Clear();
         type_error(where, "an int", h);
@@ -350,17 +348,16 @@ T from_py_at(ks::allocator* alloc, PyObject* h, const Where& where) {
 // every error, takes the general path, so values and messages are the same.
 template <class T>
 T from_py(ks::allocator* alloc, PyObject* h, const char* name) {
-    PyObject* o = h;
     if constexpr (std::is_same_v<T, ks::Float>) {
-        if (PyFloat_CheckExact(o)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(o));
+        if (PyFloat_CheckExact(h)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(h));
     } else if constexpr (std::is_same_v<T, ks::Integer>) {
-        if (PyLong_CheckExact(o)) {  // not bool (a subclass); PyNumber_Index would return o itself
+        if (PyLong_CheckExact(h)) {  // not bool (a subclass); PyNumber_Index would return h itself
             int overflow = 0;
-            long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+            long long v = PyLong_AsLongLongAndOverflow(h, &overflow);
             if (!overflow && v >= INT_MIN && v <= INT_MAX) return static_cast<ks::Integer>(v);
         }
     } else if constexpr (std::is_same_v<T, ks::Bool>) {
-        if (PyBool_Check(o)) return o == Py_True;
+        if (PyBool_Check(h)) return h == Py_True;
     }
     return from_py_at<T>(alloc, h, Where{name});
 }

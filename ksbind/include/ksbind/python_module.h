@@ -14,11 +14,9 @@
 
 #include <ksbind/python.h>
 
-#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -181,34 +179,34 @@ inline PyMethodDef method_def(const char* doc) {
 
 // ------------------------------------------------------------ the module
 
-// Every module's allocator and logging functions (docs/targets.md).
+// Every module's allocator and logging functions (docs/targets.md); each
+// docstring is its signature line, then what it does.
 namespace support {
-#define KSBIND_SIGNATURE(NAME, SIG, ...)                       \
+#define KSBIND_SIGNATURE(NAME, SIG, DOC, ...)                  \
     struct NAME {                                              \
         static constexpr const char* name = #NAME;             \
         static constexpr const char* params[] = {__VA_ARGS__}; \
         static constexpr const char* signature = SIG;          \
+        static constexpr const char* doc = SIG "\n\n" DOC;     \
     };
-KSBIND_SIGNATURE(reset_allocator, "reset_allocator() -> None", nullptr)
-KSBIND_SIGNATURE(allocator_top, "allocator_top() -> int", nullptr)
-KSBIND_SIGNATURE(allocator_peak, "allocator_peak() -> int", nullptr)
-KSBIND_SIGNATURE(logging, "logging(on: bool) -> None", "on", nullptr)
-KSBIND_SIGNATURE(arena_bytes, "arena_bytes() -> int", nullptr)
-KSBIND_SIGNATURE(set_arena_bytes, "set_arena_bytes(bytes: int) -> None", "bytes", nullptr)
+KSBIND_SIGNATURE(reset_allocator, "reset_allocator() -> None", "Reset the module's arena.", nullptr)
+KSBIND_SIGNATURE(allocator_top, "allocator_top() -> int", "Bytes of the arena in use.", nullptr)
+KSBIND_SIGNATURE(allocator_peak, "allocator_peak() -> int", "The most bytes of the arena used.", nullptr)
+KSBIND_SIGNATURE(logging, "logging(on: bool) -> None", "Print every call and result to stderr.", "on", nullptr)
+KSBIND_SIGNATURE(arena_bytes, "arena_bytes() -> int", "The arena's size in bytes.", nullptr)
+KSBIND_SIGNATURE(set_arena_bytes, "set_arena_bytes(bytes: int) -> None", "Re-create the arena with this size.",
+                 "bytes", nullptr)
 #undef KSBIND_SIGNATURE
 }  // namespace support
 
-#define KSBIND_SUPPORT_METHOD(NAME, DOC) \
-    ksbind::python::method_def<&ks::entry_points::NAME, ksbind::python::support::NAME>(DOC)
+#define KSBIND_SUPPORT_METHOD(NAME) \
+    ksbind::python::method_def<&ks::entry_points::NAME, ksbind::python::support::NAME>(ksbind::python::support::NAME::doc)
 
 // The methods every python-target module has, for its PyMethodDef table.
-#define KSBIND_SUPPORT_METHODS                                                                                  \
-    KSBIND_SUPPORT_METHOD(reset_allocator, "reset_allocator() -> None\n\nReset the module's arena."),          \
-        KSBIND_SUPPORT_METHOD(allocator_top, "allocator_top() -> int\n\nBytes of the arena in use."),         \
-        KSBIND_SUPPORT_METHOD(allocator_peak, "allocator_peak() -> int\n\nThe most bytes of the arena used."), \
-        KSBIND_SUPPORT_METHOD(logging, "logging(on: bool) -> None\n\nPrint every call and result to stderr."), \
-        KSBIND_SUPPORT_METHOD(arena_bytes, "arena_bytes() -> int\n\nThe arena's size in bytes."),             \
-        KSBIND_SUPPORT_METHOD(set_arena_bytes, "set_arena_bytes(bytes: int) -> None\n\nRe-create the arena with this size.")
+#define KSBIND_SUPPORT_METHODS                                                                       \
+    KSBIND_SUPPORT_METHOD(reset_allocator), KSBIND_SUPPORT_METHOD(allocator_top),                    \
+        KSBIND_SUPPORT_METHOD(allocator_peak), KSBIND_SUPPORT_METHOD(logging),                       \
+        KSBIND_SUPPORT_METHOD(arena_bytes), KSBIND_SUPPORT_METHOD(set_arena_bytes)
 
 // Module exec (the second phase of init): apply the config's arena size and
 // logging (KSBIND_ARENA_BYTES wins over arena_bytes). A bad
