@@ -102,6 +102,12 @@ class KscError(BuildError):
     kind = "ksc error"
 
 
+class KscVjpError(KscError):
+    """ksc cannot derive a vjp a binding asks for (SUF-AD's limits: recursion, fold, lambdas...)."""
+
+    kind = "vjp error"
+
+
 class KsbindWarning(UserWarning):
     """Something ksbind chose for the user and says out loud (e.g. a default binding skipped)."""
 

@@ -66,7 +66,9 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
 def _ksc_spec(ksc: str | os.PathLike[str] | KscSpec | None, runtime: str | os.PathLike[str] | None) -> KscSpec:
     if isinstance(ksc, KscSpec):
         return ksc
-    return KscSpec(Path(ksc) if ksc is not None else None, Path(runtime) if runtime is not None else None)
+    # set_by: a missing ksc is then "pass ksc= to load_ks", not "set ksc: in the config" (there is none)
+    return KscSpec(Path(ksc) if ksc is not None else None, Path(runtime) if runtime is not None else None,
+                   set_by="load_ks")
 
 
 def _binding(b: BindingArg) -> BindingSpec:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence, Union
 
-from .errors import DeclarationError, InputFileError, Location, closest
+from .errors import DeclarationError, InputFileError, KsbindError, Location, closest
 from .model import DERIVATIONS, FunctionDecl, StructuredName
 from .sexpr import Atom, Node, SList, gc_paused, parse_sexprs
 from .types import KsType, TupleType, type_from_node, type_from_nodes
@@ -38,6 +38,11 @@ class GdefRequest:
         return StructuredName.derived(self.kind, self.target)
 
 
+#: A call in a def's body as written: the callee (a plain name, or a structured name
+#: written in full, as in ``([f Float] x)``) and how many arguments it is given.
+CallSite = tuple[Union[str, StructuredName], int]
+
+
 @dataclass(frozen=True)
 class KsSource:
     """A ks source file as ksc will see it: its defs/edefs and its gdef requests,
@@ -45,15 +50,41 @@ class KsSource:
 
     decls: tuple[FunctionDecl, ...]
     gdefs: tuple[GdefRequest, ...]
+    #: Each def's call sites, in body order (for the ksc step's call graph).
+    calls: Mapping[StructuredName, tuple[CallSite, ...]] = field(default_factory=dict, compare=False)
 
 
 def scan_ks(text: str, filename: str = "<string>") -> KsSource:
     """The defs, edefs and gdefs of ks source, unresolved (for the ksc step)."""
+    calls: dict[StructuredName, tuple[CallSite, ...]] = {}
     with gc_paused():
-        entries, _ = _read_forms(text, filename)
+        entries, _ = _read_forms(text, filename, calls)
     decls = tuple(e for e in entries if isinstance(e, FunctionDecl))
     gdefs = tuple(GdefRequest(*e) for e in entries if not isinstance(e, FunctionDecl))
-    return KsSource(decls, gdefs)
+    return KsSource(decls, gdefs, calls)
+
+
+def call_sites(body: Node) -> tuple[CallSite, ...]:
+    """Every ``(HEAD ARG...)`` in a body whose head names a function. Binders such as
+    ``(x : Float)`` or a let's ``(x expr)`` come out too: a caller matches heads
+    against the functions it knows, so a variable's name is only a name."""
+    out: list[CallSite] = []
+    stack: list[Node] = [body]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, SList) or not node.items:
+            continue
+        head = node.items[0]
+        if node.bracket == "(":
+            if isinstance(head, Atom) and not head.is_string:
+                out.append((head.text, len(node.items) - 1))
+            elif isinstance(head, SList) and head.bracket == "[":
+                try:
+                    out.append((structured_name_from_node(head), len(node.items) - 1))
+                except KsbindError:
+                    pass  # not a name ksbind can read: ksc will say what it makes of it
+        stack.extend(reversed(node.items))
+    return tuple(out)
 
 
 def _parse_ks(text: str, filename: str) -> list[FunctionDecl]:
@@ -61,8 +92,10 @@ def _parse_ks(text: str, filename: str) -> list[FunctionDecl]:
     return _resolve_gdefs(entries, declared)
 
 
-def _read_forms(text: str, filename: str) -> tuple[list[FunctionDecl | tuple[str, StructuredName, Location]],
-                                                   dict[StructuredName, FunctionDecl]]:
+def _read_forms(text: str, filename: str, calls: dict[StructuredName, tuple[CallSite, ...]] | None = None
+                ) -> tuple[list[FunctionDecl | tuple[str, StructuredName, Location]],
+                           dict[StructuredName, FunctionDecl]]:
+    """The file's forms in order; ``calls``, when given, gets each def's call sites."""
     forms = parse_sexprs(text, filename)
     entries: list[FunctionDecl | tuple[str, StructuredName, Location]] = []
     declared: dict[StructuredName, FunctionDecl] = {}
@@ -75,6 +108,8 @@ def _read_forms(text: str, filename: str) -> tuple[list[FunctionDecl | tuple[str
             entries.append(_read_gdef(form))
             continue
         decl = _read_def(form) if head == "def" else _read_edef(form)
+        if calls is not None and head == "def":
+            calls[decl.name] = calls.get(decl.name, ()) + call_sites(form.items[4])
         previous = declared.get(decl.name)
         if previous is not None:
             if not same_signature(previous, decl):

@@ -24,8 +24,8 @@ from typing import Any, Callable, Sequence
 
 from .binding import Binding, BindingSpec, declared_vjp, select_bindings
 from .config import ModuleSpec, RuntimeSpec
-from .errors import DeclarationError
-from .ksc import KscToolchain, VjpRequest, compile_ks, find_ksc, scan_sources
+from .errors import DeclarationError, KscError
+from .ksc import KscToolchain, VjpRequest, compile_ks, find_ksc, ksc_toolchains, scan_sources
 from .model import FunctionDecl, StructuredName
 from .reader import KsSource, parse_ks, read_ks, read_text, same_signature, scan_ks
 
@@ -101,24 +101,30 @@ def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModul
     from . import buildcache
 
     assert spec.ksc is not None
-    tool = find_ksc(spec.ksc)
     sources = [p for p in spec.ks_files if p.suffix != ".kso"]
     kso_files = [p for p in spec.ks_files if p.suffix == ".kso"]
     scanned = scan_sources(sources)
     # By default bind what the sources define; an edef's C++ is the user's, bound only when asked.
     own = {d.name for s in scanned for d in s.decls if d.origin == "def" and not d.name.is_derived}
     is_own: Callable[[FunctionDecl], bool] = lambda d: d.name in own  # noqa: E731
-
-    # Before ksc runs, its .kso does not exist: bind against the sources (and the prelude) to
-    # learn which functions and vjps to ask ksc for. Warnings wait for the real selection below.
-    before = _declarations_before_ksc(tool, scanned, spec, kso_files)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        planned = select_bindings(before, spec.bindings, spec.location, is_own)
-    used, vjps = _what_to_ask(planned, spec.bindings, scanned, before)
-
     root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
-    out = compile_ks(tool, sources, scanned, used, vjps, spec.name, root)
+
+    # ksc, or (not found) the kscs whose cached output for these sources may be reused.
+    tools = ksc_toolchains(spec.ksc, sources, spec.name, root)
+    for i, tool in enumerate(tools):
+        # Before ksc runs, its .kso does not exist: bind against the sources (and the prelude) to
+        # learn which functions and vjps to ask ksc for. Warnings wait for the real selection below.
+        before = _declarations_before_ksc(tool, scanned, spec, kso_files)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            planned = select_bindings(before, spec.bindings, spec.location, is_own)
+        used, vjps = _what_to_ask(planned, spec.bindings, scanned, before)
+        try:
+            out = compile_ks(tool, sources, scanned, used, vjps, spec.name, root)
+            break
+        except KscError:
+            if tool.missing is None or i + 1 == len(tools):
+                raise  # ksc's own error, or no recorded ksc left: "ksc not found"
     resolved = dataclasses.replace(spec, ks_files=(out.kso, *kso_files))
     resolved = _with_ksc_runtime(resolved, tool)
     resolved = dataclasses.replace(resolved, cpp=(out.cpp, *spec.cpp))

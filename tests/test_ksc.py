@@ -268,6 +268,10 @@ def test_cli_decls_through_ksc(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "[sufrev [g Float]]\n    symbol: ks::sufrev$g$af" in out
     assert "[not Bool]" not in out  # the prelude's functions are not the file's
+    # Unchanged, ksc's cached output is reused without ksc; changed, ksc must run and cannot.
+    assert main(["decls", str(src), "--ksc", str(tmp_path / "nope")]) == 0
+    capsys.readouterr()
+    src.write_text((PROGRAMS / "ex1.ks").read_text() + "\n(def extra Float (x : Float) x)\n")
     assert main(["decls", str(src), "--ksc", str(tmp_path / "nope")]) == 2
     assert "ksc not found at" in capsys.readouterr().err
 
