@@ -6,10 +6,10 @@ here, so renderers can trust them.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
+from . import errors
 from .errors import BindingError, KsbindError, KsbindWarning, Location, closest
 from .identifiers import CPP_KEYWORDS, identifier_problem, is_ks_symbol, sanitize
 from .model import FunctionDecl, StructuredName
@@ -186,8 +186,9 @@ def _uncallable_reason(d: FunctionDecl) -> str | None:
 
 
 def warn(message: str) -> None:
-    """A one-line warning (KsbindWarning): shown once per message, and by the CLI on stderr."""
-    warnings.warn(message, KsbindWarning, stacklevel=3)
+    """A one-line warning (KsbindWarning), attributed to the user's call into ksbind
+    (errors.warn); the CLI prints it on stderr."""
+    errors.warn(message, KsbindWarning)
 
 
 def _unused(name: str, taken: set[str]) -> str:

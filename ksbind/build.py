@@ -10,6 +10,8 @@ process. A changed module is built by the one pipeline of ksbind/compile.py
 (the torch target's too, from ``ksbind.build_torch``): each translation unit's
 object comes from the object cache when nothing it depends on changed.
 
+Progress is logged (ksbind/log.py): ``quiet=True`` silences one call's.
+
 Environment: ``CXX`` (compiler, default g++), ``KSBIND_CXXFLAGS`` (extra
 flags, part of the key), ``KSBIND_CACHE_DIR`` (cache folder), ``KSBIND_JOBS``
 (parallel compiles, default: CPU count), ``KSBIND_OBJECT_CACHE=0`` and
@@ -27,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
-from . import buildcache, versions
+from . import buildcache, log, versions
 from .compile import Unit, build_entry, init_unit, module_name_flags, object_cache, shared_copies
 from .config import ModuleSpec, load_config, select_module
 from .errors import BuildError, Location
@@ -37,6 +39,8 @@ from .render import RenderedModule
 from .resolve import ResolvedModule
 from .toolchain import (BASE_FLAGS, FAST_MATH_FLAGS, INCLUDE_DIR, KS_FLAGS, RUNTIME_DIR, Toolchain, compiler, first_error,
                         hash_include_path, ks_include_dirs, pybind11_two_phase)
+
+_cache_log = log.get_logger("cache")
 
 #: Generated files that are translation units (the rest are headers or stubs).
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
@@ -63,7 +67,9 @@ def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | No
     """Generate, compile (or reuse the cached build) and import one module.
 
     ``config_or_spec`` is a config path or a ModuleSpec. A config holding
-    several modules needs ``name`` to say which one.
+    several modules needs ``name`` to say which one. Progress is logged to the
+    ``ksbind`` logger (one line per compiled unit; KSBIND_VERBOSE, docs/building.md);
+    ``quiet=True`` drops this call's progress (warnings and errors remain).
     """
     if isinstance(config_or_spec, ModuleSpec):
         spec = config_or_spec
@@ -86,24 +92,28 @@ def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
     from .resolve import resolve_spec
 
     root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
-    token = buildcache.QUIET.set(quiet or buildcache.QUIET.get())
+    log.setup()
+    token = log.QUIET.set(quiet or log.QUIET.get())
     try:
         resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
         try:
-            return _build_resolved(resolved, templates, root, quiet)
+            return _build_resolved(resolved, templates, root)
         except BuildError as e:
             raise explain_missing(e, resolved.decls) from None
     finally:
-        buildcache.QUIET.reset(token)
+        log.QUIET.reset(token)
 
 
-def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Path, quiet: bool) -> ModuleType:
+def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Path,
+                    write_stub: bool = True) -> ModuleType:
     """Build and load one resolved module; under a versioned name when this process
     already loaded other code under its name (see ksbind.versions)."""
-    from .pipeline import render_spec
+    from .pipeline import render_spec, stub_files
 
     spec = resolved.spec
     rendered = render_spec(resolved, templates)
+    if spec.stubs is not None and write_stub:  # `stubs: DIR`, under the name users import
+        write_planned(plan_files(spec.stubs, stub_files(spec, rendered)))
     if spec.target == "torch":
         from . import build_torch  # torch is imported only for torch modules
 
@@ -113,13 +123,13 @@ def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Pa
         key = cache_key(plan, rendered.target)
     if versions.needs_version(spec.name, key):
         module = _build_resolved(dataclasses.replace(resolved, spec=versions.versioned_spec(spec, key)),
-                                 templates, root, quiet)
+                                 templates, root, write_stub=False)
         sys.modules[spec.name] = module  # `import NAME` gets the newest code too
         return module
     if spec.target == "torch":
-        module = build_torch.build_torch_module(spec, rendered, cache_dir=root, quiet=quiet)
+        module = build_torch.build_torch_module(spec, rendered, cache_dir=root)
     else:
-        module = build_plan(plan, rendered, root, quiet=quiet)
+        module = build_plan(plan, rendered, root)
     versions.note_loaded(spec.name, key)
     return module
 
@@ -156,7 +166,7 @@ def cache_key(plan: CompilePlan, target: str) -> str:
     return h.hexdigest()
 
 
-def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path, quiet: bool = False) -> ModuleType:
+def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path) -> ModuleType:
     """The pipeline for one ks/python-target module: key -> lock -> compile
     objects -> link -> install (verified on every later hit) -> load."""
     entry = buildcache.CacheEntry(root, plan.name, cache_key(plan, rendered.target), target=rendered.target)
@@ -164,8 +174,9 @@ def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path, quiet: b
         tc = plan_toolchain(plan)
         objects = object_cache(root)
         units = plan_units(plan, tc, root if objects is not None else None)
-        build_entry(entry, units, tc, objects=objects, log_dir=plan.log_dir,
-                    progress=lambda text: _progress(quiet, f"{plan.name}: {text}"))
+        build_entry(entry, units, tc, objects=objects, log_dir=plan.log_dir, label=plan.name)
+    else:
+        _cache_log.debug("%s: cached build %s", plan.name, entry.module_path)
     _install_stub(entry, plan.name, rendered)
     return buildcache.import_from_path(plan.name, entry.module_path)
 
@@ -257,11 +268,6 @@ def _install_stub(entry: buildcache.CacheEntry, name: str, rendered: RenderedMod
     text = rendered.files.get(f"{name}.pyi")
     if text is not None:
         write_planned(plan_files(entry.dir, {f"{name}.pyi": text}))
-
-
-def _progress(quiet: bool, text: str) -> None:
-    if not quiet:
-        print(f"ksbind: {text}", file=sys.stderr, flush=True)
 
 
 __all__ = ["build", "build_configs", "build_spec", "compile_plan", "cache_key", "CompilePlan", "first_error",

@@ -40,6 +40,7 @@ from .toolchain import (FAST_MATH_FLAGS, KS_FLAGS, Toolchain, compiler, hash_inc
                         pybind11_two_phase)
 from .config import ModuleSpec
 from .errors import BuildError, Location
+from .log import get_logger
 from .render import RenderedModule
 from .targets.torch import ext_name
 
@@ -61,6 +62,7 @@ TORCH_CFLAGS = ("-DTORCH_API_INCLUDE_EXTENSION_H", "-fPIC", "-std=c++20")
 PCH_INCLUDES = ("torch/csrc/utils/pybind.h", "ksbind/pybind.h", "ksbind/torch.h")
 
 _loaded: dict[str, ModuleType] = {}
+_cache_log = get_logger("cache")
 _lock = threading.Lock()
 
 
@@ -127,9 +129,9 @@ def toolchain(include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: 
                      two_phase_init=any(pybind11_two_phase(d) for d in system))
 
 
-def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir: Path | None = None,
-                       quiet: bool = False) -> ModuleType:
-    """Generate, compile (or reuse the cache) and import a torch-target module."""
+def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir: Path | None = None) -> ModuleType:
+    """Generate, compile (or reuse the cache) and import a torch-target module
+    (progress: ksbind/log.py; a quiet build sets log.QUIET)."""
     generated = write_generated(spec.output, rendered)
     out_dir = spec.output
     include_dirs = include_dirs_for(spec, out_dir)
@@ -144,7 +146,9 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
             if not entry.is_built():
                 with entry.lock():
                     if not entry.is_built():  # another process may have built it while we waited
-                        _compile(spec, rendered, entry, generated, include_dirs, cflags, ldflags, quiet)
+                        _compile(spec, rendered, entry, generated, include_dirs, cflags, ldflags)
+            else:
+                _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
             import torch  # noqa: F401  (the extension links to torch's libraries: loaded first)
 
             _loaded[str(entry.module_path)] = buildcache.import_from_path(ext, entry.module_path)
@@ -170,8 +174,7 @@ def _import_wrapper(name: str, path: Path) -> ModuleType:
 
 
 def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: buildcache.CacheEntry, generated: list[Path],
-             include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: tuple[str, ...],
-             quiet: bool) -> None:
+             include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: tuple[str, ...]) -> None:
     """Build the entry through the pipeline (ksbind/compile.py), wrapper included;
     the caller holds the entry's lock."""
     tc = toolchain(include_dirs, cflags, ldflags)
@@ -186,11 +189,7 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: buildcache.Cache
             if fname in rendered.files:
                 write_atomic(entry.dir / fname, rendered.files[fname])
 
-    def progress(text: str) -> None:
-        if not quiet:
-            print(f"ksbind: {spec.name}: {text}", file=sys.stderr, flush=True)
-
-    install_entry(entry, units, tc, objects=objects, log_dir=spec.output, progress=progress,
+    install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
                   before_install=wrapper_first)
 
 

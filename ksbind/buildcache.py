@@ -45,7 +45,6 @@ The invariants that keep the cache safe:
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 import datetime
 import errno
@@ -54,6 +53,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import json
+import logging
 import os
 import re
 import shutil
@@ -69,8 +69,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable, Iterator
 
+from . import log
 from ._version import __version__
-from .errors import BuildError, KsbindWarning, Location
+from .errors import BuildError, KsbindWarning, Location, user_stacklevel
 
 HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".inl", ".ipp")
 #: Staging folders older than this are left over from killed builds: removed.
@@ -99,10 +100,11 @@ UNITS_DIR = "units"
 _ENTRY_NAME = re.compile(r"^(?P<name>.+)-(?P<key>[0-9a-f]{16})$")
 
 
-#: Set by ``build_spec(quiet=True)`` for the build's own thread and the compile
-#: threads it starts (they run in a copy of its context): a quiet build prints
-#: nothing, not even that it waits for a lock.
-QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("ksbind_quiet", default=False)
+#: ksbind.log.QUIET, set by ``build_spec(quiet=True)`` for the build's own thread
+#: and the compile threads it starts: a quiet build logs no progress, not even
+#: that it waits for a lock.
+QUIET = log.QUIET
+_log = log.get_logger("cache")
 
 
 def cache_root() -> Path:
@@ -223,8 +225,8 @@ def without_stamp(data: bytes) -> bytes:
 def build_lock(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT, what: str = "") -> Iterator[None]:
     """Hold an exclusive inter-process lock on ``path`` (created if missing).
 
-    Waits up to ``timeout`` seconds (then BuildError), printing one line on
-    stderr while another process holds it. The kernel releases a flock when its
+    Waits up to ``timeout`` seconds (then BuildError), logging one line
+    (``ksbind.cache``, INFO) while another process holds it. The kernel releases a flock when its
     holder exits or is killed, so no lock ever outlives its build.
 
     The holder may delete the lock file (eviction and ``ksbind cache clean``
@@ -245,9 +247,8 @@ def build_lock(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT, what: str = ""
                     if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                         raise
                 if not announced:
-                    if not QUIET.get():
-                        holder = _read_holder(fd)
-                        print(f"ksbind: {what or path.name}: waiting for another build{holder}", file=sys.stderr)
+                    if _log.isEnabledFor(logging.INFO) and not QUIET.get():
+                        _log.info("%s: waiting for another build%s", what or path.name, _read_holder(fd))
                     announced = True
                 if time.monotonic() - start > timeout:
                     raise BuildError(f"timed out after {timeout:.0f} s waiting for the build lock",
@@ -448,7 +449,7 @@ class CacheEntry:
         if self._locked and os.path.lexists(self.dir):
             if state == "damaged":
                 warnings.warn(f"{self.name}: the cached build {self.dir} is damaged ({why}): rebuilding it",
-                              KsbindWarning, stacklevel=2)
+                              KsbindWarning, stacklevel=user_stacklevel())
             _remove_dir(self.root, self.dir)
         return False
 

@@ -8,6 +8,11 @@ modules; or one in any folder, e.g. a setuptools build folder), or ``None``:
 compiled into the build's own work folder and not kept (``KSBIND_OBJECT_CACHE=0``).
 The generated units may use the shared precompiled header (ksbind/pch.py).
 
+Progress goes to the ``ksbind.compile`` logger (ksbind/log.py): INFO, the
+build's start, one line per compiled unit (``NAME: [2/3] entry_points.cpp
+0.7 s``) and its end; DEBUG, each compiler and linker command line and each
+object found in the cache.
+
 Environment: ``KSBIND_JOBS`` (parallel compiles, default: one per CPU),
 ``KSBIND_OBJECT_CACHE=0`` (no object cache), ``KSBIND_PCH=0`` (no precompiled
 header), ``KSBIND_CCACHE`` (a compiler launcher; default: ccache when installed).
@@ -32,10 +37,13 @@ from typing import Callable, Sequence
 
 from . import buildcache, pch
 from .errors import BuildError, Location
+from .log import get_logger
 from .objcache import ObjectCache, dependency_records, parse_depfile
 from .toolchain import Toolchain, compiler_identity, first_error, launcher
 
 OBJECT = "unit.o"
+
+log = get_logger("compile")
 
 
 @dataclass(frozen=True)
@@ -172,7 +180,8 @@ class _Runner:
     """Runs compiler processes; on the first failure stops the others (their
     whole process groups, so no cc1plus is left) and remembers the error."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix  # starts its log lines: the module's name
         self.failed = threading.Event()
         self.running: set[subprocess.Popen[str]] = set()
         self.lock = threading.Lock()
@@ -184,6 +193,7 @@ class _Runner:
                 _kill_group(proc)
 
     def run(self, cmd: list[str], unit: Unit, what: str, log_dir: Path, quiet_failure: bool = False) -> None:
+        log.debug("%s$ %s", self.prefix, shlex.join(cmd))
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
@@ -248,8 +258,7 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
 
 
 def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCache | None, work: Path,
-                    log_dir: Path, progress: Callable[[str], None] = lambda s: None,
-                    background_pch: bool = True) -> list[Path]:
+                    log_dir: Path, label: str = "", background_pch: bool = True) -> list[Path]:
     """Every unit's object, in order: from ``objects`` when there, else compiled
     (in parallel) and stored there; with ``objects=None``, compiled into ``work``.
 
@@ -259,10 +268,11 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     by default in a process of its own at low priority that this build does
     not wait for (so a first build is no slower for it; with
     ``background_pch=False``, in this build's pool, waited for). Its failure
-    only means it is not used.
+    only means it is not used. ``label`` (the module's name) starts each log line.
     """
+    prefix = f"{label}: " if label else ""
     n_jobs = jobs()  # a bad KSBIND_JOBS fails every build that compiles
-    runner = _Runner()
+    runner = _Runner(prefix)
     use_pch = objects is not None and bool(tc.pch_includes) and any(u.pch for u in units) and _env_flag("KSBIND_PCH")
     shared = pch.lookup(tc, objects.root) if use_pch and objects is not None else None
     to_compile: list[int] = []
@@ -276,14 +286,24 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         hit = objects.find(keys[i])
         if hit is not None:
             found[i] = hit.file(OBJECT)
+            log.debug("%s%s: object from the cache", prefix, u.source.name)
         else:
             to_compile.append(i)
     if to_compile:
-        names = ", ".join(units[i].source.name for i in to_compile)
-        progress(f"compiling {len(to_compile)} of {len(units)} files ({names}) with {tc.cxx[0]}")
+        log.info("%scompiling %d of %d units with %s", prefix, len(to_compile), len(units),
+                 os.path.basename(tc.cxx[0]))
+    done = [0]  # units compiled so far, for each line's [k/n]
+    done_lock = threading.Lock()
+
+    def report(u: Unit, started: float) -> None:
+        with done_lock:
+            done[0] += 1
+            k = done[0]
+        log.info("%s[%d/%d] %s %.1f s", prefix, k, len(to_compile), u.source.name, time.monotonic() - started)
 
     def compile_one(i: int) -> Path:
         u = units[i]
+        started = time.monotonic()
         extra: list[str] = []
         pch_deps: tuple[tuple[str, str], ...] = ()
         if u.pch and shared is not None:
@@ -293,11 +313,13 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         if objects is None:
             obj = work / f"{i}_{u.source.stem}.o"
             runner.run([*cmd_head, "-c", str(u.source), "-o", str(obj)], u, "compiling", log_dir)
+            report(u, started)
             return obj
         key = keys[i]
         with objects.lock(key, what=u.source.name):
             hit = objects.find(key)  # another process may have compiled it while we waited
             if hit is not None:
+                report(u, started)
                 return hit.file(OBJECT)
             with objects.staging() as tmp:
                 dep = tmp / "unit.d"
@@ -306,7 +328,9 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
                 deps = dependency_records(parse_depfile(dep.read_text(encoding="utf-8", errors="replace")))
                 merged = tuple(dict.fromkeys([*deps, *pch_deps]))
                 dep.unlink()
-                return objects.store(key, tmp, [OBJECT], merged, str(u.source)).file(OBJECT)
+                stored = objects.store(key, tmp, [OBJECT], merged, str(u.source)).file(OBJECT)
+                report(u, started)
+                return stored
 
     def guarded(i: int) -> Path | BuildError | None:
         if runner.failed.is_set():
@@ -358,16 +382,16 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     return out
 
 
-def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log_dir: Path) -> Path:
+def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log_dir: Path,
+         label: str = "") -> Path:
     """Link objects into the shared library ``out``."""
     cmd = [*tc.cxx, "-shared", *tc.ldflags, "-o", str(out), *map(str, objects), *tc.libs]
-    _Runner().run(cmd, Unit(report_as), "linking", log_dir)
+    _Runner(f"{label}: " if label else "").run(cmd, Unit(report_as), "linking", log_dir)
     return out
 
 
 def build_entry(entry: buildcache.CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
-                objects: ObjectCache | None, log_dir: Path,
-                progress: Callable[[str], None] = lambda s: None,
+                objects: ObjectCache | None, log_dir: Path, label: str = "",
                 before_install: Callable[[Path], None] | None = None) -> None:
     """The pipeline for one module whose key is ``entry``'s: unless the entry is
     built (and intact), take its lock, compile the objects (object cache), link
@@ -379,23 +403,24 @@ def build_entry(entry: buildcache.CacheEntry, units: Sequence[Unit], tc: Toolcha
     with entry.lock():
         if entry.is_built():  # another process may have built it while we waited
             return
-        install_entry(entry, units, tc, objects=objects, log_dir=log_dir, progress=progress,
+        install_entry(entry, units, tc, objects=objects, log_dir=log_dir, label=label,
                       before_install=before_install)
 
 
 def install_entry(entry: buildcache.CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
-                  objects: ObjectCache | None, log_dir: Path,
-                  progress: Callable[[str], None] = lambda s: None,
+                  objects: ObjectCache | None, log_dir: Path, label: str = "",
                   before_install: Callable[[Path], None] | None = None) -> None:
     """build_entry's work, for a caller already holding the entry's lock."""
     start = time.monotonic()
     with entry.staging() as tmp:
-        objs = compile_objects(units, tc, objects=objects, work=tmp, log_dir=log_dir, progress=progress)
-        out = link(objs, tc, tmp / entry.module_path.name, units[0].source, log_dir)
+        objs = compile_objects(units, tc, objects=objects, work=tmp, log_dir=log_dir, label=label)
+        out = link(objs, tc, tmp / entry.module_path.name, units[0].source, log_dir, label)
         if before_install is not None:
             before_install(tmp)
         entry.install(out)
-    progress(f"done in {time.monotonic() - start:.1f} s ({entry.module_path})")
+    prefix = f"{label}: " if label else ""
+    log.info("%sbuilt in %.1f s", prefix, time.monotonic() - start)
+    log.debug("%sinstalled %s", prefix, entry.module_path)
 
 
 __all__ = ["Unit", "shared_copies", "shared_text", "init_unit", "module_name_flags", "PLACEHOLDER", "compile_objects", "link", "build_entry", "install_entry", "unit_key", "object_cache", "jobs", "OBJECT"]

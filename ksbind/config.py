@@ -25,7 +25,7 @@ from .types import MAX_RANK
 
 MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindings", "tensor_types",
                "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters", "ksc",
-               "prelude", "fast_math")
+               "prelude", "fast_math", "stubs")
 BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from")
 RUNTIME_KEYS = ("include_dirs", "sources")
 KSC_KEYS = ("path", "runtime", "timeout")
@@ -74,6 +74,8 @@ class ModuleSpec:
     prelude: tuple[Path, ...] | None = None
     #: Compile the module's ks code with FAST_MATH_FLAGS (toolchain.py): floats reassociated, no NaN/inf.
     fast_math: bool = False
+    #: A folder that ``generate``/``build`` also write the module's stub NAME.pyi into (for type checkers).
+    stubs: Path | None = None
     location: Location | None = field(default=None, compare=False)
 
 
@@ -284,6 +286,7 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
         ksc=ksc,
         prelude=get("prelude", lambda n: _paths(r, n, "'prelude'", base, must_exist="file"), None),
         fast_math=get("fast_math", lambda n: r.typed(n, bool, "'fast_math'", "true or false"), False),
+        stubs=get("stubs", lambda n: _normal(base / r.typed(n, str, "'stubs'", "a folder")), None),
         location=where,
     )
 

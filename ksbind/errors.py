@@ -5,8 +5,12 @@ inspect ``.location`` (file, line, column) and ``.message``.
 """
 from __future__ import annotations
 
+import functools
+import os
+import sys
+import warnings
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,58 @@ class KscVjpError(KscError):
 
 class KsbindWarning(UserWarning):
     """Something ksbind chose for the user and says out loud (e.g. a default binding skipped)."""
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def public_call(fn: F) -> F:
+    """``fn`` as ksbind's public face exports it: a KsbindError it raises keeps
+    its message, location and type but not ksbind's own frames, so the
+    traceback a user sees ends at this call (their line, then this wrapper).
+    KSBIND_VERBOSE=2 keeps every frame (for reporting a bug in ksbind)."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KsbindError as error:
+            from .log import debug_enabled
+
+            if debug_enabled():
+                raise
+            raise error.with_traceback(None)  # noqa: B904 - the same error, less ksbind's frames
+
+    return call  # type: ignore[return-value]
+
+
+#: ksbind's own folder: frames whose file is under it are ksbind's, not the user's.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` called by the caller of this
+    function that attributes the warning to the user's line: the frame that
+    called into ksbind (the caller of the outermost ksbind frame on the stack;
+    frames of other libraries between ksbind's, e.g. Jinja2 running a filter,
+    are passed over). Falls back to the caller of ksbind's innermost frame."""
+    frames: list[str] = []  # file names, from the frame that calls warnings.warn outwards
+    frame = sys._getframe(1)
+    while frame is not None:
+        frames.append(frame.f_code.co_filename)
+        frame = frame.f_back  # type: ignore[assignment]
+    outermost = max((i for i, f in enumerate(frames) if _is_ksbind(f)), default=0)
+    return outermost + 2  # stacklevel 1 is the frame calling warnings.warn (index 0)
+
+
+def _is_ksbind(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR)
+
+
+def warn(message: str, category: type[Warning] | None = None) -> None:
+    """Warn (KsbindWarning by default), attributed to the user's call into ksbind.
+    The message itself says where in the user's config or ks source the cause is."""
+    warnings.warn(message, category or KsbindWarning, stacklevel=user_stacklevel())
 
 
 def closest(word: str, choices: "Iterable[str]") -> str:

@@ -32,14 +32,17 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
             name: str | None = None, ksc: str | os.PathLike[str] | KscSpec | None = None,
             ksc_runtime: str | os.PathLike[str] | None = None, cpp: Sequence[str | os.PathLike[str]] = (),
             arena_bytes: int = DEFAULT_ARENA_BYTES, torch_library: str | None = None, fast_math: bool = False,
-            cache_dir: str | os.PathLike[str] | None = None, quiet: bool = True) -> ModuleType:
+            cache_dir: str | os.PathLike[str] | None = None, stubs: str | os.PathLike[str] | None = None,
+            quiet: bool = False) -> ModuleType:
     """Compile ks source with ksc, bind it and import the module (cached like ``build``).
 
     ``bindings`` None binds every function the text declares (its vjp as NAME_vjp
     where the text gdefs sufrev or rev). ``ksc``: the ksc binary (default $KSC,
     then ``ksc`` on PATH); ``ksc_runtime``: its runtime folder (default
-    $KSC_RUNTIME, then ``runtime/`` beside ksc's ``bin/``). ``fast_math``: as the
-    config key (docs/config.md).
+    $KSC_RUNTIME, then ``runtime/`` beside ksc's ``bin/``). ``fast_math`` and
+    ``stubs`` (a folder to write NAME.pyi into, for type checkers: give ``name``
+    too): as the config keys (docs/config.md). Progress is logged as ``build``'s
+    is; ``quiet=True`` drops this call's.
     """
     from .build import build_spec
 
@@ -59,7 +62,8 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
         cpp=tuple(Path(c).resolve() for c in cpp), runtime=RuntimeSpec(bundled=False, from_ksc=True),
         bindings=None if bindings is None else tuple(_binding(b) for b in bindings),
         torch_library=torch_library, arena_bytes=arena_bytes, output=source.parent / "generated", fast_math=fast_math,
-        ksc=_ksc_spec(ksc, ksc_runtime), location=Location(str(source)))
+        ksc=_ksc_spec(ksc, ksc_runtime), location=Location(str(source)),
+        stubs=Path(stubs).resolve() if stubs is not None else None)
     return build_spec(spec, cache_dir=root, quiet=quiet)
 
 

@@ -107,8 +107,34 @@ def prepare(configs: ConfigArg, out_dir: str | os.PathLike[str] | None = None,
                                   "does; give each module its own 'output'", spec.location)
             targets[key] = spec.name
             _check_output_folder(where)
-            modules.append(GeneratedModule(spec, rendered, where, plan_files(where, rendered.files)))
+            planned = plan_files(where, rendered.files)
+            if spec.stubs is not None:  # `stubs: DIR`: the stub where type checkers look too
+                _check_output_folder(spec.stubs)
+                planned += plan_files(spec.stubs, stub_files(spec, rendered))
+            modules.append(GeneratedModule(spec, rendered, where, planned))
     return modules
+
+
+def stub_files(spec: ModuleSpec, rendered: RenderedModule) -> dict[str, str]:
+    """The module's stub, ``{NAME.pyi: text}`` (empty if a template override dropped it)."""
+    name = f"{spec.name}.pyi"
+    return {name: rendered.files[name]} if name in rendered.files else {}
+
+
+def write_stubs(configs: ConfigArg, out_dir: str | os.PathLike[str], templates: Sequence[str] = ()) -> list[Path]:
+    """``ksbind stubs``: every module's NAME.pyi in ``out_dir`` (only files that changed
+    are rewritten); nothing is compiled. Returns the stubs' paths."""
+    planned: list[PlannedFile] = []
+    for config in _config_list(configs):
+        for spec in load_config(config):
+            files = stub_files(spec, render_spec(spec, templates))
+            if not files:
+                raise OutputError(f"module {spec.name!r} renders no {spec.name}.pyi (a template override "
+                                  "without the stub?)", spec.location)
+            planned += plan_files(Path(out_dir), files)
+    _check_output_folder(Path(out_dir))
+    write_planned(planned)
+    return [p.path for p in planned]
 
 
 def _check_output_folder(where: Path) -> None:

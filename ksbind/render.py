@@ -20,7 +20,7 @@ import jinja2.runtime
 from ._version import TEMPLATE_API, __version__
 from .binding import Binding, BindingSpec, select_bindings
 from .context import DEFAULT_ARENA_BYTES, ModuleOptions, build_context
-from .errors import KsbindError, Location, TemplateError
+from .errors import KsbindError, Location, TemplateError, user_stacklevel
 from .model import FunctionDecl, StructuredName
 from .reader import structured_name_from_node
 from .sexpr import SList, parse_sexprs
@@ -132,7 +132,7 @@ class _OverrideLoader(jinja2.FileSystemLoader):
                 f"{filename}: template written for ksbind template API {version}, but ksbind {__version__} "
                 f"provides template API {TEMPLATE_API}; compare it with 'ksbind templates eject' output and "
                 f"the changes listed in docs/templates.md, then update its first line", TemplateAPIWarning,
-                stacklevel=2)
+                stacklevel=user_stacklevel())
         return source, filename, uptodate
 
 

@@ -27,6 +27,7 @@ from typing import Iterator, Sequence
 from setuptools import Extension
 from setuptools.command.build_ext import build_ext
 
+from . import log
 from .config import ModuleSpec, select_module
 from .errors import ConfigError, KsbindError, Location
 from .identifiers import identifier_problem
@@ -81,8 +82,8 @@ class BuildExt(build_ext):
         work = Path(self.build_temp) / "ksbind" / ext.module_name
         target = Path(self.get_ext_fullpath(ext.name))
         try:
-            build_into(ext.spec, target, work, package=ext.package, templates=ext.templates,
-                       progress=lambda text: print(f"ksbind: {ext.module_name}: {text}", flush=True))
+            log.setup()
+            build_into(ext.spec, target, work, package=ext.package, templates=ext.templates, label=ext.module_name)
         except KsbindError as e:
             # setuptools prints a DistutilsError as one "error: ..." line and exits 1.
             raise CompileError(f"ksbind: {e}") from None

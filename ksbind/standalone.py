@@ -21,12 +21,13 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from .build import compile_plan, plan_toolchain, plan_units
 from .compile import Unit, compile_objects, link
 from .config import ModuleSpec
 from .errors import BuildError, Location
+from .log import get_logger
 from .missing import explain_missing
 from .output import write_atomic, write_generated
 from .render import RenderedModule
@@ -34,6 +35,7 @@ from .targets.torch import ext_name, runtime_module_name
 from .toolchain import Toolchain
 
 TORCH_RUNTIME = Path(__file__).parent / "torch_runtime.py"
+_log = get_logger("compile")
 
 
 def compiled_name(spec: ModuleSpec) -> str:
@@ -53,12 +55,13 @@ def files_for(spec: ModuleSpec, package: str | None) -> list[str]:
 
 
 def build_into(spec: ModuleSpec, module_path: Path, work: Path, *, package: str | None = None,
-               templates: Sequence[str] = (), progress: Callable[[str], None] = lambda s: None) -> list[Path]:
+               templates: Sequence[str] = (), label: str = "") -> list[Path]:
     """Build ``spec`` as the extension file ``module_path`` (named as the importing
     Python expects, e.g. by setuptools' get_ext_fullpath), its other files beside
     it; ``work`` holds the generated files, ksc's output and the objects. Returns
     every file written to ``module_path``'s folder. Nothing is left there when
-    the build fails; a file already there is replaced whole."""
+    the build fails; a file already there is replaced whole. Progress is
+    logged (ksbind/log.py), each line starting with ``label``."""
     from .pipeline import render_spec
     from .resolve import resolve_spec
 
@@ -70,15 +73,17 @@ def build_into(spec: ModuleSpec, module_path: Path, work: Path, *, package: str 
         generated = write_generated(spec.output, rendered)
         units, tc = _units(spec, generated)
         objects = compile_objects(units, tc, objects=None, work=_fresh(work / "objects"), log_dir=spec.output,
-                                  progress=progress)
+                                  label=label)
         module_path = Path(module_path)
         module_path.parent.mkdir(parents=True, exist_ok=True)
         with _staged(module_path) as staged:
-            link(objects, tc, staged, units[0].source, spec.output)
+            link(objects, tc, staged, units[0].source, spec.output, label)
             missing = undefined_ks_symbols(staged)
             if missing:
                 raise BuildError(f"undefined symbol: {missing[0]}", Location(str(spec.config_path)))
-        return [module_path, *_write_beside(spec, rendered, module_path.parent, package)]
+        written = [module_path, *_write_beside(spec, rendered, module_path.parent, package)]
+        _log.info("%sbuilt %s", f"{label}: " if label else "", module_path)
+        return written
     except BuildError as e:
         raise explain_missing(e, resolved.decls) from None
 
