@@ -19,6 +19,9 @@ from .sexpr import SList, parse_sexprs
 MODES = ("plain", "elementwise", "vmap")
 #: Where a binding's vjp comes from: [sufrev F] when declared, else [rev F] ("auto"), or one of them.
 VJP_SOURCES = ("auto", "sufrev", "rev")
+#: When a binding's ks call runs with the GIL released (docs/config.md): "auto" when the call is
+#: worth it (enough tensor data, or the binding is marked ``long``; every call on the torch target).
+GIL_POLICIES = ("auto", "always", "never")
 #: Names every generated module defines itself.
 RESERVED_NAMES = frozenset({"reset_allocator", "allocator_top", "allocator_peak", "logging",
                             "set_arena_bytes", "arena_bytes"})
@@ -34,6 +37,8 @@ class BindingSpec:
     mode: str = "plain"
     location: Location | None = field(default=None, compare=False)
     vjp_from: str = "auto"
+    release_gil: str = "auto"
+    long_call: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ class Binding:
     vjp_decl: FunctionDecl | None = None
     mode: str = "plain"
     location: Location | None = field(default=None, compare=False)
+    release_gil: str = "auto"
+    long_call: bool = False
 
 
 def select_bindings(decls: Sequence[FunctionDecl], specs: Sequence[BindingSpec] | None = None,
@@ -88,6 +95,9 @@ def check_bindings(bindings: Iterable[Binding]) -> None:
                     b.location,
                 )
             seen[name] = b.location
+        if b.release_gil not in GIL_POLICIES:
+            raise BindingError(f"unknown release_gil {b.release_gil!r}{closest(b.release_gil, GIL_POLICIES)}; "
+                               f"expected one of {', '.join(GIL_POLICIES)}", b.location)
         if b.mode not in MODES:
             raise BindingError(f"unknown mode {b.mode!r}{closest(b.mode, MODES)}; expected one of "
                                f"{', '.join(MODES)}", b.location)
@@ -213,7 +223,7 @@ def _resolve(spec: BindingSpec, decls: Sequence[FunctionDecl],
                 vjp_decl = decl.derive("sufrev" if spec.vjp_from == "auto" else spec.vjp_from)
             except KsbindError as e:
                 raise BindingError(f"cannot bind a vjp for {decl.name}: {e.message}", spec.location) from None
-    return Binding(spec.name, decl, spec.vjp, vjp_decl, spec.mode, spec.location)
+    return Binding(spec.name, decl, spec.vjp, vjp_decl, spec.mode, spec.location, spec.release_gil, spec.long_call)
 
 
 def plain_name_index(decls: Sequence[FunctionDecl]) -> dict[str, list[FunctionDecl]]:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
-from .binding import MODES, VJP_SOURCES, BindingSpec
+from .binding import GIL_POLICIES, MODES, VJP_SOURCES, BindingSpec
 from .context import DEFAULT_ARENA_BYTES, LAYOUTS
 from .errors import ConfigError, KsbindError, Location, closest
 from .identifiers import identifier_problem
@@ -26,7 +26,7 @@ from .types import MAX_RANK
 MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindings", "tensor_types",
                "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters", "ksc",
                "prelude", "fast_math", "stubs")
-BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from")
+BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from", "release_gil", "long")
 RUNTIME_KEYS = ("include_dirs", "sources")
 KSC_KEYS = ("path", "runtime", "timeout")
 TENSOR_ELEMENTS = ("Float", "Integer", "Bool")
@@ -421,7 +421,10 @@ def _bindings(r: _NodeReader, node: yaml.Node) -> tuple[BindingSpec, ...]:
         vjp_from = _choice(r, fields["vjp_from"][1], "'vjp_from'", VJP_SOURCES) if "vjp_from" in fields else "auto"
         if vjp_from != "auto" and vjp is None:
             raise ConfigError("'vjp_from' needs 'vjp:' (the name to bind the vjp under)", r.loc(fields["vjp_from"][0]))
-        out.append(BindingSpec(name, function, vjp, mode, r.loc(fields["name"][1]), vjp_from))
+        release_gil = _choice(r, fields["release_gil"][1], "'release_gil'", GIL_POLICIES) \
+            if "release_gil" in fields else "auto"
+        long_call = r.typed(fields["long"][1], bool, "'long'", "true or false") if "long" in fields else False
+        out.append(BindingSpec(name, function, vjp, mode, r.loc(fields["name"][1]), vjp_from, release_gil, long_call))
     return tuple(out)
 
 

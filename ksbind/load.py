@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Mapping, Sequence, Union
 
 from . import buildcache
-from .binding import MODES, VJP_SOURCES, BindingSpec
+from .binding import GIL_POLICIES, MODES, VJP_SOURCES, BindingSpec
 from .config import ModuleSpec, RuntimeSpec
 from .context import DEFAULT_ARENA_BYTES
 from .errors import ConfigError, Location
@@ -80,15 +80,18 @@ def _binding(b: BindingArg) -> BindingSpec:
         return b
     if isinstance(b, str):
         return BindingSpec(b)
-    unknown = set(b) - {"name", "function", "vjp", "mode", "vjp_from"}
+    unknown = set(b) - {"name", "function", "vjp", "mode", "vjp_from", "release_gil", "long"}
     if unknown or "name" not in b:
         raise ConfigError(f"a binding is a name or a mapping with 'name' and optionally function, vjp, mode, "
-                          f"vjp_from; found {dict(b)!r}")
-    mode, vjp_from = b.get("mode", "plain"), b.get("vjp_from", "auto")
-    if mode not in MODES or vjp_from not in VJP_SOURCES:
-        raise ConfigError(f"a binding's mode is one of {', '.join(MODES)} and vjp_from one of "
-                          f"{', '.join(VJP_SOURCES)}; found {dict(b)!r}")
-    return BindingSpec(b["name"], b.get("function"), b.get("vjp"), mode, None, vjp_from)
+                          f"vjp_from, release_gil, long; found {dict(b)!r}")
+    mode, vjp_from, release_gil = b.get("mode", "plain"), b.get("vjp_from", "auto"), b.get("release_gil", "auto")
+    long_call = b.get("long", False)
+    if mode not in MODES or vjp_from not in VJP_SOURCES or release_gil not in GIL_POLICIES \
+            or not isinstance(long_call, bool):
+        raise ConfigError(f"a binding's mode is one of {', '.join(MODES)}, vjp_from one of "
+                          f"{', '.join(VJP_SOURCES)}, release_gil one of {', '.join(GIL_POLICIES)} and long "
+                          f"true or false; found {dict(b)!r}")
+    return BindingSpec(b["name"], b.get("function"), b.get("vjp"), mode, None, vjp_from, release_gil, long_call)
 
 
 __all__ = ["load_ks"]

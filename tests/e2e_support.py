@@ -38,12 +38,14 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
 PYTHON = sys.executable
 
-RUNTIMES = ("bundled", "ksc")
+#: KSBIND_TEST_RUNTIMES=bundled narrows them (CI's runs on the other Python versions).
+RUNTIMES = tuple(r for r in os.environ.get("KSBIND_TEST_RUNTIMES", "bundled,ksc").split(",") if r) or ("bundled",)
 
 #: The modules behind each session fixture: (config under configs/, module name).
 FIXTURE_MODULES: dict[str, tuple[str, str | None]] = {
     "ks_examples": ("examples.yaml", "examples_ks"),
     "py_examples": ("examples.yaml", "examples_python"),
+    "py_calls": ("calls.yaml", None),
     "relu3_ks": ("relu3.yaml", None),
     "torch_ops": ("torch_ops.yaml", "torch_ops"),
     "torch_lib": ("torch_ops.yaml", "torch_ops_lib"),
@@ -70,7 +72,7 @@ def ksc_runtime_missing() -> str | None:
 
 
 def available_runtimes() -> tuple[str, ...]:
-    return RUNTIMES if ksc_runtime_missing() is None else ("bundled",)
+    return RUNTIMES if ksc_runtime_missing() is None else tuple(r for r in RUNTIMES if r == "bundled")
 
 
 def require_runtime(runtime: str) -> None:
@@ -260,6 +262,12 @@ def ks_examples(runtime: str) -> ModuleType:
 @pytest.fixture(scope="session")
 def py_examples(runtime: str) -> ModuleType:
     return _fixture_module("py_examples", runtime)
+
+
+@pytest.fixture(scope="session")
+def py_calls(runtime: str) -> ModuleType:
+    """examples/calls on the python target: what a call survives (tests/test_calls.py)."""
+    return _fixture_module("py_calls", runtime)
 
 
 @pytest.fixture(scope="session")

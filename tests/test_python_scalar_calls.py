@@ -1,8 +1,8 @@
-"""The python target's scalar calls (issue 11, point 5): entry points with no tensor in their
-arguments and a scalar or string result convert their arguments before the arena guard, take
-the arena mutex only when they must (ksbind::python::ScalarCallScope), read exact float/int/bool
-arguments inline and return Float/Integer/Bool through pybind11. They must behave exactly as the
-general path did: same values, same errors, arena reset, logging, threads.
+"""The python target's scalar calls (issue 11, point 5; issue 20): every entry point converts its
+arguments inside this thread's arena guard (ksbind::CallArena: no mutex at all), reads exact
+float/int/bool arguments inline and returns Float/Integer/Bool as C++ values, made into Python
+objects by the method. They must behave exactly as the general path does: same values, same
+errors, arena reset, logging, threads.
 
 Uses the session-built examples modules (no build of its own)."""
 from __future__ import annotations
@@ -35,17 +35,16 @@ def _functions(cpp: str) -> dict[str, str]:
     return {m.group(1): m.group(0) for m in re.finditer(r"^\S[^\n]* (\w+)\(.*?^}$", cpp, re.M | re.S)}
 
 
-def test_only_tensor_free_calls_with_scalar_results_take_the_scalar_guard() -> None:
+def test_every_python_call_takes_this_threads_arena_then_converts() -> None:
     specs = [BindingSpec(n) for n in ("f", "s", "b", "t", "p")]
     files = ksbind.render_module(DECLS, "m", "python", bindings=specs).files
     fns = _functions(files["entry_points.cpp"])
-    for name in ("f", "s", "b"):
-        body = fns[name]
-        assert "ksbind::python::ScalarCallScope arena(g_alloc, release_gil);" in body, body
-        # every argument converted before the guard
-        assert body.index("ScalarCallScope") > body.rindex("ksbind::python::from_py<"), body
-    for name in ("t", "p"):  # a tensor argument (copied into the arena) / a tuple result: the general guard
-        assert "ksbind::ArenaScope arena(g_alloc);" in fns[name] and "ScalarCallScope" not in fns[name]
+    for name, body in fns.items():
+        assert "ksbind::CallArena arena(ksbind::arenas::default_bytes());" in body, body
+        assert "ks::allocator& g_alloc = arena.allocator();" in body, body
+        # every argument converted inside the guard, on this thread's arena
+        assert body.index("CallArena") < body.index("ksbind::python::from_py<"), body
+        assert "mutex" not in body and "ArenaLock" not in body
     # Float/Integer/Bool results are returned as C++ values; strings and tuples through to_py
     assert fns["f"].startswith("ks::Float f(") and fns["b"].startswith("ks::Bool b(")
     assert fns["s"].startswith("ksbind::python::Object s(") and "return ksbind::python::to_py(ret);" in fns["s"]
@@ -54,9 +53,23 @@ def test_only_tensor_free_calls_with_scalar_results_take_the_scalar_guard() -> N
     assert "def f(arg0: float, arg1: int) -> float:" in stub and "def b(arg0: float) -> bool:" in stub
 
 
+def test_the_gil_policy_is_rendered_per_binding() -> None:
+    specs = [BindingSpec("f"), BindingSpec("t"), BindingSpec("s", release_gil="always"),
+             BindingSpec("b", release_gil="never"), BindingSpec("p", long_call=True)]
+    fns = _functions(ksbind.render_module(DECLS, "m", "python", bindings=specs).files["entry_points.cpp"])
+    assert "const bool release_gil = ksbind::large_call(arg0_ks, arg1_ks);" in fns["f"]
+    assert "const bool release_gil = ksbind::large_call(arg0_ks);" in fns["t"]
+    assert "const bool release_gil = true;" in fns["s"] and "const bool release_gil = true;" in fns["p"]
+    assert "const bool release_gil = false;" in fns["b"]
+    torch = ksbind.render_module(DECLS, "m", "torch", bindings=[BindingSpec("t"),
+                                 BindingSpec("f", release_gil="never")]).files["entry_points.cpp"]
+    assert "const bool release_gil = true;" in _functions(torch)["t"]  # auto: always on torch
+    assert "const bool release_gil = false;" in _functions(torch)["f"]
+
+
 def test_the_ks_target_keeps_its_own_guard() -> None:
     files = ksbind.render_module(DECLS, "m", "ks", bindings=[BindingSpec("f")]).files
-    assert "ScalarCallScope" not in files["entry_points.cpp"]
+    assert "CallArena" not in files["entry_points.cpp"]
     assert "ksbind::ArenaLock arena(g_alloc, release_gil);" in files["entry_points.cpp"]
 
 
@@ -129,18 +142,18 @@ def test_integer_and_string_results(py_examples: ModuleType) -> None:
     (lambda m: m.relu3("1.0"), TypeError, "argument 'x': expected a float, got str"),
     (lambda m: m.relu3(b"1"), TypeError, "argument 'x': expected a float, got bytes"),
     (lambda m: m.relu3([1.0]), TypeError, "argument 'x': expected a float, got list"),
-    (lambda m: m.relu3(10**400), TypeError, "argument 'x': expected a float, got int"),
+    (lambda m: m.relu3(10**400), OverflowError, "argument 'x': int too large for ks Float (32-bit float)"),
     (lambda m: m.relu3(Floaty("no")), TypeError, "argument 'x': expected a float, got Floaty"),
     (lambda m: m.relu3_vjp(0.5, False), TypeError, "argument 'dret': expected a float, got bool"),
     (lambda m: m.shout("x", True), TypeError, "argument 'arg1': expected an int, got bool"),
     (lambda m: m.shout("x", 2.0), TypeError, "argument 'arg1': expected an int, got float"),
     (lambda m: m.shout("x", np.float64(2)), TypeError, "argument 'arg1': expected an int, got numpy.float64"),
     (lambda m: m.shout("x", "2"), TypeError, "argument 'arg1': expected an int, got str"),
-    (lambda m: m.shout("x", 2**31), ValueError, "argument 'arg1': integer out of range for ks Integer (32-bit)"),
-    (lambda m: m.shout("x", -2**31 - 1), ValueError, "argument 'arg1': integer out of range"),
-    (lambda m: m.shout("x", 2**64), ValueError, "argument 'arg1': integer out of range"),
-    (lambda m: m.shout("x", MyInt(2**40)), ValueError, "argument 'arg1': integer out of range"),
-    (lambda m: m.shout("x", Index(2**31)), ValueError, "argument 'arg1': integer out of range"),
+    (lambda m: m.shout("x", 2**31), OverflowError, "argument 'arg1': int out of range for ks Integer (32-bit)"),
+    (lambda m: m.shout("x", -2**31 - 1), OverflowError, "argument 'arg1': int out of range"),
+    (lambda m: m.shout("x", 2**64), OverflowError, "argument 'arg1': int out of range"),
+    (lambda m: m.shout("x", MyInt(2**40)), OverflowError, "argument 'arg1': int out of range"),
+    (lambda m: m.shout("x", Index(2**31)), OverflowError, "argument 'arg1': int out of range"),
     (lambda m: m.shout(1, 1), TypeError, "argument 'arg0': expected a str, got int"),
     (lambda m: m.shout("\ud800", 1), ValueError, "argument 'arg0': string is not encodable as UTF-8"),
     (lambda m: m.count("abc", "ab"), RuntimeError, r"Assert failed [c.size() == 1]"),
@@ -154,8 +167,8 @@ def test_errors_are_the_general_paths(py_examples: ModuleType, call, exc, messag
 
 
 def test_a_conversion_that_calls_the_module_again(py_examples: ModuleType) -> None:
-    """Arguments are converted before the guard: an argument's __float__ / __index__ may call the
-    module itself (under the general guard it would wait for the mutex its own call holds)."""
+    """An argument's __float__ / __index__ may call the module itself: the nested call stacks
+    on this thread's arena, above the outer call's values."""
     p = py_examples
 
     class Reentrant:
@@ -172,8 +185,8 @@ def test_a_conversion_that_calls_the_module_again(py_examples: ModuleType) -> No
 
 
 def test_scalar_calls_next_to_calls_holding_the_arena(py_examples: ModuleType) -> None:
-    """Scalar calls (no mutex while no one holds it) from threads while other threads run large
-    calls that release the GIL and hold the arena mutex: correct results, arena flat at 0."""
+    """Scalar calls from threads while other threads run large calls that release the GIL, each
+    thread on its own arena: correct results, arena flat at 0."""
     p = py_examples
     p.reset_allocator()
     big = [float(i % 7) / 3 for i in range(20000)]  # above the 2048-element GIL-release bar

@@ -76,6 +76,8 @@ class EntryPoint:
     primal: str = ""             # for a vjp: the primal binding's name
     mode: str = "plain"
     doc: str = ""
+    release_gil: str = "auto"    # the binding's GIL policy: auto, always or never
+    long_call: bool = False      # the binding is marked long: `auto` releases the GIL for every call
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 
 
@@ -91,7 +93,7 @@ def primal_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
     return EntryPoint(
         name=b.name, symbol=d.cpp_symbol, ks_name=str(d.name), signature=d.signature,
         params=params, call_args=call_args, result=_result(d.return_type, crossing),
-        mode=b.mode, doc=f"{d.signature}",
+        mode=b.mode, doc=f"{d.signature}", release_gil=b.release_gil, long_call=b.long_call,
     )
 
 
@@ -113,7 +115,7 @@ def vjp_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
     return EntryPoint(
         name=b.vjp_name, symbol=vjp.cpp_symbol, ks_name=str(vjp.name), signature=vjp.signature,
         params=params, call_args=call_args, result=_result(vjp.return_type, crossing, role="gradient"),
-        is_vjp=True, primal=b.name, mode=b.mode,
+        is_vjp=True, primal=b.name, mode=b.mode, release_gil=b.release_gil, long_call=b.long_call,
         doc=f"vjp of {primal.name}: gradient of each argument given the result's gradient. "
             f"Calls {vjp.signature}",
     )

@@ -19,8 +19,7 @@ FILES = {"entry_points.h": "entry_points.h.j2", "entry_points.cpp": "entry_point
 SINGLE_FILE = {"module.cpp": "python_single_file.cpp.j2", "{module}.pyi": "stub.pyi.j2"}
 
 NAME = "python"
-__all__ = ["NAME", "FILES", "SINGLE_FILE", "crossing", "py_type", "extra_context", "is_scalar_call",
-           "python_signature"]
+__all__ = ["NAME", "FILES", "SINGLE_FILE", "crossing", "py_type", "extra_context", "python_signature"]
 
 
 def py_type(t: KsType) -> str:
@@ -54,35 +53,11 @@ def crossing(t: KsType, role: str) -> Crossing:
     return Crossing("ksbind::python::Object", "ksbind::python::to_py", py_type(t))
 
 
-def _holds_tensor(t: KsType) -> bool:
-    return t.contains(lambda x: isinstance(x, TensorType))
-
-
-def is_scalar_call(params: Sequence[KsType], result: KsType) -> bool:
-    """No tensor in the arguments and a scalar (or string) result: the entry point converts its
-    arguments before the arena guard and takes the arena mutex only when it must, as the ks
-    target does (``ksbind::python::ScalarCallScope``). Why only these: converting a tensor copies
-    it into the arena, and making a tuple or list of the result may run Python code (the garbage
-    collector), so those calls keep the guard that always locks."""
-    return isinstance(result, ScalarType) and not any(_holds_tensor(p) for p in params)
-
-
 def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
-    """The entry points, each marked ``extra["scalar_call"]`` (see is_scalar_call) for
-    entry_points.cpp.j2's prologue and ``extra["signature"]``, its Python signature line
+    """The entry points, each with ``extra["signature"]``, its Python signature line
     (``f(x: float) -> float``, as pybind11 writes it) for python_module.cpp.j2."""
     entries = entry_points_for(list(bindings), crossing)
-    types: dict[str, tuple[list[KsType], KsType]] = {}
-    for b in bindings:
-        types[b.name] = (list(b.decl.params), b.decl.return_type)
-        if b.vjp_decl is not None and b.vjp_name is not None:
-            types[b.vjp_name] = (list(b.decl.params) + [b.vjp_decl.params[1]], b.vjp_decl.return_type)
-    return {"entry_points": [_marked(e, *types[e.name]) for e in entries]}
-
-
-def _marked(e: EntryPoint, params: list[KsType], result: KsType) -> EntryPoint:
-    return replace(e, extra={**e.extra, "scalar_call": is_scalar_call(params, result),
-                             "signature": python_signature(e)})
+    return {"entry_points": [replace(e, extra={**e.extra, "signature": python_signature(e)}) for e in entries]}
 
 
 def python_signature(e: EntryPoint) -> str:

@@ -1,6 +1,6 @@
 // ksbind's entry-point support: the allocator every generated entry point
-// passes to ks code (g_alloc), logging (g_logging, ksbind::logged), the arena
-// guards (ksbind::ArenaLock, ksbind::ArenaScope), a full arena as MemoryError
+// passes to ks code (g_alloc), logging (g_logging, ksbind::logged), the ks
+// target's arena guard (ksbind::ArenaLock), a full arena as MemoryError
 // (ksbind::arena_exhausted) and releasing the GIL around ks calls
 // (ksbind::without_gil). Uses only the runtime surface in KNOSSOS.md, so
 // <knossos.h> may be ksbind's bundled one or ksc's own.
@@ -8,14 +8,15 @@
 // Included as <ksbind/entry_points.h>: no Knossos runtime has a ksbind/
 // folder, so neither can shadow the other's headers.
 //
-// Threads: one arena per module, guarded by a mutex (arena_mutex). An entry
-// point takes the mutex for its whole run and releases the GIL only around
-// the ks call itself. Why a mutex and not an arena per thread: for the ks
-// target results live in the arena until reset_allocator(), which is a
-// module-wide operation; per-thread arenas would make reset_allocator,
-// allocator_top and allocator_peak mean different things on each thread and
-// multiply the arena's memory by the number of threads. The mutex is never
-// waited on while holding the GIL (see lock_arena), so the two cannot deadlock.
+// Threads, ks target: one arena per module, guarded by a mutex (arena_mutex).
+// An entry point takes the mutex for its whole run and releases the GIL only
+// around the ks call itself; pybind11 converts its arguments before and its
+// result after, so no Python code runs while it holds the mutex. Why a mutex
+// and not an arena per thread there: ks-target results live in the arena
+// until reset_allocator(), a module-wide operation. The mutex is never waited
+// on while holding the GIL (see lock_arena), so the two cannot deadlock.
+// The python and torch targets, whose converters run Python code in the
+// middle of a call, use an arena per thread instead (ksbind/call_arena.h).
 #pragma once
 
 #include <knossos.h>
@@ -148,13 +149,19 @@ inline void set_arena_bytes(size_t bytes) {
     g_base_mark = g_alloc.mark();
 }
 
-// Called once by module init with the config's arena_bytes and logging.
-// KSBIND_ARENA_BYTES, when set, wins over the config.
+// Called by module init with the config's arena_bytes and logging
+// (KSBIND_ARENA_BYTES, when set, wins over the config). Applied by the first
+// module object made in the process only: making another one (importlib's
+// module_from_spec, a subinterpreter) shares these globals and must not reset
+// what the user has set since.
+KSBIND_HIDDEN inline std::atomic<bool> g_configured{false};
 inline void configure(size_t config_arena_bytes, bool log) {
+    if (g_configured.load()) return;
     size_t env = detail::env_arena_bytes();
     size_t bytes = env ? env : config_arena_bytes;
     if (bytes != detail::arena_size) set_arena_bytes(bytes);
     g_logging = log;
+    g_configured = true;
 }
 
 }  // namespace entry_points
@@ -357,14 +364,6 @@ protected:
     mark_t mark_;
 };
 
-// ArenaLock that also resets the arena to its mark when the entry point ends,
-// normally or not (python and torch targets: results are copied out first),
-// so a loop of calls never grows the arena.
-class ArenaScope : public ArenaLock {
-public:
-    explicit ArenaScope(ks::allocator& alloc) : ArenaLock(alloc) {}
-    ~ArenaScope() { alloc_.reset(mark_); }
-};
 
 // ------------------------------------------------------------ logging
 

@@ -22,6 +22,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cfloat>
 #include <climits>
 #include <exception>
 #include <new>
@@ -31,7 +32,8 @@
 #include <utility>
 
 #include <knossos.h>
-#include <ksbind/entry_points.h>  // create_tensor, ArenaLock
+#include <ksbind/call_arena.h>    // destroy_after_call
+#include <ksbind/entry_points.h>  // create_tensor
 
 namespace ksbind {
 namespace python {
@@ -157,6 +159,25 @@ struct Where {
     throw error(PyExc_ValueError, "argument '" + where.text() + "': " + message);
 }
 
+[[noreturn]] __attribute__((noinline, cold)) inline void overflow_error(const Where& where,
+                                                                        const std::string& message) {
+    throw error(PyExc_OverflowError, "argument '" + where.text() + "': " + message);
+}
+
+// A C API call on the user's value failed (Python code it ran may have raised
+// anything). A TypeError means the value is not what the parameter takes: it
+// becomes ours, naming the argument. Anything else (KeyboardInterrupt,
+// MemoryError, KeyError, an OverflowError...) is the user's and passes
+// through unchanged.
+[[noreturn]] __attribute__((noinline, cold)) inline void conversion_failed(const Where& where, const char* expected,
+                                                                           PyObject* h) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        type_error(where, expected, h);
+    }
+    throw error::fetched();
+}
+
 inline bool is_text(PyObject* h) { return PyUnicode_Check(h) || PyBytes_Check(h); }
 
 // ------------------------------------------------------------ scalars
@@ -164,12 +185,19 @@ inline bool is_text(PyObject* h) { return PyUnicode_Check(h) || PyBytes_Check(h)
 inline ks::Float convert(ks::allocator*, PyObject* h, const Where& where, tag<ks::Float>) {
     if (PyFloat_Check(h)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(h));
     if (PyBool_Check(h) || is_text(h) || h == Py_None) type_error(where, "a float", h);
-    if (PyLong_Check(h) || PyNumber_Check(h)) {
-        double d = PyFloat_AsDouble(h);
+    if (PyLong_Check(h)) {
+        double d = PyLong_AsDouble(h);
         if (d == -1.0 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) conversion_failed(where, "a float", h);
             PyErr_Clear();
-            type_error(where, "a float", h);
+            overflow_error(where, "int too large for ks Float (32-bit float)");
         }
+        if (d > FLT_MAX || d < -FLT_MAX) overflow_error(where, "int too large for ks Float (32-bit float)");
+        return static_cast<ks::Float>(d);
+    }
+    if (PyNumber_Check(h)) {
+        double d = PyFloat_AsDouble(h);  // may run __float__ / __index__
+        if (d == -1.0 && PyErr_Occurred()) conversion_failed(where, "a float", h);
         return static_cast<ks::Float>(d);
     }
     type_error(where, "a float", h);
@@ -177,20 +205,12 @@ inline ks::Float convert(ks::allocator*, PyObject* h, const Where& where, tag<ks
 
 inline ks::Integer convert(ks::allocator*, PyObject* h, const Where& where, tag<ks::Integer>) {
     if (PyBool_Check(h) || PyFloat_Check(h) || !PyIndex_Check(h)) type_error(where, "an int", h);
-    PyObject* index = PyNumber_Index(h);
-    if (!index) {
-        PyErr_Clear();
-        type_error(where, "an int", h);
-    }
+    Object index = Object::steal(PyNumber_Index(h));  // may run __index__
+    if (!index) conversion_failed(where, "an int", h);
     int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
-    Py_DECREF(index);
-    if (v == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        type_error(where, "an int", h);
-    }
-    if (overflow || v < INT_MIN || v > INT_MAX)
-        value_error(where, "integer out of range for ks Integer (32-bit)");
+    long long v = PyLong_AsLongLongAndOverflow(index.get(), &overflow);
+    if (v == -1 && PyErr_Occurred()) conversion_failed(where, "an int", h);
+    if (overflow || v < INT_MIN || v > INT_MAX) overflow_error(where, "int out of range for ks Integer (32-bit)");
     return static_cast<ks::Integer>(v);
 }
 
@@ -204,6 +224,7 @@ inline ks::String convert(ks::allocator*, PyObject* h, const Where& where, tag<k
     Py_ssize_t size = 0;
     const char* data = PyUnicode_AsUTF8AndSize(h, &size);
     if (!data) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeError)) throw error::fetched();
         PyErr_Clear();
         value_error(where, "string is not encodable as UTF-8");
     }
@@ -212,72 +233,70 @@ inline ks::String convert(ks::allocator*, PyObject* h, const Where& where, tag<k
 
 // ------------------------------------------------------------ sequences
 
+inline bool is_sequence(PyObject* h) { return !is_text(h) && h != Py_None && PySequence_Check(h); }
+
 // Length of a sequence without materializing it (a huge range or array must
 // fail on the arena, not by building a list of a billion objects first).
+// May run the sequence's __len__.
 inline Py_ssize_t seq_length(PyObject* h, const Where& where, const char* expected) {
-    if (is_text(h) || h == Py_None || !PySequence_Check(h)) type_error(where, expected, h);
+    if (!is_sequence(h)) type_error(where, expected, h);
     Py_ssize_t n = PySequence_Size(h);
-    if (n < 0) {
-        PyErr_Clear();
-        type_error(where, expected, h);
-    }
+    if (n < 0) conversion_failed(where, expected, h);
     return n;
 }
 
-// A list/tuple (fast path) or any sequence that is not text, of exactly
-// `length` items (checked before a lazy sequence is materialized); owns a reference.
-class Seq {
+// A sequence read once: a tuple holding owned references to its items. Python
+// code that runs afterwards (an item's __float__, a __del__, another thread)
+// may change or empty the sequence itself; the snapshot, and every item in
+// it, stays as it was read. A list or tuple is copied without running any
+// Python code; any other sequence is iterated (its __iter__/__getitem__ run).
+class Snapshot {
 public:
-    Seq(PyObject* h, const Where& where, const char* expected, Py_ssize_t length) {
-        if (is_text(h) || h == Py_None || !PySequence_Check(h)) type_error(where, expected, h);
-        Py_ssize_t n = PySequence_Size(h);
-        if (n < 0) {
-            PyErr_Clear();
-            type_error(where, expected, h);
-        }
-        if (n != length)
-            value_error(where, "expected " + std::to_string(length) + " elements, got " + std::to_string(n));
-        fast_ = PySequence_Fast(h, expected);
-        if (!fast_) {
-            PyErr_Clear();
-            type_error(where, expected, h);
-        }
-        if (PySequence_Fast_GET_SIZE(fast_) != length) {  // a sequence whose items disagree with its len()
-            Py_DECREF(fast_);
-            fast_ = nullptr;
-            value_error(where, "sequence changed size while being read");
+    Snapshot(PyObject* h, const Where& where, const char* expected) {
+        if (PyTuple_CheckExact(h)) {
+            items_ = Object::steal(Py_NewRef(h));  // immutable: the tuple is its own snapshot
+        } else if (PyList_Check(h)) {
+            items_ = checked(PyList_AsTuple(h));
+        } else {
+            if (!is_sequence(h)) type_error(where, expected, h);
+            items_ = Object::steal(PySequence_Tuple(h));
+            if (!items_) conversion_failed(where, expected, h);
         }
     }
-    ~Seq() { Py_XDECREF(fast_); }
-    Seq(const Seq&) = delete;
-    Seq& operator=(const Seq&) = delete;
-    Py_ssize_t size() const { return PySequence_Fast_GET_SIZE(fast_); }
-    PyObject* operator[](Py_ssize_t i) const { return PySequence_Fast_GET_ITEM(fast_, i); }
+    Py_ssize_t size() const { return PyTuple_GET_SIZE(items_.get()); }
+    PyObject* operator[](Py_ssize_t i) const { return PyTuple_GET_ITEM(items_.get(), i); }
 
 private:
-    PyObject* fast_ = nullptr;
+    Object items_;
 };
+
+[[noreturn]] __attribute__((noinline, cold)) inline void changed_size(const Where& where, Py_ssize_t expected,
+                                                                      Py_ssize_t got) {
+    value_error(where, "expected " + std::to_string(expected) + " elements, got " + std::to_string(got) +
+                           " (ragged, or changed while being read)");
+}
 
 template <class T>
 T from_py_at(ks::allocator* alloc, PyObject* h, const Where& where);
 
 template <class Tup, size_t... I>
-Tup convert_tuple(ks::allocator* alloc, const Seq& s, const Where& where, std::index_sequence<I...>) {
+Tup convert_tuple(ks::allocator* alloc, const Snapshot& s, const Where& where, std::index_sequence<I...>) {
     return ks::make_Tuple(
         from_py_at<std::decay_t<decltype(ks::get<I>(std::declval<Tup&>()))>>(alloc, s[I], where.at(I))...);
 }
 
 template <class... Ts>
 ks::Tuple<Ts...> convert(ks::allocator* alloc, PyObject* h, const Where& where, tag<ks::Tuple<Ts...>>) {
-    Py_ssize_t n = seq_length(h, where, "a tuple");
-    if (n != static_cast<Py_ssize_t>(sizeof...(Ts)))
+    Snapshot s(h, where, "a tuple");
+    if (s.size() != static_cast<Py_ssize_t>(sizeof...(Ts)))
         value_error(where, "expected a tuple of " + std::to_string(sizeof...(Ts)) + " values, got " +
-                               std::to_string(n));
-    Seq s(h, where, "a tuple", n);
+                               std::to_string(s.size()));
     return convert_tuple<ks::Tuple<Ts...>>(alloc, s, where, std::index_sequence_for<Ts...>());
 }
 
-// Shape of a rank-Dim nested sequence: sizes[0..Dim), read along element 0.
+// Shape of a rank-Dim nested sequence: sizes[0..Dim), read along element 0
+// (lengths only, nothing materialized: see seq_length). The elements are read
+// afterwards, each sequence once (fill_tensor), and checked against it.
 inline void tensor_shape(PyObject* h, const Where& where, int dim, int rank, int* sizes) {
     Py_ssize_t n = seq_length(h, where, rank == 1 ? "a list (ks Tensor 1)" : "a nested list (ks Tensor)");
     if (n > INT_MAX) value_error(where, "too many elements for a ks tensor");
@@ -287,26 +306,26 @@ inline void tensor_shape(PyObject* h, const Where& where, int dim, int rank, int
             for (int d = dim + 1; d < rank; ++d) sizes[d] = 0;
             return;
         }
-        Object first = checked(PySequence_GetItem(h, 0));
+        Object first = Object::steal(PySequence_GetItem(h, 0));
+        if (!first) conversion_failed(where, "a nested list (ks Tensor)", h);
         tensor_shape(first.get(), where.at(0), dim + 1, rank, sizes);
     }
 }
 
+// Element values into out[0..product of sizes[dim..])), each level's sequence
+// snapshotted once and checked against the shape, so no Python code an element
+// runs can make this write past the tensor or read a freed item.
 template <class T>
-void fill_tensor(ks::allocator* alloc, PyObject* h, const Where& where, int dim, int rank,
-                 const int* sizes, T*& out) {
-    Py_ssize_t n = seq_length(h, where, "a list");
-    if (n != sizes[dim])
-        value_error(where, "ragged nested list: expected " + std::to_string(sizes[dim]) + " elements, got " +
-                               std::to_string(n));
-    Seq s(h, where, "a list", n);
+void fill_tensor(ks::allocator* alloc, PyObject* h, const Where& where, int dim, int rank, const int* sizes,
+                 T*& out) {
+    Snapshot s(h, where, rank == 1 ? "a list (ks Tensor 1)" : "a nested list (ks Tensor)");
+    if (s.size() != sizes[dim]) changed_size(where, sizes[dim], s.size());
     for (Py_ssize_t i = 0; i < s.size(); ++i) {
         Where at = where.at(i);
         if (dim + 1 < rank) {
             fill_tensor(alloc, s[i], at, dim + 1, rank, sizes, out);
         } else {
-            // Constructed in place: ksc's tensor::create leaves the arena memory raw.
-            ::new (static_cast<void*>(out++)) T(from_py_at<T>(alloc, s[i], at));
+            *out++ = from_py_at<T>(alloc, s[i], at);
         }
     }
 }
@@ -333,6 +352,15 @@ ks::tensor<Dim, T> convert(ks::allocator* alloc, PyObject* h, const Where& where
     }
     auto t = ksbind::create_tensor<ks::tensor<Dim, T>>(alloc, index);
     T* out = t.data();
+    if constexpr (!std::is_trivially_destructible_v<T>) {
+        // Values with destructors (String...): every element constructed now
+        // (ksc's tensor::create leaves the memory raw) and destroyed when the
+        // call ends, also if a later element fails to convert; then assigned.
+        for (long long i = 0; i < total; ++i) ::new (static_cast<void*>(out + i)) T();
+        ksbind::destroy_after_call(out, static_cast<size_t>(total));
+    } else if constexpr (!std::is_trivially_default_constructible_v<T>) {
+        for (long long i = 0; i < total; ++i) ::new (static_cast<void*>(out + i)) T();
+    }
     fill_tensor<T>(alloc, h, where, 0, Dim, sizes, out);
     return t;
 }
@@ -361,21 +389,6 @@ T from_py(ks::allocator* alloc, PyObject* h, const char* name) {
     }
     return from_py_at<T>(alloc, h, Where{name});
 }
-
-// The arena guard of a python-target call whose arguments hold no tensor and
-// whose result is a scalar or string (see entry_points.cpp.j2): its arguments
-// are converted before the guard, because they never touch the arena and
-// converting them may run Python code (__index__, a sequence's __getitem__),
-// during which another thread may take the GIL. What is left under the guard
-// (the ks call, and making one float/int/bool/str) runs no Python code, so,
-// like the ks target's ArenaLock, the guard takes the arena mutex only when
-// the call releases the GIL or another entry point holds the mutex. It still
-// resets the arena when the call ends (ks code may allocate temporaries).
-class ScalarCallScope : public ArenaLock {
-public:
-    explicit ScalarCallScope(ks::allocator& alloc, bool release_gil) : ArenaLock(alloc, release_gil) {}
-    ~ScalarCallScope() { alloc_.reset(mark_); }
-};
 
 // ------------------------------------------------------------ ks -> Python
 
@@ -428,6 +441,10 @@ void store_sizes(const Size& size, int* sizes, std::index_sequence<I...>) {
 
 template <size_t Dim, class T>
 Object to_py(const ks::tensor<Dim, T>& t) {
+    // A result's values with destructors (String...) that this call's ks code
+    // made in the arena are destroyed when the call ends (registered first,
+    // so also when making the list fails).
+    ksbind::destroy_after_call(t.data(), static_cast<size_t>(t.num_elements()));
     int sizes[Dim];
     if constexpr (Dim == 1) {
         sizes[0] = t.size();

@@ -26,6 +26,7 @@
 // includes this header compiles without it, several seconds faster.
 #include <pybind11/detail/common.h>
 
+#include <ksbind/call_arena.h>
 #include <ksbind/cpu_capability.h>
 #include <ksbind/entry_points.h>
 
@@ -533,7 +534,7 @@ void run_chunk(Body& body, size_t bytes, int64_t begin, int64_t end) {
 // run_chunk over [begin, end) on ATen's thread pool, chunks of at least `grain`.
 template <class Body>
 void parallel_chunks(int64_t begin, int64_t end, int64_t grain, Body& body) {
-    const size_t bytes = ks::entry_points::arena_bytes();
+    const size_t bytes = ksbind::arenas::arena_bytes();
     at::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) { run_chunk(body, bytes, b, e); });
 }
 
@@ -769,7 +770,7 @@ void parallel_steps(int64_t batch, int64_t elements_per_step, Step step) {
             alloc->reset(mark);
         }
     };
-    run_chunk(body, ks::entry_points::arena_bytes(), 0, 1);
+    run_chunk(body, ksbind::arenas::arena_bytes(), 0, 1);
     parallel_chunks(1, batch, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, elements_per_step)), body);
 }
 

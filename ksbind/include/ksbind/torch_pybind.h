@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <ksbind/pybind_numbers.h>
 #include <ksbind/torch.h>
 
 #include <utility>
@@ -25,9 +26,13 @@ struct type_caster<ksbind::torch_target::ScalarArg<E>> {
             value.tensor = THPVariable_Unpack(src.ptr());
             return true;
         }
-        make_caster<E> number;
-        if (!number.load(src, convert)) return false;
-        value.value = cast_op<E>(number);
+        if constexpr (std::is_same_v<E, bool>) {
+            make_caster<E> number;
+            if (!number.load(src, convert)) return false;
+            value.value = cast_op<E>(number);
+        } else if (!ksbind::pybind::load_number(src, convert, value.value)) {  // user code's errors pass through
+            return false;
+        }
         value.tensor = at::Tensor();
         return true;
     }

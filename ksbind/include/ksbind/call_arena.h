@@ -1,0 +1,286 @@
+// Per-thread arenas for the python and torch targets (the ks target keeps one
+// module-wide arena, because its results view the arena until
+// reset_allocator(); see entry_points.h).
+//
+// Why per thread: Python code runs in the middle of an entry point's work
+// (__float__, __index__, a Sequence's __getitem__, a temporary's __del__, a
+// gc callback while a result list is made) and may call back into this or
+// another ksbind module, on the same thread, or let another thread run. With
+// one arena behind one mutex, such a call deadlocks (the mutex is not
+// re-entrant) or, without the mutex, two calls interleave in one arena. So:
+//  - each thread calls ks code in its own arena (ThreadArena), made on its
+//    first call with the module's arena size and re-made (between calls) when
+//    set_arena_bytes changes that size;
+//  - a call is a CallArena: it marks the arena on entry and resets it to that
+//    mark on exit, so a nested call on the same thread (made from Python code
+//    inside a conversion) stacks above the outer call's values and leaves
+//    them intact; calls on different threads never share an arena and need
+//    no lock at all, so calls that release the GIL run in parallel;
+//  - values with destructors (ks::String, tuples holding one) that converters
+//    construct in the arena, or that a result holds in the arena, are
+//    registered with the innermost CallArena and destroyed when it ends,
+//    whether the call succeeded or failed (resetting an arena runs no
+//    destructors).
+#pragma once
+
+#include <knossos.h>
+#include <ksbind/entry_points.h>  // without_gil_if, rethrow_ks_failure, g_logging
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#ifndef KSBIND_HIDDEN
+#define KSBIND_HIDDEN __attribute__((visibility("hidden")))
+#endif
+
+namespace ksbind {
+
+// ------------------------------------------------------------ destructors
+
+// Blocks of arena memory holding constructed values with destructors, to be
+// destroyed (last registered first) when the call that owns them ends.
+class Destructors {
+public:
+    template <class T>
+    void adopt(const T* data, size_t count) {
+        if constexpr (!std::is_trivially_destructible_v<T>) {
+            if (!count) return;
+            auto* begin = reinterpret_cast<unsigned char*>(const_cast<T*>(data));
+            auto* end = begin + sizeof(T) * count;
+            // A result may be (a view of) an argument, or share a block with
+            // another part of itself: each value is destroyed once.
+            for (const Block& b : blocks_)
+                if (begin >= b.begin && end <= b.end) return;
+            blocks_.push_back(Block{begin, end, count, &destroy<T>});
+        }
+    }
+    // Destroy everything adopted, newest first (never throws: destructors of
+    // ks values do not).
+    void run() noexcept {
+        while (!blocks_.empty()) {
+            Block b = blocks_.back();
+            blocks_.pop_back();
+            b.destroy(b.begin, b.count);
+        }
+    }
+    ~Destructors() { run(); }
+
+private:
+    template <class T>
+    static void destroy(unsigned char* data, size_t count) noexcept {
+        T* p = reinterpret_cast<T*>(data);
+        for (size_t i = 0; i < count; ++i) p[i].~T();
+    }
+    struct Block {
+        unsigned char* begin;
+        unsigned char* end;
+        size_t count;
+        void (*destroy)(unsigned char*, size_t) noexcept;
+    };
+    std::vector<Block> blocks_;
+};
+
+// ------------------------------------------------------------ per-thread arenas
+
+class CallArena;
+
+namespace arenas {
+
+// Every module object made from one built module shares these (they are C++
+// globals of its shared library, hidden so that two ksbind modules never
+// share them): the size each thread's arena is made with, a generation bumped
+// whenever it changes, and whether the config's values were applied yet
+// (once per process: making another module object, in a subinterpreter or
+// through importlib, never resets what the user set since).
+KSBIND_HIDDEN inline std::atomic<size_t> wanted_bytes{0};
+KSBIND_HIDDEN inline std::atomic<unsigned long> generation{1};
+KSBIND_HIDDEN inline std::atomic<bool> configured{false};
+
+using mark_t = decltype(std::declval<ks::allocator&>().mark());
+
+// One thread's arena and the calls in progress on it.
+struct ThreadArena {
+    std::unique_ptr<ks::allocator> alloc;
+    size_t bytes = 0;
+    unsigned long generation = 0;
+    const unsigned char* base = nullptr;  // address of offset 0 (marks are offsets)
+    int depth = 0;                        // calls in progress on this thread
+    CallArena* innermost = nullptr;       // the call in progress (the latest nested one)
+};
+
+inline ThreadArena& this_thread() {
+    thread_local ThreadArena arena;
+    return arena;
+}
+
+// The size a new arena gets: set_arena_bytes's, else the one the module was
+// configured with; before configuration (never, in practice) the default.
+inline size_t current_bytes(size_t fallback) {
+    size_t n = wanted_bytes.load(std::memory_order_acquire);
+    return n ? n : fallback;
+}
+
+// (Re)make this thread's arena at the wanted size; only between calls.
+inline void remake(ThreadArena& t, size_t fallback) {
+    const unsigned long gen = generation.load(std::memory_order_acquire);
+    const size_t bytes = current_bytes(fallback);
+    if (t.alloc && t.bytes == bytes) {
+        t.generation = gen;
+        return;
+    }
+    t.alloc.reset();  // nothing views it between calls: results were copied out
+    t.alloc = std::make_unique<ks::allocator>(bytes);
+    t.bytes = bytes;
+    t.generation = gen;
+    // Both runtimes' marks are byte offsets from the start of the buffer; an
+    // empty allocation returns that start without moving the top.
+    t.base = static_cast<const unsigned char*>(t.alloc->allocate(0));
+}
+
+}  // namespace arenas
+
+// The arena guard of one python- or torch-target call (see the top of this
+// file). Construct it before converting arguments; it lives until the result
+// has been converted.
+class CallArena {
+public:
+    explicit CallArena(size_t fallback_bytes) : t_(arenas::this_thread()) {
+        if (t_.depth == 0 && (!t_.alloc || t_.generation != arenas::generation.load(std::memory_order_acquire)))
+            arenas::remake(t_, fallback_bytes);
+        mark_ = t_.alloc->mark();
+        outer_ = t_.innermost;
+        t_.innermost = this;
+        ++t_.depth;
+    }
+    ~CallArena() {
+        destructors_.run();
+        t_.alloc->reset(mark_);
+        t_.innermost = outer_;
+        --t_.depth;
+    }
+    CallArena(const CallArena&) = delete;
+    CallArena& operator=(const CallArena&) = delete;
+
+    ks::allocator& allocator() { return *t_.alloc; }
+    size_t bytes() const { return t_.bytes; }
+
+    // Whether p lies in what this call (or a call nested in it) allocated:
+    // only such values are this call's to destroy (a result may view memory
+    // the ks code does not own, e.g. a static table).
+    bool allocated_here(const void* p) const {
+        auto* q = static_cast<const unsigned char*>(p);
+        return q >= t_.base + mark_ && q < t_.base + t_.alloc->mark();
+    }
+
+    // Destroy count constructed values at data when this call ends, if this
+    // call allocated them.
+    template <class T>
+    void adopt(const T* data, size_t count) {
+        if (count && allocated_here(data)) destructors_.adopt(data, count);
+    }
+
+    // Run f, the ks call, with the GIL released if asked. If it fails, what it
+    // allocated is garbage: the arena goes back to where it was before f (the
+    // arguments stay, to be destroyed when this call ends), ksc's allocator's
+    // overrun is undone, and a full arena becomes arena_exhausted (MemoryError).
+    template <class F>
+    decltype(auto) call(bool release_gil, F&& f);
+
+private:
+    arenas::ThreadArena& t_;
+    arenas::mark_t mark_;
+    CallArena* outer_;
+    Destructors destructors_;
+};
+
+// Register count constructed values at data with the innermost call on this
+// thread, to be destroyed when it ends (no-op for trivially destructible T,
+// outside a call, and for memory that call did not allocate).
+template <class T>
+void destroy_after_call(const T* data, size_t count) {
+    if constexpr (!std::is_trivially_destructible_v<T>) {
+        if (CallArena* c = arenas::this_thread().innermost) c->adopt(data, count);
+    }
+}
+
+template <class F>
+decltype(auto) CallArena::call(bool release_gil, F&& f) {
+    const arenas::mark_t mark = t_.alloc->mark();
+    try {
+        return without_gil_if(release_gil, std::forward<F>(f));
+    } catch (...) {
+        rethrow_ks_failure(*t_.alloc, mark, t_.bytes);
+    }
+}
+
+// ------------------------------------------------------------ the module's functions
+
+// reset_allocator, allocator_top, ... of a module whose calls use per-thread
+// arenas: each speaks of the calling thread's arena (docs/targets.md).
+namespace arenas {
+
+inline size_t default_bytes() { return ks::entry_points::detail::initial_arena_bytes(); }
+
+// Reset this thread's arena. Calls reset it themselves when they end; inside
+// a call (from Python code a conversion runs) it would free the outer call's
+// values, so it refuses.
+inline void reset_allocator() {
+    ThreadArena& t = this_thread();
+    if (t.depth > 0)
+        throw std::logic_error("reset_allocator() cannot run inside a call of this module (from Python code "
+                               "that an argument's conversion ran)");
+    if (t.alloc) t.alloc->reset(0);
+}
+
+// Bytes of this thread's arena in use: 0 between calls.
+inline size_t allocator_top() {
+    ThreadArena& t = this_thread();
+    return t.alloc ? static_cast<size_t>(t.alloc->mark()) : 0;
+}
+
+// The most bytes this thread's arena has held since it was made (its first
+// call, or the first call after set_arena_bytes).
+inline size_t allocator_peak() {
+    ThreadArena& t = this_thread();
+    return t.alloc ? static_cast<size_t>(t.alloc->peak()) : 0;
+}
+
+// The size of every thread's arena.
+inline size_t arena_bytes() { return current_bytes(default_bytes()); }
+
+// Make every thread's arena this size: this thread's now (so that too big a
+// size is a MemoryError here), the others' at their next call. Inside a call
+// this thread's arena is re-made after the outermost call ends.
+inline void set_arena_bytes(size_t bytes) {
+    if (bytes == 0) throw std::invalid_argument("arena_bytes must be positive");
+    ThreadArena& t = this_thread();
+    if (t.depth == 0) {
+        auto probe = std::make_unique<ks::allocator>(bytes);  // a failure leaves everything as it was
+        (void)probe;
+    }
+    wanted_bytes.store(bytes, std::memory_order_release);
+    generation.fetch_add(1, std::memory_order_acq_rel);
+    if (t.depth == 0) remake(t, bytes);
+}
+
+// Module init: the config's arena size (KSBIND_ARENA_BYTES wins) and logging,
+// applied by the first module object made in the process only; a bad
+// KSBIND_ARENA_BYTES fails that import (and the next ones) with a clear message.
+inline void configure(size_t config_arena_bytes, bool log) {
+    if (configured.load(std::memory_order_acquire)) return;
+    size_t env = ks::entry_points::detail::env_arena_bytes();
+    size_t expected = 0;
+    wanted_bytes.compare_exchange_strong(expected, env ? env : config_arena_bytes, std::memory_order_acq_rel);
+    ks::entry_points::g_logging = log;
+    configured.store(true, std::memory_order_release);
+}
+
+}  // namespace arenas
+}  // namespace ksbind

@@ -1,0 +1,101 @@
+"""Issue 20's guarantees on the ks and torch targets, wherever Python code runs inside
+their conversions: Python numbers given for scalars (``__float__``/``__index__``), lists
+(of numbers, of tensors), ``__torch_function__`` subclasses. The code may call back into
+the module, mutate the list being read, or raise: the call returns the right value or a
+clean exception. Uses the session-built modules (no build of its own)."""
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+
+def test_ks_target_calls_from_inside_its_conversions(ks_examples: ModuleType) -> None:
+    k = ks_examples
+
+    class CallsBack:
+        def __float__(self) -> float:
+            return k.relu3(2.0) + k.count("aa", "a")
+
+    assert k.relu3(CallsBack()) == pytest.approx(k.relu3(k.relu3(2.0) + 2))
+    parts: list[Any] = []
+
+    class Mutates:  # clears the tuple-to-be's list while pybind11 reads it
+        def __float__(self) -> float:
+            parts.clear()
+            return float(k.count("abab", "b"))
+
+    parts.extend([(Mutates(), 3), (True, (2.0, 1.0))])
+    assert k.mix(*parts) == ((2.0 * 2.0 + 1.0, 4), False)
+
+    class Raises:
+        def __float__(self) -> float:
+            raise KeyError("mine")
+
+    with pytest.raises(KeyError, match="mine"):
+        k.relu3(Raises())
+    with pytest.raises(OverflowError, match="int out of range for ks Integer"):
+        k.shout("x", 2**40)
+    with pytest.raises(OverflowError, match="int too large for ks Float"):
+        k.relu3(10**400)
+    assert k.relu3(2) == k.relu3(2.0) and k.shout("x", True) == "X!"  # what pybind11 accepted still is
+    assert k.allocator_top() < 1_000_000
+
+
+def test_torch_target_calls_from_inside_its_conversions(torch_ops: ModuleType) -> None:
+    import torch
+
+    ops = torch_ops
+
+    class Index:  # an Integer given as an object whose __index__ calls the module
+        def __index__(self) -> int:
+            return int(ops.tsum((torch.ones(2), 1.0), 1).item()) + 2
+
+    a, b = torch.ones(3), torch.full((3,), 2.0)
+    n = int(ops.tsum((torch.ones(2), 1.0), 1).item()) + 2
+    assert ops.scale_add(a, b, Index()).tolist() == ops.scale_add(a, b, n).tolist()
+
+    class Raises:
+        def __index__(self) -> int:
+            raise KeyboardInterrupt
+
+        def __float__(self) -> float:
+            raise KeyError("mine")
+
+    with pytest.raises(KeyboardInterrupt):
+        ops.scale_add(a, b, Raises())
+    with pytest.raises(KeyError, match="mine"):
+        ops.pairsum([(Raises(), torch.ones(1))])
+    with pytest.raises(OverflowError, match="int out of range for ks Integer"):
+        ops.scale_add(a, b, 2**40)
+    with pytest.raises(OverflowError, match="int too large for ks Float"):
+        ops.pairsum([(10**400, torch.ones(1))])
+
+    class Noisy(torch.Tensor):
+        """A subclass whose __torch_function__ calls the module on every torch call."""
+
+        calls = 0
+
+        @classmethod
+        def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            Noisy.calls += 1
+            ops.vrelu3(torch.ones(2))
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    rows = [torch.tensor([1.0, 2.0]).as_subclass(Noisy), torch.tensor([3.0])]
+    w = ops.weighted(rows, torch.tensor([1.0, 10.0]), 1.0)
+    assert float(w) == pytest.approx(ops.weighted([torch.tensor([1.0, 2.0]), torch.tensor([3.0])],
+                                                  torch.tensor([1.0, 10.0]), 1.0).item())
+    pairs: list[Any] = []
+
+    class Clears:  # empties the list of pairs while it is read
+        def __float__(self) -> float:
+            pairs.clear()
+            return 1.5
+
+    pairs.extend([(Clears(), torch.tensor([1.0, 2.0])), (2.0, torch.tensor([0.5]))])
+    # pybind11 reads a list item by item, holding each (owned references): the second pair,
+    # removed before it was read, is not seen (the python target reads a snapshot instead).
+    assert ops.pairsum(pairs).item() == pytest.approx(1.5 * 3.0)
+    assert ops.allocator_top() == 0
