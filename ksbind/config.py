@@ -401,7 +401,8 @@ def _runtime(r: _NodeReader, node: yaml.Node, base: Path) -> RuntimeSpec:
 def _ksc(r: _NodeReader, node: yaml.Node, base: Path) -> KscSpec:
     """``ksc: {path, runtime, timeout}``; every key optional (``ksc: {}`` takes the defaults)."""
     fields = _known_keys(r, node, "'ksc'", KSC_KEYS)
-    path = _path(r, fields["path"][1], "'ksc: path'", base, "file") if "path" in fields else None
+    # Not checked here: a cached module loads where this ksc is absent; find_ksc says so when ksc must run.
+    path = _path(r, fields["path"][1], "'ksc: path'", base, "") if "path" in fields else None
     runtime = _path(r, fields["runtime"][1], "'ksc: runtime'", base, "dir") if "runtime" in fields else None
     timeout = float(_positive_int(r, fields["timeout"][1], "'ksc: timeout'", 86400)) if "timeout" in fields \
         else DEFAULT_TIMEOUT
