@@ -521,7 +521,7 @@ class _Planner:
                 continue
             asked = next((n for n in missing if n.name in SUF_PASSES), None)
             if not self._suf_failure(asked, failure):
-                raise self._rev_error(missing, failure) or translate_error(failure, self.sources, self.scanned, self._locations(), self._fails_to_parse)
+                raise self._rev_error(missing, failure) or self._failing_vjp(failure) or translate_error(failure, self.sources, self.scanned, self._locations(), self._fails_to_parse)
             if asked is not None and self._bump(asked):
                 continue
             self._check_source_gdef_order(asked, failure)
@@ -591,26 +591,30 @@ class _Planner:
             if any(v not in auto and self.graph.may_call(v.primal, asked.inner) for v in sufrev):
                 return False  # a vjp that must be sufrev needs it: that is the error to report
             culprits = [v for v in auto if self.graph.may_call(v.primal, asked.inner)]
+        why = f"it calls {asked.inner}: ksc: {_ksc_words(failure)}" if culprits and asked else ""
         if not culprits:  # ksc's words name no function of the sources: try each vjp alone
             culprits = [v for v in auto if not self._builds_alone(v)]
+            why = "ksc fails on it alone"
         if not culprits:  # each builds alone: a vjp that must be sufrev fails, or they fail together
             if any(not self._builds_alone(v) for v in sufrev if v not in auto):
                 return False
             culprits = auto
+            why = f"ksc fails on these vjps together: {_ksc_words(failure)}"
         for v in culprits:
             self.kinds[v.primal] = "rev"
-            self.fell_back[v.primal] = f"ksc: {_ksc_words(failure)}"
+            self.fell_back[v.primal] = why
         # SUF gdefs ksc asked for on behalf of the vjps that are rev now are not needed any more.
         still = self.graph.reachable([p for p, k in self.kinds.items() if k == "sufrev"], exact=False)
         self.reported = {t: f if t in still else f - {"suf"} for t, f in self.reported.items()}
         return True
 
-    def _builds_alone(self, v: VjpRequest) -> bool:
-        trial = _Planner(self.tool, self.sources, self.scanned, [v.primal], [VjpRequest(v.primal, "sufrev")],
+    def _builds_alone(self, v: VjpRequest, kind: str = "sufrev") -> bool:
+        """Whether ksc derives [kind F] of this vjp when asked for nothing else."""
+        trial = _Planner(self.tool, self.sources, self.scanned, [v.primal], [VjpRequest(v.primal, kind)],
                          self.out, self.name, self.graph, self.runner)
-        trial.kinds = {v.primal: "sufrev"}
+        trial.kinds = {v.primal: kind}
         for _ in range(MAX_RUNS):
-            failure = trial._run(f"trying {StructuredName.derived('sufrev', v.primal)} alone")
+            failure = trial._run(f"trying {StructuredName.derived(kind, v.primal)} alone")
             if failure is None:
                 return True
             missing = missing_names(failure.text)
@@ -642,6 +646,27 @@ class _Planner:
                else f"vjp_from: rev on the binding, or remove the sources' gdef of {vjp}")
         return KscVjpError(f"ksc cannot derive {vjp}: {why}. Write {how}, or define {vjp} by hand in the .ks "
                            f"(ksc: {_ksc_words(failure)})", v.location or self._def_location(v.primal))
+
+    def _failing_vjp(self, failure: _Failure) -> KscVjpError | None:
+        """ksc failed for no reason ksbind can read: when it succeeds without the vjps, the
+        vjp it cannot derive (each tried alone) is the error, named. None: not the vjps'."""
+        if not self.vjps or "Failed parse" in failure.stderr:
+            return None
+        bare = _Planner(self.tool, self.sources, self.scanned, self.used, [], self.out, self.name, self.graph,
+                        self.runner)
+        if bare._run("without the vjps") is not None:
+            return None  # the sources themselves: ksc's own error says where
+        for v in self.vjps:
+            kind = self.kinds[v.primal]
+            if self._builds_alone(v, kind):
+                continue
+            vjp = StructuredName.derived(kind, v.primal)
+            sufrev = (f" (nor [sufrev {v.primal}]: {self.fell_back[v.primal]})"
+                      if v.primal in self.fell_back else "")
+            return KscVjpError(
+                f"ksc cannot derive {vjp}{sufrev}: bind {v.primal.name} without vjp:, or define {vjp} by hand "
+                f"in the .ks (ksc: {_ksc_words(failure)})", v.location or self._def_location(v.primal))
+        return None
 
     def _rev_error(self, missing: Sequence[StructuredName], failure: _Failure) -> KscVjpError | None:
         """A rev vjp that needs the derivative of a function ksc cannot differentiate (an edef)."""

@@ -205,6 +205,20 @@ def test_an_edef_in_a_vjp_names_the_gdef_ksc_asked_for(tmp_path: Path) -> None:
         resolve_spec(calls_spec(tmp_path, ("uses_log", "auto")), tmp_path / "c")
 
 
+def test_a_vjp_ksc_cannot_derive_either_way_is_named(tmp_path: Path) -> None:
+    """map2 over a lambda: SUF-AD and rev both fail, without naming a function. auto tries
+    sufrev, then rev; the vjp that fails alone is named, and the one that builds is not blamed."""
+    text = ("(def sq Float (x : Float) (mul x x))\n"
+            "(def pairs (Vec Float) ((t1 : Vec Float) (t2 : Vec Float))\n"
+            "  (map2 (lam (x : Tuple Float Float) (add x)) t1 t2))\n")
+    with pytest.raises(KscVjpError) as e:
+        resolve_spec(calls_spec(tmp_path, ("sq", "auto"), ("pairs", "auto"), text=text), tmp_path / "c")
+    assert str(e.value).startswith(
+        "calls.yaml:6:5: ksc cannot derive [rev [pairs (Tuple (Tensor 1 Float) (Tensor 1 Float))]] (nor [sufrev "
+        "[pairs (Tuple (Tensor 1 Float) (Tensor 1 Float))]]: ksc fails on it alone): bind pairs without vjp:, or "
+        "define [rev [pairs (Tuple (Tensor 1 Float) (Tensor 1 Float))]] by hand in the .ks (ksc: ")
+
+
 def test_sources_gdefs_before_their_callees_are_located(tmp_path: Path) -> None:
     with pytest.raises(KscVjpError) as e:
         resolve_spec(calls_spec(tmp_path, ("via_sq", "auto"), text=GDEF_BEFORE_CALLEE), tmp_path / "c")
