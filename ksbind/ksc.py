@@ -159,6 +159,18 @@ def ksc_toolchains(spec: KscSpec, sources: Sequence[Path], name: str, cache_root
         return recorded
 
 
+def ksc_runtime(spec: KscSpec) -> Path:
+    """ksc's runtime folder alone (a module of .kso files runs no ksc): the one beside ksc,
+    or, ksc not found, the one the spec or $KSC_RUNTIME names."""
+    try:
+        return find_ksc(spec).runtime
+    except KscError:
+        given = _given_runtime(spec)
+        if given is None or not (given / "prelude.ks").is_file():
+            raise
+        return given.resolve()
+
+
 def _recorded_toolchains(spec: KscSpec, sources: Sequence[Path], name: str, cache_root: Path,
                          missing: KscError) -> list[KscToolchain]:
     key = _sources_key(sources)
@@ -880,6 +892,7 @@ def scan_sources(paths: Iterable[Path]) -> list[KsSource]:
     return [scan_ks(read_text(p), str(p)) for p in paths]
 
 
-__all__ = ["KscSpec", "KscToolchain", "VjpRequest", "KscOutput", "find_ksc", "ksc_toolchains", "compile_ks",
+__all__ = ["KscSpec", "KscToolchain", "VjpRequest", "KscOutput", "find_ksc", "ksc_toolchains", "ksc_runtime",
+           "compile_ks",
            "CallGraph", "missing_names",
            "scan_sources", "VJP_SOURCES", "DEFAULT_TIMEOUT"]

@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 from .binding import Binding, BindingSpec, declared_vjp, select_bindings
 from .config import ModuleSpec, RuntimeSpec
 from .errors import DeclarationError, KscError
-from .ksc import KscToolchain, VjpRequest, compile_ks, find_ksc, ksc_toolchains, scan_sources
+from .ksc import KscToolchain, VjpRequest, compile_ks, ksc_runtime, ksc_toolchains, scan_sources
 from .model import FunctionDecl, StructuredName
 from .reader import KsSource, parse_ks, read_ks, read_text, same_signature, scan_ks
 
@@ -45,7 +45,7 @@ def resolve_spec(spec: ModuleSpec, cache_dir: Path | None = None) -> ResolvedMod
     if spec.ksc is not None and any(p.suffix != ".kso" for p in spec.ks_files):
         return _resolve_with_ksc(spec, cache_dir)
     if spec.ksc is not None:  # only .kso files: ksc has nothing to compile, but its runtime is still wanted
-        spec = _with_ksc_runtime(spec, find_ksc(spec.ksc))
+        spec = _with_ksc_runtime(spec, ksc_runtime(spec.ksc))
     decls = module_decls(spec)
     return ResolvedModule(spec, decls, select_bindings(decls, spec.bindings, spec.location, _not_prelude(spec)))
 
@@ -126,7 +126,7 @@ def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModul
             if tool.missing is None or i + 1 == len(tools):
                 raise  # ksc's own error, or no recorded ksc left: "ksc not found"
     resolved = dataclasses.replace(spec, ks_files=(out.kso, *kso_files))
-    resolved = _with_ksc_runtime(resolved, tool)
+    resolved = _with_ksc_runtime(resolved, tool.runtime)
     resolved = dataclasses.replace(resolved, cpp=(out.cpp, *spec.cpp))
     decls = _located_in_sources(module_decls(resolved), scanned)
     specs = _with_chosen_vjps(spec.bindings, planned, out.vjp_kinds)
@@ -140,12 +140,12 @@ def _located_in_sources(decls: list[FunctionDecl], scanned: Sequence[KsSource]) 
     return [dataclasses.replace(d, location=where[d.name]) if d.name in where else d for d in decls]
 
 
-def _with_ksc_runtime(spec: ModuleSpec, tool: KscToolchain) -> ModuleSpec:
+def _with_ksc_runtime(spec: ModuleSpec, runtime: Path) -> ModuleSpec:
     """ksc's runtime, unless the config names one. No runtime sources: ksc's .cpp ends with
     #include "knossos.cpp" (and with only .kso files, the C++ given is ksc's output too)."""
     if not spec.runtime.from_ksc:
         return spec
-    return dataclasses.replace(spec, runtime=RuntimeSpec(bundled=False, include_dirs=(tool.runtime,)))
+    return dataclasses.replace(spec, runtime=RuntimeSpec(bundled=False, include_dirs=(runtime,)))
 
 
 def _declarations_before_ksc(tool: KscToolchain, scanned: Sequence[KsSource], spec: ModuleSpec,

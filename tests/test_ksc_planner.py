@@ -327,6 +327,18 @@ def test_cached_module_loads_without_ksc(built: tuple[Path, Path], monkeypatch: 
         (cfg.parent / "nn.ks").write_text(NN)
 
 
+def test_kso_only_module_needs_ksc_runtime_not_ksc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kso = resolve_spec(nn_spec(tmp_path, ("net",)), tmp_path / "c").spec.ks_files[0]
+    monkeypatch.delenv("KSC", raising=False)
+    monkeypatch.delenv("KSC_RUNTIME", raising=False)
+    spec = ModuleSpec(name="direct", config_path=tmp_path / "d.yaml", ks_files=(kso,), bindings=(BindingSpec("net"),),
+                      runtime=RuntimeSpec(bundled=False, from_ksc=True), ksc=KscSpec(tmp_path / "nope", RUNTIME))
+    r = resolve_spec(spec)  # ksc has nothing to compile: its runtime is enough
+    assert r.spec.runtime.include_dirs == (RUNTIME.resolve(),) and [b.name for b in r.bindings] == ["net"]
+    with pytest.raises(KscError, match="ksc not found at .*nope"):
+        resolve_spec(dataclasses.replace(spec, ksc=KscSpec(tmp_path / "nope")))
+
+
 def test_a_changed_ksc_runs_again(tmp_path: Path) -> None:
     """The entry records which ksc made it: another ksc (other content) does not reuse it."""
     spec = nn_spec(tmp_path, ("net",))
