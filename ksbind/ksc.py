@@ -7,17 +7,24 @@ signatures) and one ``.cpp``. ksbind asks only for what it binds
 ksc needs for a requested vjp when the sources lack them:
 
 - ``[sufrev F]`` needs ``suffwdpass``/``sufrevpass``/``sufrev`` gdefs for F and
-  for every user function F calls; ``[rev F]`` needs ``rev`` of every user
-  function F calls. ksc names each missing one ("Not in scope ..."), so
-  ksbind adds what ksc asks for and runs it again (a handful of runs at most).
-- ksc's SUF-AD cannot build ``sufrev`` for recursive functions or folds (it
-  asks again for a gdef it was given). A vjp with ``vjp_from: auto`` then
-  falls back to ``rev``, which ksc can build for those.
+  for every user function F calls, callees' first (ksc derives gdefs in
+  order); ``[rev F]`` needs ``rev`` of every user function F calls. ksbind
+  reads the call graph off the sources (CallGraph) for which gdefs to write,
+  and writes them callees first (the sources' order: ks has no forward
+  references), whatever order the bindings are in, so ksc normally runs once;
+  what the graph cannot see (calls through overloaded names) ksc names ("Not
+  in scope ..."), and ksbind adds it and runs ksc again.
+- ksc's SUF-AD cannot build ``sufrev`` for recursive functions, folds, some
+  lambdas. A vjp with ``vjp_from: auto`` is then ``rev``: at once where the
+  graph shows recursion, else once ksc fails. A vjp ksc cannot derive at all
+  is a KscVjpError naming it, the gdef ksc asked for, and what to write.
 
-ksc runs from an argument list (never a shell), with a timeout, and its
-output is cached by content (ksc binary, prelude, sources, what was asked):
-a second build of the same sources does not run ksc. ksc's errors become a
-one-line KscError located in the ``.ks`` source.
+ksc runs from an argument list (never a shell), with a timeout, one INFO line
+per run on the ``ksbind.ksc`` logger. Its output is cached by content (ksc
+binary, prelude, sources, what was asked): a second build of the same sources
+does not run ksc, and does not even need it (the entry records which ksc made
+it: ksc_toolchains). ksc's errors become a one-line KscError located in the
+``.ks`` source.
 """
 from __future__ import annotations
 
@@ -305,8 +312,8 @@ class CallGraph:
     name is matched to the sources' defs of that name that take as many arguments.
     An edge is *exact* when one def matches and neither the prelude nor an edef has
     that name; any other edge may be wrong (an overload, the prelude's function),
-    so ksbind only orders gdefs by it: it neither adds gdefs nor decides that a
-    function is recursive by such an edge.
+    so ksbind neither adds gdefs nor decides that a function is recursive by such
+    an edge: it only tells which vjps a function ksc fails on may concern.
     """
 
     def __init__(self, scanned: Sequence[KsSource], prelude_names: Collection[str] = ()) -> None:
@@ -358,23 +365,13 @@ class CallGraph:
             return target in reached
         return any(target.base_name.name in self.called_names[n] for n in reached)
 
-    def order(self, nodes: Iterable[StructuredName], first: Sequence[StructuredName] = ()) -> list[StructuredName]:
-        """nodes with callees before their callers. Within a cycle, which ksc cannot order
-        either way, ``first`` goes first, then the sources' order."""
-        wanted = dict.fromkeys(nodes)
-        outside = [n for n in wanted if n not in self.defs]  # not the sources' (a prelude def): no callee here
-        rank = {n: i for i, n in enumerate(first)}
-        ordered = outside
-        for component in self._components([n for n in wanted if n in self.defs], self.edges):
-            ordered += sorted(component, key=lambda n: (rank.get(n, len(rank)), self.defs[n]))
-        return ordered
-
-    def cycle_of(self, n: StructuredName, among: Iterable[StructuredName]) -> list[StructuredName]:
-        """The other defs among ``among`` on a cycle with n (by any edge)."""
-        for component in self._components([m for m in dict.fromkeys([n, *among]) if m in self.defs], self.edges):
-            if n in component:
-                return [m for m in component if m != n]
-        return []
+    def order(self, nodes: Iterable[StructuredName]) -> list[StructuredName]:
+        """nodes with callees before their callers. ks has no forward references (a def
+        calls only what is defined above it, or itself), so that is the sources' order;
+        functions that are not the sources' defs (the prelude's) call none of them: first."""
+        wanted = list(dict.fromkeys(nodes))
+        return ([n for n in wanted if n not in self.defs]
+                + sorted((n for n in wanted if n in self.defs), key=self.defs.__getitem__))
 
     def _on_exact_cycles(self) -> set[StructuredName]:
         out: set[StructuredName] = set()
@@ -460,8 +457,8 @@ class _KscRunner:
 class _Planner:
     """Chooses the gdefs to add and runs ksc until it succeeds or fails for a reason of the user's.
 
-    The gdefs come in call-graph order (callees before callers, whatever order the
-    bindings are in): ksc derives gdefs in order, and a function's SUF passes need
+    The gdefs come callees before callers (CallGraph.order), whatever order the
+    bindings are in: ksc derives gdefs in order, and a function's SUF passes need
     those of the functions it calls. What the graph cannot see (a call through an
     overloaded name) ksc names, and ksbind adds it and runs ksc again.
     """
@@ -478,8 +475,6 @@ class _Planner:
         self.kinds: dict[StructuredName, str] = {}
         #: Gdefs ksc asked for that the call graph did not show: target -> "suf"/"rev".
         self.reported: dict[StructuredName, set[str]] = {}
-        #: Defs moved to the front of a cycle of uncertain calls, because ksc asked for them.
-        self.bumped: list[StructuredName] = []
         #: Why a vjp_from: auto vjp is rev: ksc's words, for the log.
         self.fell_back: dict[StructuredName, str] = {}
 
@@ -508,7 +503,7 @@ class _Planner:
         for target, families in self.reported.items():
             needs.setdefault(target, set()).update(families)
         names: list[StructuredName] = []
-        for target in self.graph.order(needs, self.bumped):
+        for target in self.graph.order(needs):
             passes = (SUF_PASSES if "suf" in needs[target] else ()) + (("rev",) if "rev" in needs[target] else ())
             names += [n for n in (StructuredName.derived(k, target) for k in passes) if n not in self.declared]
         return names
@@ -534,8 +529,6 @@ class _Planner:
             asked = next((n for n in missing if n.name in SUF_PASSES), None)
             if not self._suf_failure(asked, failure):
                 raise self._rev_error(missing, failure) or self._failing_vjp(failure) or translate_error(failure, self.sources, self.scanned, self._locations(), self._fails_to_parse)
-            if asked is not None and self._bump(asked):
-                continue
             self._check_source_gdef_order(asked, failure)
             if self._fall_back_to_rev(asked, failure):
                 continue
@@ -565,17 +558,6 @@ class _Planner:
         if not any(k == "sufrev" for k in self.kinds.values()):
             return False
         return asked is not None or _SUF_TROUBLE.search(failure.text) is not None
-
-    def _bump(self, asked: StructuredName) -> bool:
-        """ksc asked for a gdef ksbind placed inside a cycle of uncertain calls (overloads):
-        move it to the front of that cycle once. On a cycle of exact calls it is recursion."""
-        target = asked.inner
-        if target is None or target in self.bumped or target in self.graph.recursive:
-            return False
-        if not self.graph.cycle_of(target, [n.inner for n in self.planned() if n.inner is not None]):
-            return False
-        self.bumped.insert(0, target)
-        return True
 
     def _check_source_gdef_order(self, asked: StructuredName | None, failure: _Failure) -> None:
         """The sources gdef a caller's SUF passes, and ksbind's gdefs of its callee come
@@ -629,11 +611,7 @@ class _Planner:
             failure = trial._run(f"trying {StructuredName.derived(kind, v.primal)} alone")
             if failure is None:
                 return True
-            missing = missing_names(failure.text)
-            if trial._add_missing(missing):
-                continue
-            asked = next((n for n in missing if n.name in SUF_PASSES), None)
-            if asked is None or not trial._bump(asked):
+            if not trial._add_missing(missing_names(failure.text)):
                 return False
         return False
 

@@ -149,6 +149,21 @@ def test_load_ks_issue_orders_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert vjp_kinds(planned[-1]) == {f: "sufrev" for f in order}
 
 
+def test_a_call_through_an_overloaded_name_is_added_when_ksc_names_it(tmp_path: Path,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """(g x) may be either g: ksbind does not guess, ksc says which, and the second run builds."""
+    text = ("(def g Float (x : Float) (mul x 3.0))\n(def g Float (v : Vec Float) (sum v))\n"
+            "(def f Float (x : Float) (g x))\n(def top Float (x : Float) (f x))\n")
+    with caplog.at_level(logging.INFO, logger="ksbind.ksc"):
+        r = resolve_spec(calls_spec(tmp_path, ("top", "auto"), ("f", "sufrev"), text=text), tmp_path / "c")
+    assert vjp_kinds(r) == {"top": "sufrev", "f": "sufrev"}
+    assert sum("(run " in rec.getMessage() for rec in caplog.records) == 2
+    gdefs = (r.spec.ks_files[0].parent / "ksc.json").read_text()
+    assert gdefs.index("suffwdpass [g Float]") < gdefs.index("suffwdpass [f Float]") < gdefs.index(
+        "suffwdpass [top Float]")
+    assert "[g (Tensor 1 Float)]" not in gdefs  # the other g is not needed, and not asked for
+
+
 # ------------------------------------------------------------------ when ksc cannot derive a vjp
 
 CALLS = """\
