@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+import textwrap
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence, TextIO
@@ -15,47 +18,105 @@ if TYPE_CHECKING:
     from .model import FunctionDecl
 
 
+#: Every environment variable ksbind reads (its Python code and the generated
+#: modules' C++ headers), for ``--help``'s ENVIRONMENT section; tests/test_cli.py
+#: checks it against the code.
+ENVIRONMENT: tuple[tuple[str, str], ...] = (
+    ("KSC", "the ksc binary when a config's ksc: names no path (else ksc on PATH)"),
+    ("KSC_RUNTIME", "ksc's runtime folder when ksc: names none (else runtime/ beside ksc's bin/)"),
+    ("KSBIND_VERBOSE", "0 warnings only, 1 progress (default), 2 also compiler command lines; -q/-v win"),
+    ("KSBIND_CACHE_DIR", "the build cache (default $XDG_CACHE_HOME/ksbind, else ~/.cache/ksbind)"),
+    ("XDG_CACHE_HOME", "see KSBIND_CACHE_DIR"),
+    ("KSBIND_CACHE_MAX_BYTES", "the cache's size cap, e.g. 500M (default 2G)"),
+    ("KSBIND_JOBS", "parallel compiles (default: one per CPU)"),
+    ("CXX", "the C++ compiler, may carry arguments (default g++)"),
+    ("KSBIND_CXXFLAGS", "extra compiler flags (part of the cache key)"),
+    ("KSBIND_CCACHE", "a compiler launcher, or 0 for none (default: ccache when installed)"),
+    ("KSBIND_OBJECT_CACHE", "0: no per-unit object cache"),
+    ("KSBIND_PCH", "0: no precompiled header"),
+    ("KSBIND_ARENA_BYTES", "a built module's allocator arena size, read when it loads"),
+    ("KSBIND_GIL_RELEASE_ELEMENTS", "a built module releases the GIL for calls on at least this many elements"),
+    ("KSBIND_CPU_CAPABILITY", "torch modules: cap the SIMD kernels used (default, avx2, avx512)"),
+)
+
+_CONFIG_HELP = "a YAML config file (one module, or several under modules:; see docs/config.md)"
+_TEMPLATES_HELP = "a template override folder, searched before the built-in templates (repeatable)"
+
+
+def _epilog() -> str:
+    width = max(len(name) for name, _ in ENVIRONMENT)
+    lines = ["environment:"]
+    for name, text in ENVIRONMENT:
+        lines += textwrap.wrap(text, 79, initial_indent=f"  {name.ljust(width)}  ",
+                               subsequent_indent=" " * (width + 4))
+    return "\n".join(lines) + "\n\nexit status: 0 ok, 1 --check found changes, 2 bad input, 130 interrupted."
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ksbind", description="Bind Knossos-compiled functions to Python and PyTorch.")
+    # -v/-q on every command; SUPPRESS keeps a subcommand from overwriting another's value.
+    common = argparse.ArgumentParser(add_help=False)
+    loud = common.add_mutually_exclusive_group()
+    loud.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=2, default=argparse.SUPPRESS,
+                      help="also show the compiler's command lines (KSBIND_VERBOSE=2)")
+    loud.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=0, default=argparse.SUPPRESS,
+                      help="show warnings and errors only, no progress (KSBIND_VERBOSE=0)")
+    epilog = _epilog()
+
+    def command(parent: argparse._SubParsersAction, name: str, help: str,  # type: ignore[type-arg]
+                description: str | None = None) -> argparse.ArgumentParser:
+        text = textwrap.fill(description or help[:1].upper() + help[1:] + ".", 79)
+        return parent.add_parser(name, help=help, description=text,
+                                 parents=[common], epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    p = argparse.ArgumentParser(prog="ksbind", description="Bind Knossos-compiled functions to Python and PyTorch.",
+                                parents=[common], epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"ksbind {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    g = sub.add_parser("generate", help="write the generated C++ for each config")
-    g.add_argument("configs", nargs="+", metavar="CONFIG")
-    g.add_argument("-o", "--out-dir", help="write each module to OUT_DIR/NAME instead of its 'output'")
+    g = command(sub, "generate", "write the generated C++ for each config")
+    g.add_argument("configs", nargs="+", metavar="CONFIG", help=_CONFIG_HELP)
+    g.add_argument("-o", "--out-dir", metavar="DIR", help="write each module to DIR/NAME instead of its 'output'")
     g.add_argument("--check", action="store_true", help="write nothing; exit 1 listing files that would change")
-    g.add_argument("--templates", action="append", default=[], metavar="DIR",
-                   help="template override directory, searched first (repeatable)")
-    g.add_argument("--dump-context", metavar="FILE", help="also write the template context as JSON")
+    g.add_argument("--templates", action="append", default=[], metavar="DIR", help=_TEMPLATES_HELP)
+    g.add_argument("--dump-context", metavar="FILE", help="also write the template context as JSON to FILE")
 
-    c = sub.add_parser("check", help="validate configs and declarations, render in memory, write nothing")
-    c.add_argument("configs", nargs="+", metavar="CONFIG")
-    c.add_argument("--templates", action="append", default=[], metavar="DIR")
+    c = command(sub, "check", "validate configs and declarations, render in memory, write nothing")
+    c.add_argument("configs", nargs="+", metavar="CONFIG", help=_CONFIG_HELP)
+    c.add_argument("--templates", action="append", default=[], metavar="DIR", help=_TEMPLATES_HELP)
 
-    b = sub.add_parser("build", help="generate, compile and import each config's module")
-    b.add_argument("configs", nargs="+", metavar="CONFIG")
-    b.add_argument("--templates", action="append", default=[], metavar="DIR")
+    b = command(sub, "build", "generate, compile and import each config's module",
+                "Generate, compile (cached: an unchanged module is not compiled again) and import each "
+                "config's module; print where each one is. Progress lines go to stderr.")
+    b.add_argument("configs", nargs="+", metavar="CONFIG", help=_CONFIG_HELP)
+    b.add_argument("--templates", action="append", default=[], metavar="DIR", help=_TEMPLATES_HELP)
 
-    d = sub.add_parser("decls", help="list the functions a .ks/.kso file declares")
-    d.add_argument("file")
+    s = command(sub, "stubs", "write each config's module stub NAME.pyi into a folder",
+                "Write each config's module stub, NAME.pyi, into DIR, where type checkers and editors find "
+                "it (put DIR on MYPYPATH, or in pyright's stubPath). Nothing is compiled.")
+    s.add_argument("configs", nargs="+", metavar="CONFIG", help=_CONFIG_HELP)
+    s.add_argument("-o", "--out-dir", metavar="DIR", required=True, help="the folder to write NAME.pyi into")
+    s.add_argument("--templates", action="append", default=[], metavar="DIR", help=_TEMPLATES_HELP)
+
+    d = command(sub, "decls", "list the functions a .ks/.kso file declares")
+    d.add_argument("file", metavar="FILE", help="a .ks or .kso file")
     d.add_argument("--ksc", nargs="?", const="", metavar="PATH",
                    help="compile the .ks file with ksc first and list what its .kso states (PATH: the ksc "
                         "binary; default $KSC, then ksc on PATH)")
     d.add_argument("--ksc-runtime", metavar="DIR", help="ksc's runtime folder (default $KSC_RUNTIME)")
 
-    t = sub.add_parser("templates", help="list or eject the built-in templates")
-    tsub = t.add_subparsers(dest="templates_command", required=True)
-    tsub.add_parser("list", help="show every built-in template and its blocks")
-    e = tsub.add_parser("eject", help="copy built-in templates out for editing")
-    e.add_argument("dir")
-    e.add_argument("names", nargs="*", metavar="NAME")
+    t = command(sub, "templates", "list or eject the built-in templates")
+    tsub = t.add_subparsers(dest="templates_command", required=True, metavar="{list,eject}")
+    command(tsub, "list", "show every built-in template and its blocks")
+    e = command(tsub, "eject", "copy built-in templates out for editing")
+    e.add_argument("dir", metavar="DIR", help="the folder to copy them into (use it as a templates: folder)")
+    e.add_argument("names", nargs="*", metavar="NAME", help="the templates to copy (default: all)")
     e.add_argument("--force", action="store_true", help="overwrite files in DIR that differ from the built-ins")
 
-    k = sub.add_parser("cache", help="list or clean the build cache ($KSBIND_CACHE_DIR)")
-    ksub = k.add_subparsers(dest="cache_command", required=True)
-    ksub.add_parser("list", help="one line per cached build and ksc output: size and last use")
-    kc = ksub.add_parser("clean", help="remove cache entries (default: least recently used ones, down to the "
-                                       "size cap KSBIND_CACHE_MAX_BYTES)")
+    k = command(sub, "cache", "list or clean the build cache ($KSBIND_CACHE_DIR)")
+    ksub = k.add_subparsers(dest="cache_command", required=True, metavar="{list,clean}")
+    command(ksub, "list", "one line per cached build and ksc output: size and last use")
+    kc = command(ksub, "clean", "remove cache entries (default: least recently used ones, down to the "
+                                "size cap KSBIND_CACHE_MAX_BYTES)")
     which = kc.add_mutually_exclusive_group()
     which.add_argument("--older-than", type=_days, metavar="DAYS", help="remove entries not used for DAYS days")
     which.add_argument("--all", action="store_true", help="remove every entry")
@@ -74,14 +135,29 @@ def _days(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", KsbindWarning)
-        warnings.showwarning = _show_warning
-        try:
-            return _run(args)
-        except KsbindError as e:
-            print(f"ksbind: error: {e}".replace("\n", " "), file=sys.stderr)
-            return 2
+    from . import log
+
+    try:
+        with warnings.catch_warnings(), log.verbosity(getattr(args, "verbosity", None)):
+            warnings.simplefilter("always", KsbindWarning)
+            warnings.showwarning = _show_warning
+            try:
+                code = _run(args)
+            except KsbindError as e:
+                print(f"ksbind: error: {e}".replace("\n", " "), file=sys.stderr)
+                code = 2
+            sys.stdout.flush()  # here, not at exit: a closed pipe is caught below
+            return code
+    except KeyboardInterrupt:
+        # Builds write through staging folders and atomic renames: nothing half-written is left.
+        print("ksbind: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `ksbind ... | head -1`: the reader left. Point stdout at /dev/null so the
+        # interpreter's own flush at exit fails no more, and exit as SIGPIPE would.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -195,6 +271,10 @@ def _run(args: argparse.Namespace) -> int:
         from .build import build_configs
         for name, module in build_configs(args.configs, templates=args.templates):
             print(f"{name}: built {getattr(module, '__file__', module)}")
+        return 0
+    if args.command == "stubs":
+        for path in pipeline.write_stubs(args.configs, args.out_dir, args.templates):
+            print(f"wrote {path}")
         return 0
     if args.command == "decls":
         for d in _decls(args):

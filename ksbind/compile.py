@@ -30,10 +30,10 @@ import subprocess
 import threading
 import time
 import contextvars
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from . import buildcache, pch
 from .errors import BuildError, Location
@@ -202,6 +202,8 @@ class _Runner:
                              Location(str(unit.source))) from None
         with self.lock:
             self.running.add(proc)
+            if self.failed.is_set():  # stop_all ran while this one was starting
+                _kill_group(proc)
         try:
             output, _ = proc.communicate()
         except BaseException:
@@ -360,6 +362,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
                 pch_future: Future[None] | None = None
                 if build_pch and shared is not None and objects is not None:
                     pch_future = pool.submit(pch.build, tc, objects.root, shared, runner)
+                _wait_interruptibly([*futures.values(), *([pch_future] if pch_future is not None else [])])
                 results = {i: f.result() for i, f in futures.items()}
                 if pch_future is not None:
                     pch_future.result()
@@ -380,6 +383,15 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
             raise BuildError(f"compiling {units[i].source} was stopped", Location(str(units[i].source)))
         out.append(r)
     return out
+
+
+def _wait_interruptibly(futures: Sequence[Future[Any]]) -> None:
+    """Wait for every future, waking up now and then: Ctrl-C's SIGINT may be
+    delivered to a compile thread, and then a main thread blocked in one long
+    lock wait would not see the KeyboardInterrupt until the compilers end."""
+    pending = set(futures)
+    while pending:
+        _, pending = wait(pending, timeout=0.2)
 
 
 def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log_dir: Path,

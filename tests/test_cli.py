@@ -1,14 +1,21 @@
-"""The ksbind command: generate, check, decls, --version; bad input exits 2 with one line."""
+"""The ksbind command: generate, check, decls, stubs, --version; bad input exits 2 with one line;
+every argument and environment variable in --help; Ctrl-C and a closed pipe exit cleanly."""
 from __future__ import annotations
 
+import argparse
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 import ksbind
-from ksbind.cli import main
+from ksbind.cli import ENVIRONMENT, _parser, main
 
 from .conftest import REPO
 
@@ -88,3 +95,104 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], fragme
 def test_usage_errors_exit_2() -> None:
     r = run("generate")
     assert r.returncode == 2 and "usage:" in r.stderr
+
+
+# ------------------------------------------------------------ help, exits, stubs
+
+def _subparsers(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """Every (sub)command's parser, with its command line: ('ksbind cache clean', parser)."""
+    yield parser.prog, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _subparsers(sub)
+
+
+def test_every_argument_of_every_command_is_described() -> None:
+    commands = dict(_subparsers(_parser()))
+    assert {"ksbind build", "ksbind stubs", "ksbind templates list", "ksbind cache clean"} <= set(commands)
+    for prog, parser in commands.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            assert action.help and action.help != argparse.SUPPRESS, (prog, action.dest)
+        flags = {s for a in parser._actions for s in a.option_strings}
+        assert {"-v", "-q", "--verbose", "--quiet"} <= flags, prog
+    text = run("build", "--help").stdout
+    assert "CONFIG           a YAML config file" in text and "--templates DIR  a template override folder" in text
+
+
+def _environment_variables_read() -> set[str]:
+    """Every variable name ksbind's code reads: os.environ/getenv in its Python and its C++ headers."""
+    pattern = re.compile(r"""(?:environ(?:\.get)?\(\s*|environ\[|getenv\(\s*|_env_flag\(\s*)["']([A-Z][A-Z0-9_]*)["']""")
+    names: set[str] = set()
+    package = REPO / "ksbind"
+    for path in [*package.rglob("*.py"), *package.rglob("*.h"), *package.rglob("*.j2")]:
+        names.update(pattern.findall(path.read_text(encoding="utf-8")))
+    return names
+
+
+def test_help_lists_every_environment_variable_ksbind_reads() -> None:
+    read = _environment_variables_read()
+    assert {"KSC", "KSC_RUNTIME", "KSBIND_CACHE_DIR", "KSBIND_JOBS", "CXX", "KSBIND_ARENA_BYTES",
+            "KSBIND_GIL_RELEASE_ELEMENTS", "KSBIND_OBJECT_CACHE", "KSBIND_CPU_CAPABILITY", "KSBIND_VERBOSE"} <= read
+    listed = {name for name, _ in ENVIRONMENT}
+    assert read <= listed, f"not in --help's environment section: {sorted(read - listed)}"
+    for args in (["--help"], ["build", "--help"], ["cache", "clean", "--help"]):
+        text = run(*args).stdout
+        assert "environment:" in text and all(f"  {name} " in text for name in listed), args
+
+
+def test_a_closed_pipe_exits_quietly() -> None:
+    """`ksbind templates list | head -1`: the reader leaves before ksbind writes."""
+    proc = subprocess.Popen([sys.executable, "-m", "ksbind", "templates", "list"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 128 + signal.SIGPIPE
+    assert err == ""
+
+
+def test_ctrl_c_during_a_build_is_one_line_exit_130_and_leaves_nothing(tmp_path: Path) -> None:
+    """SIGINT while the compiler runs (a stand-in that sleeps): the compilers are
+    stopped, nothing half-built stays in the cache or the output folder."""
+    fake = tmp_path / "slow-g++"
+    fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "slow g++ 1.0"; exit 0; fi\n'
+                    f'echo $$ >> {tmp_path / "pids"}\nexec sleep 60\n')
+    fake.chmod(0o755)
+    cache = tmp_path / "cache"
+    cfg = tmp_path / "relu3.yaml"
+    cfg.write_text(CONFIG.read_text().replace("../examples", str(REPO / "examples"))
+                   .replace("output: ../build/relu3_ext", f"output: {tmp_path / 'out'}"))
+    env = {**os.environ, "CXX": str(fake), "KSBIND_CACHE_DIR": str(cache), "KSBIND_CCACHE": "0",
+           "PYTHONFAULTHANDLER": "1"}  # a hang shows where (SIGABRT below)
+    proc = subprocess.Popen([sys.executable, "-m", "ksbind", "build", "-q", str(cfg)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "pids").exists():  # a compiler is running
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        raise AssertionError("the build did not stop: " + proc.communicate()[1][-4000:]) from None
+    assert proc.returncode == 130
+    assert err == "ksbind: interrupted\n" and out == ""
+    for pid in map(int, (tmp_path / "pids").read_text().split()):
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    # Lock files stay (flock: free once their holder exits); nothing staged or half-written does.
+    leftovers = [p for p in cache.rglob("*") if (p.name.startswith(".") or p.suffix in (".tmp", ".so", ".o"))
+                 and p.suffix != ".lock" and p.name != ".locks" and ".locks" not in p.parts]
+    assert leftovers == []
+    assert [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")] == []
+
+
+def test_stubs_writes_each_modules_pyi(tmp_path: Path) -> None:
+    r = run("stubs", CONFIG, REPO / "configs" / "relu3_torch.yaml", "-o", tmp_path / "typings")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "typings").iterdir()) == ["relu3_ext.pyi", "relu3_torch.pyi"]
+    assert "def vrelu3(" in (tmp_path / "typings" / "relu3_ext.pyi").read_text()
+    assert run("stubs", CONFIG).returncode == 2  # -o is required
