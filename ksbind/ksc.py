@@ -188,8 +188,10 @@ def _recorded_toolchains(spec: KscSpec, sources: Sequence[Path], name: str, cach
             used = meta.stat().st_mtime
         except (OSError, ValueError):
             continue  # an entry being removed, or not one of this version's
-        ksc = record.get("ksc") if isinstance(record, dict) else None
-        if record.get("sources_key") != key or not isinstance(ksc, dict):
+        if not isinstance(record, dict) or record.get("sources_key") != key:
+            continue
+        ksc = record.get("ksc")
+        if not isinstance(ksc, dict):
             continue
         runtime = _given_runtime(spec) or Path(str(ksc.get("runtime")))
         if not (runtime / "prelude.ks").is_file():
