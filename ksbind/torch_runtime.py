@@ -15,13 +15,15 @@ of its bindings (computed by ksbind/targets/torch.py at generation time).
 - with ``torch_library: NS``: the op ``torch.ops.NS.NAME`` (a
   ``torch.library.custom_op``) with its autograd formula from the vjp (op
   ``NS.NAME_vjp``) and a fake implementation, so it traces under
-  ``torch.compile(fullgraph=True)``.
+  ``torch.compile(fullgraph=True)``; the module's NAME calls it and carries
+  the binding's signature and docstring (``documented_op``; ``.op`` is the op).
 
 The vjp binding itself is always the raw vjp entry. ``raw`` holds every raw
 entry point by name.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from types import ModuleType, SimpleNamespace
@@ -43,8 +45,10 @@ def extension(name: str) -> ModuleType:
 
 
 def install(namespace: dict[str, Any], ext: ModuleType, bindings: Sequence[dict[str, Any]],
-            torch_library: str | None = None) -> None:
-    """Define the module's public names in ``namespace`` (the wrapper's globals)."""
+            torch_library: str | None = None, signatures: type | None = None) -> None:
+    """Define the module's public names in ``namespace`` (the wrapper's globals).
+    ``signatures`` holds a function per torch.library op whose signature and
+    docstring the op's Python face takes (documented_op)."""
     for fn in ALLOCATOR_FUNCTIONS + CPU_FUNCTIONS:
         if hasattr(ext, fn):
             namespace[fn] = getattr(ext, fn)
@@ -57,7 +61,9 @@ def install(namespace: dict[str, Any], ext: ModuleType, bindings: Sequence[dict[
             raw[b["vjp"]] = vjp
             namespace[b["vjp"]] = vjp
         if torch_library is not None and b["op"]:
-            namespace[b["name"]] = register_op(torch_library, b, entry, vjp)
+            op = register_op(torch_library, b, entry, vjp)
+            shown = getattr(signatures, b["name"], None)
+            namespace[b["name"]] = documented_op(op, shown) if shown is not None else op
         elif b["autograd"]:
             # The C++ entry checks grad mode and requires_grad itself and calls
             # Function.apply only when a gradient is needed.
@@ -277,6 +283,22 @@ def register_op(namespace: str, b: dict[str, Any], entry: Callable[..., Any],
 
         op.register_autograd(backward, setup_context=setup_context)
     return getattr(getattr(torch.ops, namespace), name)
+
+
+def documented_op(op: Any, shown: Callable[..., Any]) -> Callable[..., Any]:
+    """A function that calls ``op`` (an OpOverloadPacket, whose ``__doc__`` is None
+    and whose help() is the packet class's) with ``shown``'s name, docstring and
+    signature, for help(), IDEs and inspect.signature. torch.compile traces
+    through it to the op. ``.op`` is the op itself (``.default`` its overload)."""
+
+    @functools.wraps(shown)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return op(*args, **kwargs)
+
+    call.__qualname__ = call.__name__
+    call.op = op  # type: ignore[attr-defined]
+    call.default = op.default  # type: ignore[attr-defined]
+    return call
 
 
 def _fake(b: dict[str, Any], vjp: bool) -> Callable[..., Any]:

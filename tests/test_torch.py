@@ -288,7 +288,7 @@ def test_vmap_matches_eager_on_random_shapes(ops: ModuleType) -> None:
 # ------------------------------------------------------------ torch.library
 
 def test_library_ops_registered_with_autograd_and_fake(lib: ModuleType, ns: Any) -> None:
-    assert lib.vrelu3 is ns.vrelu3
+    assert lib.vrelu3.op is ns.vrelu3 and lib.vrelu3.default is ns.vrelu3.default
     for op, args in [(ns.vrelu3.default, (away_from_kinks(6),)),
                      (ns.relu3.default, (away_from_kinks(3, 4),)),
                      (ns.mulsin.default, (torch.randn(3, 1, requires_grad=True), torch.randn(4, requires_grad=True))),
@@ -306,7 +306,7 @@ def test_torch_compile_fullgraph_on_registered_ops(lib: ModuleType, ns: Any) -> 
     backward through the fake implementations without inductor's C++ compile
     (inductor works too, about 25 s more on 2 cores)."""
     def f(a: "torch.Tensor", b: "torch.Tensor") -> "torch.Tensor":
-        h = ns.relu3(a) * 2 + ns.mulsin(a, b)
+        h = lib.relu3(a) * 2 + ns.mulsin(a, b)  # the module's name for the op too
         return h.sum() + ns.vrelu3(b[0]).sum() + ns.vrelu3_rows(h).mean() + ns.scale_add(a[1], b[1], 3).sum()
 
     torch._dynamo.reset()
@@ -322,6 +322,19 @@ def test_torch_compile_fullgraph_on_registered_ops(lib: ModuleType, ns: Any) -> 
         expected.backward()
         torch.testing.assert_close(a.grad, a2.grad)
         torch.testing.assert_close(b.grad, b2.grad)
+
+
+def test_library_ops_show_the_bindings_signature_and_docstring_in_help(lib: ModuleType) -> None:
+    """m.NAME is the op behind a function with the stub's signature and the ks docstring
+    (an OpOverloadPacket alone has no __doc__, and help() shows its class)."""
+    import inspect
+    import pydoc
+
+    assert str(inspect.signature(lib.scale_add)) == "(a: torch.Tensor, b: torch.Tensor, n: int | torch.Tensor) -> torch.Tensor"
+    assert lib.vrelu3.__doc__ == "[vrelu3 (Tensor 1 Float)] : (Tensor 1 Float) -> (Tensor 1 Float)"
+    text = pydoc.render_doc(lib.vrelu3, renderer=pydoc.plaintext)
+    assert "vrelu3(t: torch.Tensor) -> torch.Tensor" in text and "OpOverloadPacket" not in text, text
+    assert lib.vrelu3.__name__ == "vrelu3" and lib.vrelu3.__module__ == lib.__name__
 
 
 # ------------------------------------------------------------ cache, example

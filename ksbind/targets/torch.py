@@ -413,6 +413,8 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
         "torch_entry_types": {name: _entry_signature(e, entries[name], b_mode=e.mode)
                               for name, e in torch_entries.items()},
         "torch_bindings": infos,
+        # The bindings the wrapper exports as torch.library ops (help() gets their stub signature).
+        "torch_op_names": [i.name for i in infos if i.op],
         "torch_bindings_literal": pprint.pformat([asdict(i) for i in infos], indent=1, width=110, sort_dicts=False),
         "ext_name": ext_name(options.name),
         **wrapper_imports(options),
