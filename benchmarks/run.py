@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import call_rows  # noqa: E402
 import gmm_overhead  # noqa: E402
 import inductor_rows  # noqa: E402
 import ksbind  # noqa: E402
@@ -295,6 +296,8 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
                                sizes.calls, sizes.repeats)
     rows.append(Row("call overhead, python target", "generated entry, scalar poly(2.0, 3)",
                     "hand-written pybind11 m.def", t_py * 1e9, t_hand * 1e9, "ns", "<= 1.10"))
+
+    rows += call_rows.rows(cache, sizes == QUICK, log, Row)
 
     log("torch target")
     torch_mod = ksbind.build(config, name="bench_torch", cache_dir=cache, quiet=True)

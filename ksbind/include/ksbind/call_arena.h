@@ -220,6 +220,20 @@ decltype(auto) CallArena::call(bool release_gil, F&& f) {
     }
 }
 
+// T::create(alloc, size) for converters, which copy arguments into the
+// calling thread's arena: a full arena is a MemoryError there too, naming
+// that arena's size.
+template <class Tensor>
+Tensor create_tensor(ks::allocator* alloc, const typename Tensor::index_type& size) {
+    const arenas::mark_t mark = alloc->mark();
+    try {
+        return Tensor::create(alloc, size);
+    } catch (...) {
+        const arenas::ThreadArena& t = arenas::this_thread();
+        rethrow_ks_failure(*alloc, mark, t.innermost ? t.bytes : ks::entry_points::arena_bytes());
+    }
+}
+
 // ------------------------------------------------------------ the module's functions
 
 // reset_allocator, allocator_top, ... of a module whose calls use per-thread

@@ -301,18 +301,6 @@ template <class Mark>
     }
 }
 
-// T::create(alloc, size) for converters, which copy arguments into the
-// module's arena before the ks call's guard: a full arena is a MemoryError
-// there too.
-template <class Tensor>
-Tensor create_tensor(ks::allocator* alloc, const typename Tensor::index_type& size) {
-    const auto mark = alloc->mark();
-    try {
-        return Tensor::create(alloc, size);
-    } catch (...) {
-        rethrow_ks_failure(*alloc, mark, ks::entry_points::arena_bytes());
-    }
-}
 
 // ------------------------------------------------------------ arena guards
 

@@ -32,8 +32,7 @@
 #include <utility>
 
 #include <knossos.h>
-#include <ksbind/call_arena.h>    // destroy_after_call
-#include <ksbind/entry_points.h>  // create_tensor
+#include <ksbind/call_arena.h>  // create_tensor, destroy_after_call
 
 namespace ksbind {
 namespace python {

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The python- and ks-target tests on every other CPython ksbind claims
+# (3.10, 3.12, 3.13; the main run, scripts/test.sh, is on .venv's Python with
+# torch). Each version gets .venv-pyX.Y with ksbind's dependencies (no torch:
+# torch 2.13 is on this machine's disk for one Python only), bundled runtime
+# only (the main run covers ksc's runtime). A version that is not installed
+# is skipped, saying so. Arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VERSIONS=${KSBIND_TEST_PYTHONS:-"3.10 3.12 3.13"}
+TESTS=(tests/test_calls.py tests/test_calls_targets.py tests/test_python_module.py
+       tests/test_python_scalar_calls.py tests/test_e2e_examples.py tests/test_runtime.py)
+root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+status=0
+for v in $VERSIONS; do
+  py=$(ls -d "$root"/versions/"$v".*/bin/python"$v" 2>/dev/null | sort -V | tail -1 || true)
+  if [ -z "$py" ]; then
+    echo "SKIPPED: CPython $v is not installed here (looked in $root/versions)"
+    continue
+  fi
+  venv=.venv-py$v
+  if [ ! -x "$venv/bin/python" ]; then
+    "$py" -m venv "$venv"
+  fi
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "jinja2>=3.1" "pyyaml>=6" "pybind11>=2.11" \
+    "pytest>=7" "numpy>=1.24" "hypothesis>=6"
+  echo "== CPython $v: $("$venv/bin/python" -V 2>&1)"
+  # ksbind from this tree (not installed: the tree is on sys.path through tests/); no torch here.
+  if ! KSBIND_TEST_RUNTIMES=bundled PYTHONPATH="$PWD" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+      "${TESTS[@]}" -k "not torch" "$@"; then
+    status=1
+  fi
+done
+exit $status
