@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -292,3 +293,24 @@ def test_a_missing_edef_is_found_without_importing_the_module(tmp_path: Path) ->
     assert str(err.value) == (f"{tmp_path / 'model.ks'}:2:1: ks function [my_log Float] (an edef) has no C++ "
                               "definition: a file under 'cpp:' must define ks::my_log$af(ks::allocator *, ks::Float)")
     assert not list((tmp_path / "lib").iterdir())  # nothing half-written
+
+
+# ------------------------------------------------------------ ksbind's own package metadata
+
+def test_ksbind_metadata_license_python_versions_and_wheel_commands() -> None:
+    """LICENSE is there and matches pyproject's MIT; requires-python and the
+    version classifiers say what CI tests (3.10-3.13); the documented wheel
+    commands keep dependencies out of dist/ (--no-deps)."""
+    license_text = (REPO / "LICENSE").read_text()
+    assert license_text.startswith("MIT License\n\nCopyright (c) 2026 the ksbind authors\n")
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert 'license = { text = "MIT" }' in pyproject and "License :: OSI Approved :: MIT License" in pyproject
+    assert 'requires-python = ">=3.10"' in pyproject
+    versions = {line.split("::")[-1].strip().rstrip('",') for line in pyproject.splitlines()
+                if "Programming Language :: Python :: 3." in line}
+    assert versions == {"3.10", "3.11", "3.12", "3.13"}
+    assert "[project.urls]" in pyproject and "Operating System :: POSIX :: Linux" in pyproject
+    assert '"ninja"' not in pyproject
+    for doc in (REPO / "README.md", REPO / "docs" / "packaging.md", EXAMPLE / "README.md"):
+        commands = re.findall(r"pip wheel \. -w[^`#\n]*", doc.read_text())
+        assert commands and all("--no-deps" in c for c in commands), (doc, commands)
