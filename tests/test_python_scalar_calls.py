@@ -40,7 +40,7 @@ def test_every_python_call_takes_this_threads_arena_then_converts() -> None:
     files = ksbind.render_module(DECLS, "m", "python", bindings=specs).files
     fns = _functions(files["entry_points.cpp"])
     for name, body in fns.items():
-        assert "ksbind::CallArena arena(ksbind::arenas::default_bytes());" in body, body
+        assert "ksbind::CallArena arena;" in body, body
         assert "ks::allocator& g_alloc = arena.allocator();" in body, body
         # every argument converted inside the guard, on this thread's arena
         assert body.index("CallArena") < body.index("ksbind::python::from_py<"), body

@@ -120,17 +120,21 @@ inline ThreadArena& this_thread() {
     return arena;
 }
 
+// The size before the module is configured (never seen in practice): the
+// environment's or the default.
+inline size_t default_bytes() { return ks::entry_points::detail::initial_arena_bytes(); }
+
 // The size a new arena gets: set_arena_bytes's, else the one the module was
-// configured with; before configuration (never, in practice) the default.
-inline size_t current_bytes(size_t fallback) {
+// configured with.
+inline size_t current_bytes() {
     size_t n = wanted_bytes.load(std::memory_order_acquire);
-    return n ? n : fallback;
+    return n ? n : default_bytes();
 }
 
 // (Re)make this thread's arena at the wanted size; only between calls.
-inline void remake(ThreadArena& t, size_t fallback) {
+inline void remake(ThreadArena& t) {
     const unsigned long gen = generation.load(std::memory_order_acquire);
-    const size_t bytes = current_bytes(fallback);
+    const size_t bytes = current_bytes();
     if (t.alloc && t.bytes == bytes) {
         t.generation = gen;
         return;
@@ -151,9 +155,9 @@ inline void remake(ThreadArena& t, size_t fallback) {
 // has been converted.
 class CallArena {
 public:
-    explicit CallArena(size_t fallback_bytes) : t_(arenas::this_thread()) {
+    CallArena() : t_(arenas::this_thread()) {
         if (t_.depth == 0 && (!t_.alloc || t_.generation != arenas::generation.load(std::memory_order_acquire)))
-            arenas::remake(t_, fallback_bytes);
+            arenas::remake(t_);
         mark_ = t_.alloc->mark();
         outer_ = t_.innermost;
         t_.innermost = this;
@@ -240,8 +244,6 @@ Tensor create_tensor(ks::allocator* alloc, const typename Tensor::index_type& si
 // arenas: each speaks of the calling thread's arena (docs/targets.md).
 namespace arenas {
 
-inline size_t default_bytes() { return ks::entry_points::detail::initial_arena_bytes(); }
-
 // Reset this thread's arena. Calls reset it themselves when they end; inside
 // a call (from Python code a conversion runs) it would free the outer call's
 // values, so it refuses.
@@ -267,7 +269,7 @@ inline size_t allocator_peak() {
 }
 
 // The size of every thread's arena.
-inline size_t arena_bytes() { return current_bytes(default_bytes()); }
+inline size_t arena_bytes() { return current_bytes(); }
 
 // Make every thread's arena this size: this thread's now (so that too big a
 // size is a MemoryError here), the others' at their next call. Inside a call
@@ -281,7 +283,7 @@ inline void set_arena_bytes(size_t bytes) {
     }
     wanted_bytes.store(bytes, std::memory_order_release);
     generation.fetch_add(1, std::memory_order_acq_rel);
-    if (t.depth == 0) remake(t, bytes);
+    if (t.depth == 0) remake(t);
 }
 
 // Module init: the config's arena size (KSBIND_ARENA_BYTES wins) and logging,
