@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Sets up .venv and runs the whole test suite (unit and end-to-end).
+# Sets up .venv and runs the whole test suite (what CI runs):
+#   1. pytest on .venv's Python (unit and end-to-end, torch included);
+#   2. scripts/test_pythons.sh: the python- and ks-target tests on the other
+#      CPythons ksbind claims (3.10, 3.12, 3.13), skipped where not installed;
+#   3. scripts/test_asan.sh: the python-target conversion tests under
+#      AddressSanitizer/UBSan with leak checks.
+# With arguments, only step 1, with them passed to pytest.
 #   --all   also what does not fit CI's time: every program of ksc's corpus
 #           (../shared/ksc/programs), not a fixed third.
-# Other arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--all" ]; then
@@ -10,4 +15,13 @@ if [ "${1:-}" = "--all" ]; then
   shift
 fi
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -q "$@"
+if [ $# -gt 0 ]; then
+  exec .venv/bin/python -m pytest -q "$@"
+fi
+status=0
+.venv/bin/python -m pytest -q || status=$?
+echo "== the python- and ks-target tests on the other CPythons (scripts/test_pythons.sh)"
+bash scripts/test_pythons.sh || status=1
+echo "== the conversion tests under AddressSanitizer and UBSan (scripts/test_asan.sh)"
+bash scripts/test_asan.sh || status=1
+exit $status
