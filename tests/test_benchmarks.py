@@ -8,6 +8,7 @@ import sys
 from .conftest import REPO
 
 ROWS = ("render", "call overhead, ks target", "call overhead, python target",
+        "threads, python target", *(["strings, python target"] * 4),
         "call overhead, torch target", "size independence",
         "elementwise throughput",
         *(f"vs inductor: {row}, {n} thr" for n in (2, 1)
