@@ -9,7 +9,7 @@
 // gamma; then float32 x (n*d), alphas (k), means (k*d), qs (k*d), ls (k*d(d-1)/2).
 // Prints "ready OBJECTIVE DX00" (to check it computes what the binding does),
 // then reads counts from stdin: for each count c it makes c (objective, vjp)
-// pairs, the arena reset to its mark before each call (as ksbind's ArenaScope
+// pairs, the arena reset to its mark before each call (as ksbind's CallArena
 // resets it after each), and prints c lines "OBJECTIVE_S VJP_S"; EOF ends it.
 #include "gmm.cpp"
 
