@@ -324,6 +324,17 @@ def test_torch_compile_fullgraph_on_registered_ops(lib: ModuleType, ns: Any) -> 
         torch.testing.assert_close(b.grad, b2.grad)
 
 
+def test_every_entry_shows_its_python_signature_not_object(ops: ModuleType) -> None:
+    """The autograd-routed entries return pybind11::object in C++: their docstring
+    starts with the stub's signature, not pybind11's '-> object'."""
+    docs = {name: getattr(ops, name).__doc__ for name in dir(ops)
+            if type(getattr(ops, name)).__name__ == "builtin_function_or_method"}
+    assert docs and not [d.splitlines()[0] for d in docs.values() if d and "-> object" in d.splitlines()[0]]
+    assert docs["vrelu3"].splitlines()[:3] == [
+        "vrelu3(t: torch.Tensor) -> torch.Tensor", "", "[vrelu3 (Tensor 1 Float)] : (Tensor 1 Float) -> (Tensor 1 Float)"]
+    assert docs["stats"].splitlines()[0] == "stats(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]"
+
+
 def test_library_ops_show_the_bindings_signature_and_docstring_in_help(lib: ModuleType) -> None:
     """m.NAME is the op behind a function with the stub's signature and the ks docstring
     (an OpOverloadPacket alone has no __doc__, and help() shows its class)."""

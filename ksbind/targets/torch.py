@@ -413,6 +413,10 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
         "torch_entry_types": {name: _entry_signature(e, entries[name], b_mode=e.mode)
                               for name, e in torch_entries.items()},
         "torch_bindings": infos,
+        # The Python signature line of each entry whose C++ returns pybind11::object (the
+        # autograd-routed ones): pybind11 would say "-> object" (torch_module.cpp.j2).
+        "torch_py_signatures": {name: f"{name}({', '.join(f'{p.py_name}: {p.py_type}' for p in e.params)}) -> "
+                                      f"{e.result.py_type}" for name, e in moded.items()},
         # The bindings the wrapper exports as torch.library ops (help() gets their stub signature).
         "torch_op_names": [i.name for i in infos if i.op],
         "torch_bindings_literal": pprint.pformat([asdict(i) for i in infos], indent=1, width=110, sort_dicts=False),
