@@ -71,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ksbind", description="Bind Knossos-compiled functions to Python and PyTorch.",
                                 parents=[common], epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"ksbind {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           help="one of these (ksbind COMMAND --help describes its arguments):")
 
     g = command(sub, "generate", "write the generated C++ for each config")
     g.add_argument("configs", nargs="+", metavar="CONFIG", help=_CONFIG_HELP)
@@ -105,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--ksc-runtime", metavar="DIR", help="ksc's runtime folder (default $KSC_RUNTIME)")
 
     t = command(sub, "templates", "list or eject the built-in templates")
-    tsub = t.add_subparsers(dest="templates_command", required=True, metavar="{list,eject}")
+    tsub = t.add_subparsers(dest="templates_command", required=True, metavar="{list,eject}",
+                            help="what to do with the built-in templates")
     command(tsub, "list", "show every built-in template and its blocks")
     e = command(tsub, "eject", "copy built-in templates out for editing")
     e.add_argument("dir", metavar="DIR", help="the folder to copy them into (use it as a templates: folder)")
@@ -113,7 +115,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--force", action="store_true", help="overwrite files in DIR that differ from the built-ins")
 
     k = command(sub, "cache", "list or clean the build cache ($KSBIND_CACHE_DIR)")
-    ksub = k.add_subparsers(dest="cache_command", required=True, metavar="{list,clean}")
+    ksub = k.add_subparsers(dest="cache_command", required=True, metavar="{list,clean}",
+                            help="what to do with the cache")
     command(ksub, "list", "one line per cached build and ksc output: size and last use")
     kc = command(ksub, "clean", "remove cache entries (default: least recently used ones, down to the "
                                 "size cap KSBIND_CACHE_MAX_BYTES)")

@@ -113,8 +113,6 @@ def test_every_argument_of_every_command_is_described() -> None:
     assert {"ksbind build", "ksbind stubs", "ksbind templates list", "ksbind cache clean"} <= set(commands)
     for prog, parser in commands.items():
         for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                continue
             assert action.help and action.help != argparse.SUPPRESS, (prog, action.dest)
         flags = {s for a in parser._actions for s in a.option_strings}
         assert {"-v", "-q", "--verbose", "--quiet"} <= flags, prog
