@@ -111,7 +111,13 @@ def setup(verbosity: int | None = None) -> None:
     if chosen is not None:
         logger.setLevel(LEVELS[max(0, min(2, chosen))])
     configured = logging.getLogger().handlers or [h for h in logger.handlers if h is not _handler]
-    if configured or _handler in logger.handlers:
+    if configured:
+        if _handler in logger.handlers:  # added before the application configured logging: hand over
+            logger.removeHandler(_handler)
+            if chosen is None:
+                logger.setLevel(logging.NOTSET)
+        return
+    if _handler in logger.handlers:
         return
     logger.addHandler(_handler)
     if logger.level == logging.NOTSET:

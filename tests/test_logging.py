@@ -105,8 +105,10 @@ def test_the_default_handler_writes_short_lines_to_the_current_stderr_and_steps_
         caught, sys.stderr = sys.stderr.getvalue(), saved
         print(repr(caught))
         logging.basicConfig(format="APP %(name)s %(message)s")   # the application's own handler
-        log.setup()
         compile_log.warning("m: once, through the application's handler")
+        log.setup()   # the next build: ksbind's handler and level are gone, the application's level rules
+        assert logging.getLogger("ksbind").handlers == [] and logging.getLogger("ksbind").level == 0
+        compile_log.info("m: not shown: the application's root logger is at WARNING")
         """)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == repr("ksbind: warning: m: to the new stderr\n")
