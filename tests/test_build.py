@@ -335,6 +335,7 @@ template <size_t I, class... Ts> auto& get(Tuple<Ts...>& t) { return std::get<I>
 template <size_t I, class... Ts> const auto& get(const Tuple<Ts...>& t) { return std::get<I>(t.items); }
 struct allocator {
     explicit allocator(size_t) {}
+    void* allocate(size_t) { return nullptr; }
     size_t mark() const { return 0; }
     void reset(size_t) {}
     size_t peak() const { return 0; }

@@ -167,6 +167,14 @@ def test_a_list_cleared_by_an_item_that_then_raises_gives_a_clean_error(py_calls
         m.vscale(items, 1.0)
 
 
+def test_a_huge_lazy_sequence_is_refused_before_it_is_read(py_calls: ModuleType, py_examples: ModuleType) -> None:
+    """Its len() is checked first: range(10**9) for a pair is not materialized (36 GB)."""
+    with pytest.raises(ValueError, match=r"argument 'p': expected a tuple of 2 values, got 1000000000"):
+        py_examples.mix(range(10**9), (True, (1.0, 1.0)))
+    with pytest.raises(MemoryError):
+        py_calls.vscale(range(10**9), 1.0)  # refused by the arena, before it is read
+
+
 # ------------------------------------------------------------ errors from user code
 
 

@@ -165,8 +165,11 @@ def test_ctrl_c_during_a_build_is_one_line_exit_130_and_leaves_nothing(tmp_path:
                    .replace("output: ../build/relu3_ext", f"output: {tmp_path / 'out'}"))
     env = {**os.environ, "CXX": str(fake), "KSBIND_CACHE_DIR": str(cache), "KSBIND_CCACHE": "0",
            "PYTHONFAULTHANDLER": "1"}  # a hang shows where (SIGABRT below)
+    # SIGINT as a terminal leaves it: a shell's background job (a CI runner may be one) starts its
+    # children with SIGINT ignored, and Python then installs no KeyboardInterrupt handler.
     proc = subprocess.Popen([sys.executable, "-m", "ksbind", "build", "-q", str(cfg)], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not (tmp_path / "pids").exists():  # a compiler is running
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

@@ -248,25 +248,34 @@ inline Py_ssize_t seq_length(PyObject* h, const Where& where, const char* expect
 // code that runs afterwards (an item's __float__, a __del__, another thread)
 // may change or empty the sequence itself; the snapshot, and every item in
 // it, stays as it was read. A list or tuple is copied without running any
-// Python code; any other sequence is iterated (its __iter__/__getitem__ run).
+// Python code. Any other sequence is iterated (its __iter__/__getitem__ run)
+// only when its len() is the `length` the caller expects: a huge lazy
+// sequence (range(10**9) for a pair) is refused before it is materialized.
+// The caller checks size() against `length` (and reports its own message)
+// before reading any item.
 class Snapshot {
 public:
-    Snapshot(PyObject* h, const Where& where, const char* expected) {
+    Snapshot(PyObject* h, const Where& where, const char* expected, Py_ssize_t length) {
         if (PyTuple_CheckExact(h)) {
             items_ = Object::steal(Py_NewRef(h));  // immutable: the tuple is its own snapshot
         } else if (PyList_Check(h)) {
+            size_ = PyList_GET_SIZE(h);
+            if (size_ != length) return;
             items_ = checked(PyList_AsTuple(h));
         } else {
-            if (!is_sequence(h)) type_error(where, expected, h);
+            size_ = seq_length(h, where, expected);
+            if (size_ != length) return;  // not materialized: the caller reports the size
             items_ = Object::steal(PySequence_Tuple(h));
             if (!items_) conversion_failed(where, expected, h);
         }
+        size_ = PyTuple_GET_SIZE(items_.get());
     }
-    Py_ssize_t size() const { return PyTuple_GET_SIZE(items_.get()); }
+    Py_ssize_t size() const { return size_; }
     PyObject* operator[](Py_ssize_t i) const { return PyTuple_GET_ITEM(items_.get(), i); }
 
 private:
     Object items_;
+    Py_ssize_t size_ = 0;
 };
 
 [[noreturn]] __attribute__((noinline, cold)) inline void changed_size(const Where& where, Py_ssize_t expected,
@@ -286,7 +295,7 @@ Tup convert_tuple(ks::allocator* alloc, const Snapshot& s, const Where& where, s
 
 template <class... Ts>
 ks::Tuple<Ts...> convert(ks::allocator* alloc, PyObject* h, const Where& where, tag<ks::Tuple<Ts...>>) {
-    Snapshot s(h, where, "a tuple");
+    Snapshot s(h, where, "a tuple", static_cast<Py_ssize_t>(sizeof...(Ts)));
     if (s.size() != static_cast<Py_ssize_t>(sizeof...(Ts)))
         value_error(where, "expected a tuple of " + std::to_string(sizeof...(Ts)) + " values, got " +
                                std::to_string(s.size()));
@@ -317,7 +326,7 @@ inline void tensor_shape(PyObject* h, const Where& where, int dim, int rank, int
 template <class T>
 void fill_tensor(ks::allocator* alloc, PyObject* h, const Where& where, int dim, int rank, const int* sizes,
                  T*& out) {
-    Snapshot s(h, where, rank == 1 ? "a list (ks Tensor 1)" : "a nested list (ks Tensor)");
+    Snapshot s(h, where, rank == 1 ? "a list (ks Tensor 1)" : "a nested list (ks Tensor)", sizes[dim]);
     if (s.size() != sizes[dim]) changed_size(where, sizes[dim], s.size());
     for (Py_ssize_t i = 0; i < s.size(); ++i) {
         Where at = where.at(i);
