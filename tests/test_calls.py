@@ -174,6 +174,17 @@ def test_a_huge_lazy_sequence_is_refused_before_it_is_read(py_calls: ModuleType,
     with pytest.raises(MemoryError):
         py_calls.vscale(range(10**9), 1.0)  # refused by the arena, before it is read
 
+    class Endless:
+        """len() says 3; __getitem__ never raises IndexError: read 3 items, as len() says."""
+
+        def __len__(self) -> int:
+            return 3
+
+        def __getitem__(self, i: int) -> float:
+            return float(i)
+
+    assert py_calls.vscale(Endless(), 2.0) == [0.0, 2.0, 4.0]
+
 
 # ------------------------------------------------------------ errors from user code
 
@@ -449,7 +460,11 @@ def test_strings_in_tensors_are_destroyed_on_every_path(py_calls: ModuleType) ->
         "tuples": lambda: m.tagged([("z" * 40, 1.0)] * 20, 1.0),
         "the ks call fails": _fails(lambda: m.strs_nonempty(words + [""]), RuntimeError),
         "a conversion fails half-way": _fails(lambda: m.strs(words + [7]), TypeError),
+        "built as ksc builds": lambda: m.repeat_strs(50),
     }
+    # ksc's build assigns into raw arena memory where the last call's strings were destroyed
+    assert [m.repeat_strs(3), m.repeat_strs(3)] == [["a" * 40, "b" * 40, "c" * 40]] * 2
+    assert m.strs(words) == 2000 and m.repeat_strs(2) == ["a" * 40, "b" * 40]
     grown = {name: _growth(call, 2_000 if SANITIZED else 20_000) for name, call in paths.items()}
     if SANITIZED:  # freed memory sits in ASan's quarantine; LeakSanitizer checks these paths at exit
         return

@@ -59,6 +59,12 @@ ks::Integer strs_nonempty$aT1s(ks::allocator * $alloc, ks::tensor<1, ks::String>
     return v.size();
 }
 
+ks::tensor<1, ks::String> repeat_strs$ai(ks::allocator * $alloc, ks::Integer n) {
+    auto out = ks::tensor<1, ks::String>::create($alloc, n);
+    for (int i = 0; i < n; ++i) out[i] = ks::String{std::string(40, static_cast<char>('a' + i % 26))};
+    return out;
+}
+
 ks::Float spin$afi(ks::allocator * $alloc, ks::Float x, ks::Integer n) {
     for (ks::Integer i = 0; i < n; ++i) x = x * 0.999f + 0.001f;
     return x;

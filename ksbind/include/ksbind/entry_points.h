@@ -173,14 +173,26 @@ namespace ksbind {
 
 // Run f with the GIL released (when this thread holds it), so other Python
 // threads run during a long ks call. f must not touch Python objects.
+// The GIL is taken back explicitly, not in a destructor: when the interpreter
+// is finalizing, PyEval_RestoreThread ends a daemon thread with pthread_exit,
+// whose forced unwind out of a (noexcept) destructor would abort the process.
 template <class F>
 decltype(auto) without_gil(F&& f) {
     if (!Py_IsInitialized() || !PyGILState_Check()) return f();
-    struct Restore {
-        PyThreadState* state;
-        ~Restore() { PyEval_RestoreThread(state); }
-    } restore{PyEval_SaveThread()};
-    return f();
+    PyThreadState* state = PyEval_SaveThread();
+    try {
+        if constexpr (std::is_void_v<decltype(f())>) {
+            f();
+            PyEval_RestoreThread(state);
+        } else {
+            decltype(auto) result = f();
+            PyEval_RestoreThread(state);
+            return result;
+        }
+    } catch (...) {
+        PyEval_RestoreThread(state);
+        throw;
+    }
 }
 
 // Release the GIL only for calls with enough tensor data to be worth it:

@@ -248,7 +248,7 @@ inline Py_ssize_t seq_length(PyObject* h, const Where& where, const char* expect
 // code that runs afterwards (an item's __float__, a __del__, another thread)
 // may change or empty the sequence itself; the snapshot, and every item in
 // it, stays as it was read. A list or tuple is copied without running any
-// Python code. Any other sequence is iterated (its __iter__/__getitem__ run)
+// Python code. Any other sequence is read by index (its __getitem__ runs)
 // only when its len() is the `length` the caller expects: a huge lazy
 // sequence (range(10**9) for a pair) is refused before it is materialized.
 // The caller checks size() against `length` (and reports its own message)
@@ -265,8 +265,19 @@ public:
         } else {
             size_ = seq_length(h, where, expected);
             if (size_ != length) return;  // not materialized: the caller reports the size
-            items_ = Object::steal(PySequence_Tuple(h));
-            if (!items_) conversion_failed(where, expected, h);
+            // Items 0..length-1 by index, as pybind11 reads a sequence: iterating
+            // would not stop at len() for a sequence whose __getitem__ never ends.
+            items_ = checked(PyTuple_New(length));
+            for (Py_ssize_t i = 0; i < length; ++i) {
+                PyObject* item = PySequence_GetItem(h, i);  // may run __getitem__
+                if (!item) {
+                    if (!PyErr_ExceptionMatches(PyExc_IndexError)) conversion_failed(where, expected, h);
+                    PyErr_Clear();  // shorter than its len() said
+                    size_ = i;
+                    return;
+                }
+                PyTuple_SET_ITEM(items_.get(), i, item);  // steals it
+            }
         }
         size_ = PyTuple_GET_SIZE(items_.get());
     }

@@ -14,6 +14,7 @@
 
 #include <ksbind/python.h>
 
+#include <cxxabi.h>  // abi::__forced_unwind
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -164,6 +165,8 @@ PyObject* method(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
         PyObject* slots[n == 0 ? 1 : n];
         sort_arguments(names, args, nargs, kwnames, slots);
         return invoke<Sig>(F, slots, std::make_index_sequence<n>());
+    } catch (abi::__forced_unwind&) {
+        throw;  // a thread ended by pthread_exit (interpreter shutdown) must unwind, not become an error
     } catch (...) {
         raise_current_exception();
         return nullptr;
