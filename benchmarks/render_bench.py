@@ -109,7 +109,7 @@ def fstring_files(bindings: list[Binding], module_doc: str, tensor_types: list[t
               + "".join(line + "\n" for line in entries_h) + "\n}\n}\n}\n")
     source = "#include \"entry_points.h\"\n\n" + ns_open + "\n" + "".join(body + "\n" for body in bodies) + "}\n}\n}\n"
     tensors = "".join(f'    declare_tensor_{r}<ks::{e}>(m, "Tensor_{r}_{e}");\n' for r, e in tensor_types)
-    module = ("#include <ksbind/pybind.h>\n#include \"entry_points.h\"\n\n"
+    module = ("#include <ksbind/pybind.h>\n#include <ksbind/ks_scalars.h>\n#include \"entry_points.h\"\n\n"
               "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
               f"    m.doc() = {cpp_string(module_doc)};\n"
               "    m.def(\"reset_allocator\", &ks::entry_points::reset_allocator);\n"

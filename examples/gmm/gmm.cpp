@@ -428,13 +428,13 @@ KS_DEF ty$suffwdpass$qmat_entry$aT1fT1fii suffwdpass$qmat_entry$aT1fT1fii(ks::al
     c$0 = (ks::make_Tuple(r_18,ks::make_Tuple(ks::make_Tuple(ks::make_Tuple(),ks::make_Tuple()),true,ks::make_Tuple(c$4,ks::make_Tuple(ks::make_Tuple(row_11,c$6),b_f_19)),ks::Tuple<ks::tensor<1, ks::Float>,ks::Tuple<ks::Integer,ks::tensor<1, ks::Float>>>{})));
   } else {
     ks::Integer c$8 = size(q_8);
-    ks::Integer t$2466 = c$8;
-    ty$suffwdpass$tril_slot$aiii c$9 = suffwdpass$tril_slot$aiii($alloc, t$2466, row_11, col_10);
+    ks::Integer t$2750 = c$8;
+    ty$suffwdpass$tril_slot$aiii c$9 = suffwdpass$tril_slot$aiii($alloc, t$2750, row_11, col_10);
     ty$suffwdpass$tril_slot$aiii c$14 = c$9;
     auto r_36 = ks::get<0>(c$14);
     auto b_f_37 = ks::get<1>(c$14);
     ks::Float c$10 = index(r_36, l);
-    ks::tensor<1, ks::Float> c$11 = constVec($alloc, t$2466, Float(0.0));
+    ks::tensor<1, ks::Float> c$11 = constVec($alloc, t$2750, Float(0.0));
     ks::Integer c$12 = size(l);
     ks::tensor<1, ks::Float> c$13 = constVec($alloc, c$12, Float(0.0));
     c$0 = (ks::make_Tuple(c$10,ks::make_Tuple(ks::make_Tuple(ks::make_Tuple(),ks::make_Tuple()),false,ks::Tuple<ks::Integer,ks::Tuple<ks::Tuple<ks::Integer,ks::tensor<1, ks::Float>>,ks::Float>>{},ks::make_Tuple(c$11,ks::make_Tuple(r_36,c$13)))));
@@ -461,9 +461,9 @@ KS_DEF ty$sufrevpass$qmat_entry$aT1fT1fii sufrevpass$qmat_entry$aT1fT1fii(ks::al
     auto be = ks::get<0>(c$12);
     auto bf_23 = ks::get<1>(c$12);
     ks::tensor<1, ks::Float> c$1 = ks::get<1>(be);
-    ks::tensor<1, ks::Float> t$2482 = c$1;
+    ks::tensor<1, ks::Float> t$2766 = c$1;
     ks::tensor<1, ks::Float> c$2 = constVec($alloc, b_rhs_18, Float(0.0));
-    ks::Integer c$3 = size(t$2482);
+    ks::Integer c$3 = size(t$2766);
     /* Lam */auto c$4 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
       ks::Integer c$6 = ks::get<0>(be);
       ks::Bool c$7 = eq(primDindex$i, c$6);
@@ -472,7 +472,7 @@ KS_DEF ty$sufrevpass$qmat_entry$aT1fT1fii sufrevpass$qmat_entry$aT1fT1fii(ks::al
         ty$sufrevpass$exp$af c$8 = sufrevpass$exp$af($alloc, dt_arg, bf_23);
         c$5 = (c$8);
       } else {
-        ks::Float c$9 = index(primDindex$i, t$2482);
+        ks::Float c$9 = index(primDindex$i, t$2766);
         c$5 = (c$9);
       }
       return (c$5);
@@ -489,8 +489,8 @@ KS_DEF ty$sufrevpass$qmat_entry$aT1fT1fii sufrevpass$qmat_entry$aT1fT1fii(ks::al
     auto d$t_31 = ks::get<1>(c$24);
     auto d$t_33 = ks::get<2>(c$24);
     ks::tensor<1, ks::Float> c$15 = ks::get<1>(bf_19);
-    ks::tensor<1, ks::Float> t$2488 = c$15;
-    ks::Integer c$16 = size(t$2488);
+    ks::tensor<1, ks::Float> t$2772 = c$15;
+    ks::Integer c$16 = size(t$2772);
     /* Lam */auto c$17 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
       ks::Integer c$19 = ks::get<0>(bf_19);
       ks::Bool c$20 = eq(primDindex$i, c$19);
@@ -498,7 +498,7 @@ KS_DEF ty$sufrevpass$qmat_entry$aT1fT1fii sufrevpass$qmat_entry$aT1fT1fii(ks::al
       if (c$20) {
         c$18 = (dt_arg);
       } else {
-        ks::Float c$21 = index(primDindex$i, t$2488);
+        ks::Float c$21 = index(primDindex$i, t$2772);
         c$18 = (c$21);
       }
       return (c$18);
@@ -612,8 +612,8 @@ KS_DEF ty$sufrevpass$qform$aT1fT1fT1f sufrevpass$qform$aT1fT1fT1f(ks::allocator 
       auto d$t_67 = ks::get<2>(c$23);
       auto d$t_69 = ks::get<3>(c$23);
       ks::tensor<1, ks::Float> c$14 = ks::get<1>(b_57);
-      ks::tensor<1, ks::Float> t$2520 = c$14;
-      ks::Integer c$15 = size(t$2520);
+      ks::tensor<1, ks::Float> t$2804 = c$14;
+      ks::Integer c$15 = size(t$2804);
       /* Lam */auto c$16 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
         ks::Integer c$18 = ks::get<0>(b_57);
         ks::Bool c$19 = eq(primDindex$i, c$18);
@@ -621,7 +621,7 @@ KS_DEF ty$sufrevpass$qform$aT1fT1fT1f sufrevpass$qform$aT1fT1fT1f(ks::allocator 
         if (c$19) {
           c$17 = (d$t_58);
         } else {
-          ks::Float c$20 = index(primDindex$i, t$2520);
+          ks::Float c$20 = index(primDindex$i, t$2804);
           c$17 = (c$20);
         }
         return (c$17);
@@ -684,10 +684,10 @@ KS_DEF ty$sufrevpass$vec_sub$aT1fT1f sufrevpass$vec_sub$aT1fT1f(ks::allocator * 
     auto b = ks::get<0>(c$22);
     auto b_19 = ks::get<1>(c$22);
     ks::tensor<1, ks::Float> c$4 = ks::get<1>(b);
-    ks::tensor<1, ks::Float> t$2539 = c$4;
+    ks::tensor<1, ks::Float> t$2823 = c$4;
     ks::tensor<1, ks::Float> c$5 = ks::get<1>(b_19);
-    ks::tensor<1, ks::Float> t$2543 = c$5;
-    ks::Integer c$6 = size(t$2539);
+    ks::tensor<1, ks::Float> t$2827 = c$5;
+    ks::Integer c$6 = size(t$2823);
     /* Lam */auto c$7 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
       ks::Integer c$9 = ks::get<0>(b);
       ks::Bool c$10 = eq(primDindex$i, c$9);
@@ -695,13 +695,13 @@ KS_DEF ty$sufrevpass$vec_sub$aT1fT1f sufrevpass$vec_sub$aT1fT1f(ks::allocator * 
       if (c$10) {
         c$8 = (d_dsub);
       } else {
-        ks::Float c$11 = index(primDindex$i, t$2539);
+        ks::Float c$11 = index(primDindex$i, t$2823);
         c$8 = (c$11);
       }
       return (c$8);
     };
     ks::tensor<1, ks::Float> c$12 = build<ks::Float>($alloc, c$6, c$7);
-    ks::Integer c$13 = size(t$2543);
+    ks::Integer c$13 = size(t$2827);
     /* Lam */auto c$14 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
       ks::Integer c$16 = ks::get<0>(b_19);
       ks::Bool c$17 = eq(primDindex$i, c$16);
@@ -709,7 +709,7 @@ KS_DEF ty$sufrevpass$vec_sub$aT1fT1f sufrevpass$vec_sub$aT1fT1f(ks::allocator * 
       if (c$17) {
         c$15 = (d$t_20);
       } else {
-        ks::Float c$18 = index(primDindex$i, t$2543);
+        ks::Float c$18 = index(primDindex$i, t$2827);
         c$15 = (c$18);
       }
       return (c$15);
@@ -758,19 +758,19 @@ KS_DEF ty$sufrevpass$vec_total$aT1f sufrevpass$vec_total$aT1f(ks::allocator * $a
   auto ba = ks::get<2>(c$16);
   /* Lam */auto c$1 = [=](ks::allocator * $alloc, ks::Integer j) {
     ks::Tuple<ks::Integer,ks::tensor<1, ks::Float>> c$2 = index(j, ba);
-    ks::Tuple<ks::Integer,ks::tensor<1, ks::Float>> t$2559 = c$2;
-    ks::tensor<1, ks::Float> c$3 = ks::get<1>(t$2559);
-    ks::tensor<1, ks::Float> t$2560 = c$3;
-    ks::Integer c$4 = size(t$2560);
+    ks::Tuple<ks::Integer,ks::tensor<1, ks::Float>> t$2843 = c$2;
+    ks::tensor<1, ks::Float> c$3 = ks::get<1>(t$2843);
+    ks::tensor<1, ks::Float> t$2844 = c$3;
+    ks::Integer c$4 = size(t$2844);
     /* Lam */auto c$5 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
-      ks::Integer c$7 = ks::get<0>(t$2559);
+      ks::Integer c$7 = ks::get<0>(t$2843);
       ks::Bool c$8 = eq(primDindex$i, c$7);
       ks::Float c$6;
       if (c$8) {
         ks::Float c$9 = index(j, d$a);
         c$6 = (c$9);
       } else {
-        ks::Float c$10 = index(primDindex$i, t$2560);
+        ks::Float c$10 = index(primDindex$i, t$2844);
         c$6 = (c$10);
       }
       return (c$6);
@@ -844,9 +844,9 @@ KS_DEF ty$sufrevpass$log_sum_exp$aT1f sufrevpass$log_sum_exp$aT1f(ks::allocator 
     ty$sufrevpass$exp$af c$5 = sufrevpass$exp$af($alloc, c$4, bf_33);
     ty$sufrevpass$exp$af d_dsub = c$5;
     ks::tensor<1, ks::Float> c$6 = ks::get<1>(be_32);
-    ks::tensor<1, ks::Float> t$2584 = c$6;
+    ks::tensor<1, ks::Float> t$2868 = c$6;
     ks::Float c$7 = neg$af($alloc, d_dsub);
-    ks::Integer c$8 = size(t$2584);
+    ks::Integer c$8 = size(t$2868);
     /* Lam */auto c$9 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
       ks::Integer c$11 = ks::get<0>(be_32);
       ks::Bool c$12 = eq(primDindex$i, c$11);
@@ -854,7 +854,7 @@ KS_DEF ty$sufrevpass$log_sum_exp$aT1f sufrevpass$log_sum_exp$aT1f(ks::allocator 
       if (c$12) {
         c$10 = (d_dsub);
       } else {
-        ks::Float c$13 = index(primDindex$i, t$2584);
+        ks::Float c$13 = index(primDindex$i, t$2868);
         c$10 = (c$13);
       }
       return (c$10);
@@ -1150,8 +1150,8 @@ KS_DEF ty$sufrevpass$wishart_term$a$dfi$bT1fT1f sufrevpass$wishart_term$a$dfi$bT
     ks::Float c$8 = mul$aff($alloc, x_52, c$7);
     ks::Float d$t_192 = c$8;
     ks::tensor<1, ks::Float> c$9 = ks::get<1>(be_186);
-    ks::tensor<1, ks::Float> t$2681 = c$9;
-    ks::Integer c$10 = size(t$2681);
+    ks::tensor<1, ks::Float> t$2965 = c$9;
+    ks::Integer c$10 = size(t$2965);
     /* Lam */auto c$11 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
       ks::Integer c$13 = ks::get<0>(be_186);
       ks::Bool c$14 = eq(primDindex$i, c$13);
@@ -1159,7 +1159,7 @@ KS_DEF ty$sufrevpass$wishart_term$a$dfi$bT1fT1f sufrevpass$wishart_term$a$dfi$bT
       if (c$14) {
         c$12 = (d$t_192);
       } else {
-        ks::Float c$15 = index(primDindex$i, t$2681);
+        ks::Float c$15 = index(primDindex$i, t$2965);
         c$12 = (c$15);
       }
       return (c$12);
@@ -1194,8 +1194,8 @@ KS_DEF ty$sufrevpass$wishart_term$a$dfi$bT1fT1f sufrevpass$wishart_term$a$dfi$bT
     ks::Float c$28 = mul$aff($alloc, x_57, d_dmul);
     ks::Float d$t_224 = c$28;
     ks::tensor<1, ks::Float> c$29 = ks::get<1>(b_rhs_214);
-    ks::tensor<1, ks::Float> t$2685 = c$29;
-    ks::Integer c$30 = size(t$2685);
+    ks::tensor<1, ks::Float> t$2969 = c$29;
+    ks::Integer c$30 = size(t$2969);
     /* Lam */auto c$31 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
       ks::Integer c$33 = ks::get<0>(b_rhs_214);
       ks::Bool c$34 = eq(primDindex$i, c$33);
@@ -1204,7 +1204,7 @@ KS_DEF ty$sufrevpass$wishart_term$a$dfi$bT1fT1f sufrevpass$wishart_term$a$dfi$bT
         ks::Float c$35 = ts_add($alloc, d$t_222, d$t_224);
         c$32 = (c$35);
       } else {
-        ks::Float c$36 = index(primDindex$i, t$2685);
+        ks::Float c$36 = index(primDindex$i, t$2969);
         c$32 = (c$36);
       }
       return (c$32);
@@ -1216,14 +1216,14 @@ KS_DEF ty$sufrevpass$wishart_term$a$dfi$bT1fT1f sufrevpass$wishart_term$a$dfi$bT
   ks::Tuple<ks::tensor<1, ks::Float>> c$58 = c$44;
   auto d$l_9 = ks::get<0>(c$58);
   ks::Float c$45 = neg$af($alloc, dt_arg);
-  ks::Float t$2692 = c$45;
+  ks::Float t$2976 = c$45;
   ks::Float c$46 = mul$aff($alloc, y_24, d$t_54);
   ks::Float c$47 = mul$aff($alloc, x_23, d$t_54);
   ks::Float c$48 = ts_add($alloc, c$46, c$47);
-  ks::Float c$49 = mul$aff($alloc, x_33, t$2692);
+  ks::Float c$49 = mul$aff($alloc, x_33, t$2976);
   ty$sufrevpass$log$af c$50 = sufrevpass$log$af($alloc, c$49, b_120);
   ks::Float c$51 = ts_add($alloc, c$48, c$50);
-  ks::Float c$52 = mul$aff($alloc, x_27, t$2692);
+  ks::Float c$52 = mul$aff($alloc, x_27, t$2976);
   ty$sufrevpass$vec_total$aT1f c$53 = sufrevpass$vec_total$aT1f($alloc, c$52, be_71);
   ks::tensor<1, ks::Float> c$54 = ts_add($alloc, c$53, d$q_6);
   ks::tensor<1, ks::Float> c$55 = ts_add($alloc, c$54, b_rhs_9);
@@ -1348,10 +1348,10 @@ KS_DEF ty$sufrev$gmm_objective$aT1T1fT1fT1T1fT1T1fT1T1f$dfi$b sufrev$gmm_objecti
     auto b_114 = ks::get<0>(c$87);
     auto b_116 = ks::get<1>(c$87);
     ks::tensor<1, ks::tensor<1, ks::Float>> c$69 = ks::get<1>(b_116);
-    ks::tensor<1, ks::tensor<1, ks::Float>> t$2911 = c$69;
+    ks::tensor<1, ks::tensor<1, ks::Float>> t$3195 = c$69;
     ks::tensor<1, ks::tensor<1, ks::Float>> c$70 = ks::get<1>(b_114);
-    ks::tensor<1, ks::tensor<1, ks::Float>> t$2915 = c$70;
-    ks::Integer c$71 = size(t$2911);
+    ks::tensor<1, ks::tensor<1, ks::Float>> t$3199 = c$70;
+    ks::Integer c$71 = size(t$3195);
     /* Lam */auto c$72 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
       ks::Integer c$74 = ks::get<0>(b_116);
       ks::Bool c$75 = eq(primDindex$i, c$74);
@@ -1359,13 +1359,13 @@ KS_DEF ty$sufrev$gmm_objective$aT1T1fT1fT1T1fT1T1fT1T1f$dfi$b sufrev$gmm_objecti
       if (c$75) {
         c$73 = (d$t_117);
       } else {
-        ks::tensor<1, ks::Float> c$76 = index(primDindex$i, t$2911);
+        ks::tensor<1, ks::Float> c$76 = index(primDindex$i, t$3195);
         c$73 = (c$76);
       }
       return (c$73);
     };
     ks::tensor<1, ks::tensor<1, ks::Float>> c$77 = build<ks::tensor<1, ks::Float>>($alloc, c$71, c$72);
-    ks::Integer c$78 = size(t$2915);
+    ks::Integer c$78 = size(t$3199);
     /* Lam */auto c$79 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
       ks::Integer c$81 = ks::get<0>(b_114);
       ks::Bool c$82 = eq(primDindex$i, c$81);
@@ -1373,7 +1373,7 @@ KS_DEF ty$sufrev$gmm_objective$aT1T1fT1fT1T1fT1T1fT1T1f$dfi$b sufrev$gmm_objecti
       if (c$82) {
         c$80 = (d$t_115);
       } else {
-        ks::tensor<1, ks::Float> c$83 = index(primDindex$i, t$2915);
+        ks::tensor<1, ks::Float> c$83 = index(primDindex$i, t$3199);
         c$80 = (c$83);
       }
       return (c$80);
@@ -1427,16 +1427,16 @@ KS_DEF ty$sufrev$gmm_objective$aT1T1fT1fT1T1fT1T1fT1T1f$dfi$b sufrev$gmm_objecti
       auto d$t_178 = ks::get<3>(c$146);
       auto d$t_180 = ks::get<4>(c$146);
       ks::tensor<1, ks::Float> c$101 = ks::get<1>(b_rhs_156);
-      ks::tensor<1, ks::Float> t$2923 = c$101;
+      ks::tensor<1, ks::Float> t$3207 = c$101;
       ks::tensor<1, ks::tensor<1, ks::Float>> c$102 = ks::get<1>(b_rhs_166);
-      ks::tensor<1, ks::tensor<1, ks::Float>> t$2927 = c$102;
+      ks::tensor<1, ks::tensor<1, ks::Float>> t$3211 = c$102;
       ks::tensor<1, ks::tensor<1, ks::Float>> c$103 = ks::get<1>(b_rhs_160);
-      ks::tensor<1, ks::tensor<1, ks::Float>> t$2931 = c$103;
+      ks::tensor<1, ks::tensor<1, ks::Float>> t$3215 = c$103;
       ks::tensor<1, ks::tensor<1, ks::Float>> c$104 = ks::get<1>(b_rhs_164);
-      ks::tensor<1, ks::tensor<1, ks::Float>> t$2935 = c$104;
+      ks::tensor<1, ks::tensor<1, ks::Float>> t$3219 = c$104;
       ks::tensor<1, ks::tensor<1, ks::Float>> c$105 = ks::get<1>(be_168);
-      ks::tensor<1, ks::tensor<1, ks::Float>> t$2939 = c$105;
-      ks::Integer c$106 = size(t$2923);
+      ks::tensor<1, ks::tensor<1, ks::Float>> t$3223 = c$105;
+      ks::Integer c$106 = size(t$3207);
       /* Lam */auto c$107 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
         ks::Integer c$109 = ks::get<0>(b_rhs_156);
         ks::Bool c$110 = eq(primDindex$i, c$109);
@@ -1444,13 +1444,13 @@ KS_DEF ty$sufrev$gmm_objective$aT1T1fT1fT1T1fT1T1fT1T1f$dfi$b sufrev$gmm_objecti
         if (c$110) {
           c$108 = (d$t_172);
         } else {
-          ks::Float c$111 = index(primDindex$i, t$2923);
+          ks::Float c$111 = index(primDindex$i, t$3207);
           c$108 = (c$111);
         }
         return (c$108);
       };
       ks::tensor<1, ks::Float> c$112 = build<ks::Float>($alloc, c$106, c$107);
-      ks::Integer c$113 = size(t$2927);
+      ks::Integer c$113 = size(t$3211);
       /* Lam */auto c$114 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
         ks::Integer c$116 = ks::get<0>(b_rhs_166);
         ks::Bool c$117 = eq(primDindex$i, c$116);
@@ -1458,13 +1458,13 @@ KS_DEF ty$sufrev$gmm_objective$aT1T1fT1fT1T1fT1T1fT1T1f$dfi$b sufrev$gmm_objecti
         if (c$117) {
           c$115 = (d$t_178);
         } else {
-          ks::tensor<1, ks::Float> c$118 = index(primDindex$i, t$2927);
+          ks::tensor<1, ks::Float> c$118 = index(primDindex$i, t$3211);
           c$115 = (c$118);
         }
         return (c$115);
       };
       ks::tensor<1, ks::tensor<1, ks::Float>> c$119 = build<ks::tensor<1, ks::Float>>($alloc, c$113, c$114);
-      ks::Integer c$120 = size(t$2931);
+      ks::Integer c$120 = size(t$3215);
       /* Lam */auto c$121 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
         ks::Integer c$123 = ks::get<0>(b_rhs_160);
         ks::Bool c$124 = eq(primDindex$i, c$123);
@@ -1472,13 +1472,13 @@ KS_DEF ty$sufrev$gmm_objective$aT1T1fT1fT1T1fT1T1fT1T1f$dfi$b sufrev$gmm_objecti
         if (c$124) {
           c$122 = (d$t_174);
         } else {
-          ks::tensor<1, ks::Float> c$125 = index(primDindex$i, t$2931);
+          ks::tensor<1, ks::Float> c$125 = index(primDindex$i, t$3215);
           c$122 = (c$125);
         }
         return (c$122);
       };
       ks::tensor<1, ks::tensor<1, ks::Float>> c$126 = build<ks::tensor<1, ks::Float>>($alloc, c$120, c$121);
-      ks::Integer c$127 = size(t$2935);
+      ks::Integer c$127 = size(t$3219);
       /* Lam */auto c$128 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
         ks::Integer c$130 = ks::get<0>(b_rhs_164);
         ks::Bool c$131 = eq(primDindex$i, c$130);
@@ -1486,13 +1486,13 @@ KS_DEF ty$sufrev$gmm_objective$aT1T1fT1fT1T1fT1T1fT1T1f$dfi$b sufrev$gmm_objecti
         if (c$131) {
           c$129 = (d$t_176);
         } else {
-          ks::tensor<1, ks::Float> c$132 = index(primDindex$i, t$2935);
+          ks::tensor<1, ks::Float> c$132 = index(primDindex$i, t$3219);
           c$129 = (c$132);
         }
         return (c$129);
       };
       ks::tensor<1, ks::tensor<1, ks::Float>> c$133 = build<ks::tensor<1, ks::Float>>($alloc, c$127, c$128);
-      ks::Integer c$134 = size(t$2939);
+      ks::Integer c$134 = size(t$3223);
       /* Lam */auto c$135 = [=](ks::allocator * $alloc, ks::Integer primDindex$i) {
         ks::Integer c$137 = ks::get<0>(be_168);
         ks::Bool c$138 = eq(primDindex$i, c$137);
@@ -1500,7 +1500,7 @@ KS_DEF ty$sufrev$gmm_objective$aT1T1fT1fT1T1fT1T1fT1T1f$dfi$b sufrev$gmm_objecti
         if (c$138) {
           c$136 = (d$t_180);
         } else {
-          ks::tensor<1, ks::Float> c$139 = index(primDindex$i, t$2939);
+          ks::tensor<1, ks::Float> c$139 = index(primDindex$i, t$3223);
           c$136 = (c$139);
         }
         return (c$136);
