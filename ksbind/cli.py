@@ -185,7 +185,7 @@ def _decls(args: argparse.Namespace) -> list[FunctionDecl]:
     spec = ModuleSpec(name="decls", config_path=path, target="ks", ks_files=(path,),
                       runtime=RuntimeSpec(bundled=False, from_ksc=True),
                       ksc=KscSpec(Path(args.ksc) if args.ksc else None,
-                                  Path(args.ksc_runtime) if args.ksc_runtime else None))
+                                  Path(args.ksc_runtime) if args.ksc_runtime else None, set_by="cli"))
     resolved = resolve_spec(spec)
     own = {b.decl.name.base_name for b in resolved.bindings}
     return [d for d in resolved.decls if d.name.base_name in own]

@@ -71,7 +71,8 @@ class KscSpec:
     runtime: Path | None = None
     timeout: float = DEFAULT_TIMEOUT
     location: Location | None = field(default=None, compare=False)
-    #: Who chose these settings, for the "not found" hint: "config" (``ksc:``) or "load_ks" (its arguments).
+    #: Who chose these settings, for the "not found" hint: "config" (``ksc:``), "load_ks" (its
+    #: arguments) or "cli" (``ksbind decls --ksc``).
     set_by: str = field(default="config", compare=False)
 
 
@@ -115,7 +116,7 @@ def find_ksc(spec: KscSpec) -> KscToolchain:
     how = _HOW[spec.set_by]
     if spec.path is not None:
         exe: Path | None = spec.path
-        origin = "load_ks's ksc=" if spec.set_by == "load_ks" else "the config's ksc: path"
+        origin = _ORIGIN[spec.set_by]
     elif os.environ.get("KSC"):
         exe, origin = Path(os.environ["KSC"]), "$KSC"
     else:
@@ -134,7 +135,7 @@ def find_ksc(spec: KscSpec) -> KscToolchain:
 def _find_runtime(spec: KscSpec, exe: Path) -> Path:
     if spec.runtime is not None:
         runtime = spec.runtime
-        origin = "load_ks's ksc_runtime=" if spec.set_by == "load_ks" else "the config's ksc: runtime"
+        origin = _ORIGIN_RUNTIME[spec.set_by]
     elif os.environ.get("KSC_RUNTIME"):
         runtime, origin = Path(os.environ["KSC_RUNTIME"]), "$KSC_RUNTIME"
     else:
@@ -146,11 +147,17 @@ def _find_runtime(spec: KscSpec, exe: Path) -> Path:
     return runtime
 
 
-#: How to point ksbind at ksc, by who chose the settings (KscSpec.set_by).
+#: How to point ksbind at ksc, by who chose the settings (KscSpec.set_by): a config,
+#: load_ks's arguments, or the command line (ksbind decls --ksc).
 _HOW = {"config": "set ksc: {path: ...} in the config, or the KSC environment variable, or put ksc on PATH",
-        "load_ks": "pass ksc= (the ksc binary) to load_ks, or set the KSC environment variable, or put ksc on PATH"}
+        "load_ks": "pass ksc= (the ksc binary) to load_ks, or set the KSC environment variable, or put ksc on PATH",
+        "cli": "pass --ksc PATH, or set the KSC environment variable, or put ksc on PATH"}
 _HOW_RUNTIME = {"config": "set ksc: {runtime: ...} in the config or KSC_RUNTIME",
-                "load_ks": "pass ksc_runtime= to load_ks or set KSC_RUNTIME"}
+                "load_ks": "pass ksc_runtime= to load_ks or set KSC_RUNTIME",
+                "cli": "pass --ksc-runtime DIR or set KSC_RUNTIME"}
+_ORIGIN = {"config": "the config's ksc: path", "load_ks": "load_ks's ksc=", "cli": "--ksc"}
+_ORIGIN_RUNTIME = {"config": "the config's ksc: runtime", "load_ks": "load_ks's ksc_runtime=",
+                   "cli": "--ksc-runtime"}
 
 
 def ksc_toolchains(spec: KscSpec, sources: Sequence[Path], name: str, cache_root: Path) -> list[KscToolchain]:

@@ -273,7 +273,8 @@ def test_cli_decls_through_ksc(tmp_path: Path, capsys: pytest.CaptureFixture[str
     capsys.readouterr()
     src.write_text((PROGRAMS / "ex1.ks").read_text() + "\n(def extra Float (x : Float) x)\n")
     assert main(["decls", str(src), "--ksc", str(tmp_path / "nope")]) == 2
-    assert "ksc not found at" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "ksc not found at" in err and "(from --ksc): pass --ksc PATH" in err  # the command line's wording
 
 
 def test_structured_name_round_trip_for_kso_names() -> None:
