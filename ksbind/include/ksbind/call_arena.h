@@ -26,7 +26,6 @@
 #include <knossos.h>
 #include <ksbind/entry_points.h>  // without_gil_if, rethrow_ks_failure, g_logging
 
-#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +37,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #ifndef KSBIND_HIDDEN
 #define KSBIND_HIDDEN __attribute__((visibility("hidden")))
@@ -49,7 +47,9 @@ namespace ksbind {
 // ------------------------------------------------------------ destructors
 
 // Blocks of arena memory holding constructed values with destructors, to be
-// destroyed (last registered first) when the call that owns them ends.
+// destroyed when the call that owns them ends. Blocks never overlap (a block
+// inside one already held is not added), and ks values' destructors touch
+// nothing outside their own block, so the order they run in does not matter.
 class Destructors {
 public:
     template <class T>
@@ -64,23 +64,20 @@ public:
             // 1e5 inner string tensors is 1e5 blocks).
             auto next = blocks_.upper_bound(begin);
             if (next != blocks_.begin() && std::prev(next)->second.end >= end) return;
-            blocks_.emplace(begin, Block{end, count, order_++, &destroy<T>});
+            blocks_.emplace(begin, Block{end, count, &destroy<T>});
         }
     }
-    // Destroy everything adopted, newest first (never throws: destructors of
-    // ks values do not), and zero the memory: ksc's generated code assigns
-    // into arena memory it never constructed (its tensor::create leaves the
-    // memory raw), and a zeroed std::string there is what a fresh arena held,
-    // where a destroyed one would have its buffer freed a second time.
+    // Destroy everything adopted (never throws: destructors of ks values do
+    // not), and zero the memory: ksc's generated code assigns into arena
+    // memory it never constructed (its tensor::create leaves the memory raw),
+    // and a zeroed std::string there is what a fresh arena held, where a
+    // destroyed one would have its buffer freed a second time.
     void run() noexcept {
-        if (blocks_.empty()) return;
-        std::vector<std::pair<unsigned char*, Block>> order(blocks_.begin(), blocks_.end());
-        blocks_.clear();
-        std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.order > b.second.order; });
-        for (auto& [begin, b] : order) {
+        for (auto& [begin, b] : blocks_) {
             b.destroy(begin, b.count);
             std::memset(begin, 0, static_cast<size_t>(b.end - begin));
         }
+        blocks_.clear();
     }
     ~Destructors() { run(); }
 
@@ -93,11 +90,9 @@ private:
     struct Block {
         unsigned char* end;
         size_t count;
-        size_t order;
         void (*destroy)(unsigned char*, size_t) noexcept;
     };
     std::map<unsigned char*, Block> blocks_;
-    size_t order_ = 0;
 };
 
 // ------------------------------------------------------------ per-thread arenas
@@ -200,7 +195,6 @@ public:
     CallArena& operator=(const CallArena&) = delete;
 
     ks::allocator& allocator() { return *t_.alloc; }
-    size_t bytes() const { return t_.bytes; }
 
     // Whether p lies in what this call (or a call nested in it) allocated:
     // only such values are this call's to destroy (a result may view memory
@@ -319,8 +313,7 @@ inline void set_arena_bytes(size_t bytes) {
 inline void configure(size_t config_arena_bytes, bool log) {
     if (configured.load(std::memory_order_acquire)) return;
     size_t env = ks::entry_points::detail::env_arena_bytes();
-    size_t expected = 0;
-    wanted_bytes.compare_exchange_strong(expected, env ? env : config_arena_bytes, std::memory_order_acq_rel);
+    wanted_bytes.store(env ? env : config_arena_bytes, std::memory_order_release);
     ks::entry_points::g_logging = log;
     configured.store(true, std::memory_order_release);
 }

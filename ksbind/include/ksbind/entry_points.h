@@ -313,7 +313,6 @@ template <class Mark>
     }
 }
 
-
 // ------------------------------------------------------------ arena guards
 
 // Guards the arena for an entry point's whole run. A call that will release
@@ -363,7 +362,6 @@ protected:
     bool locked_;
     mark_t mark_;
 };
-
 
 // ------------------------------------------------------------ logging
 

@@ -44,7 +44,7 @@ bool load_number(pybind11::handle src, bool convert, E& out) {
         if (d == -1.0 && PyErr_Occurred()) {
             if (PyLong_Check(o) && PyErr_ExceptionMatches(PyExc_OverflowError)) {
                 PyErr_Clear();
-                throw std::overflow_error("int too large for ks Float");
+                throw std::overflow_error("int too large for ks Float (32-bit float)");
             }
             return conversion_failed();
         }
