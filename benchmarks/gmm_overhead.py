@@ -75,8 +75,8 @@ class Result:
 
 def harness_flags() -> list[str]:
     """The flags the torch target compiles gmm.cpp with (same unit as its entry points)."""
-    from ksbind.build_torch import CFLAGS, TORCH_CFLAGS
-    from ksbind.toolchain import RUNTIME_DIR
+    from ksbind.backend.toolchain import RUNTIME_DIR
+    from ksbind.backend.torch_build import CFLAGS, TORCH_CFLAGS
 
     return [*TORCH_CFLAGS[1:], *CFLAGS, f"-I{RUNTIME_DIR}", f"-I{GMM}"]
 

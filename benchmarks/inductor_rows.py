@@ -104,7 +104,7 @@ def measure(module: ModuleType, shapes: Shapes, log: Callable[[str], None], make
          lambda: module.rownorm(m), lambda: rownorm(m)),
     ]
     if fast_module is not None:
-        cases.append(("vmap rownorm, fast_math", f"the same, module built with fast_math: true",
+        cases.append(("vmap rownorm, fast_math", "the same, module built with fast_math: true",
                       [lambda: fast_module.rownorm(m), lambda: compiled["rownorm"](m), lambda: rownorm(m)],
                       lambda: fast_module.rownorm(m), lambda: rownorm(m)))
     for _, _, _, ours, ref in cases:  # same answers before timing

@@ -132,7 +132,7 @@ def wait_for_background(cache: Path, timeout: float = 900) -> None:
 def gxx_alone(cache: Path, name: str) -> tuple[float, float]:
     """g++ on the module's user C++ (ksc's output, from the cache) with ksbind's flags."""
     sys.path.insert(0, str(REPO))
-    from ksbind.toolchain import BASE_FLAGS
+    from ksbind.backend.toolchain import BASE_FLAGS
 
     (cpp,) = [p for d in cache.glob(f"ksc-{name}-*") for p in d.glob(f"{name}.cpp")]
     with tempfile.TemporaryDirectory() as tmp:

@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Callable
 
 import ksbind
-from ksbind.binding import Binding, BindingSpec, select_bindings
-from ksbind.model import FunctionDecl
-from ksbind.render import cpp_string
-from ksbind.types import TupleType
+from ksbind.binding import select_bindings
+from ksbind.codegen.render import cpp_string
+from ksbind.lang.model import FunctionDecl
+from ksbind.lang.types import TupleType
+from ksbind.spec import Binding, BindingSpec
 
 SIGNATURES = [  # (argument types, result type): a mix of scalars, tensors and tuples
     ("Float", "Float"),
@@ -125,8 +126,8 @@ def fstring_files(bindings: list[Binding], module_doc: str, tensor_types: list[t
 
 def fstring_stub(bindings: list[Binding], ctx_stub: str) -> str:
     """The .pyi's per-binding part, as the stub template writes it (its fixed prologue is copied)."""
-    from ksbind.render import py_docstring
-    from ksbind.targets.ks import py_type
+    from ksbind.codegen.render import py_docstring
+    from ksbind.codegen.targets.ks import py_type
     out = [ctx_stub]
     for b in bindings:
         entries = [(b.name, b.decl, False)] + ([(b.vjp_name, b.vjp_decl, True)] if b.vjp_decl else [])
@@ -179,10 +180,10 @@ def render_cases(n: int) -> RenderCases:
         '{% extends "builtin/entry_points.cpp.j2" %}\n{% block call %}\n'
         "        auto ret = {{ m.ks_call(e) }};  // overridden\n        return ret;\n{% endblock %}\n")
 
-    def default() -> ksbind.render.RenderedModule:
+    def default() -> ksbind.codegen.render.RenderedModule:
         return ksbind.render_module(decls, "bench", "ks", bindings=specs)
 
-    def overridden() -> ksbind.render.RenderedModule:
+    def overridden() -> ksbind.codegen.render.RenderedModule:
         return ksbind.render_module(decls, "bench", "ks", bindings=specs, templates=[override])
 
     def fstring() -> dict[str, str]:

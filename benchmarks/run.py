@@ -33,9 +33,10 @@ sys.path.insert(0, str(HERE))
 import call_rows  # noqa: E402
 import gmm_overhead  # noqa: E402
 import inductor_rows  # noqa: E402
-import ksbind  # noqa: E402
 import ksc_gmm_build  # noqa: E402
 import render_bench  # noqa: E402
+
+import ksbind  # noqa: E402
 
 # ---------------------------------------------------------------- the modules under test
 
@@ -239,7 +240,7 @@ def compile_hand_pybind(tmp: Path) -> object:
 
     import pybind11
 
-    from ksbind.build import BASE_FLAGS, INCLUDE_DIR, RUNTIME_DIR
+    from ksbind.backend.toolchain import BASE_FLAGS, INCLUDE_DIR, RUNTIME_DIR
 
     src = tmp / "bench_hand.cpp"
     src.write_text(HAND_PYBIND)

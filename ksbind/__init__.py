@@ -1,29 +1,67 @@
 """ksbind: C++ entry points and Python/PyTorch bindings for Knossos-compiled functions.
 
-The functions below are wrapped by ``errors.public_call``: a KsbindError they
+The public face (../DESIGN.md's contract) is resolved lazily: ``import ksbind``
+loads only this file and ``_version``, so a generated torch wrapper's
+``from ksbind import torch_runtime`` and ``ksbind --help`` pay for nothing
+else (no jinja2, no yaml). Each name is imported on first use and then kept
+here. The functions are wrapped by ``errors.public_call``: a KsbindError they
 raise carries a traceback that ends at the user's call (docs/errors.md).
 """
-from ._version import __version__
-from .build import build as _build
-from .config import ModuleSpec, load_config as _load_config
-from .errors import KsbindError, KsbindWarning, Location, public_call as _public_call
-from .load import load_ks as _load_ks
-from .model import FunctionDecl, StructuredName
-from .pipeline import generate as _generate
-from .reader import parse_ks as _parse_ks, read_ks as _read_ks
-from .render import RenderedModule, render_module as _render_module
-from .types import KsType, parse_type as _parse_type
+from __future__ import annotations
 
-build = _public_call(_build)
-load_config = _public_call(_load_config)
-load_ks = _public_call(_load_ks)
-generate = _public_call(_generate)
-parse_ks = _public_call(_parse_ks)
-read_ks = _public_call(_read_ks)
-render_module = _public_call(_render_module)
-parse_type = _public_call(_parse_type)
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "__version__", "KsbindError", "KsbindWarning", "Location", "load_ks", "KsType", "parse_type", "FunctionDecl", "StructuredName",
-    "parse_ks", "read_ks", "render_module", "RenderedModule", "ModuleSpec", "load_config", "generate", "build",
-]
+from ksbind._version import __version__
+
+if TYPE_CHECKING:
+    from ksbind.codegen.render import RenderedModule, render_module
+    from ksbind.config import load_config
+    from ksbind.errors import KsbindError, KsbindWarning, Location
+    from ksbind.lang.model import FunctionDecl, StructuredName
+    from ksbind.lang.reader import parse_ks, read_ks
+    from ksbind.lang.types import KsType, parse_type
+    from ksbind.load import load_ks
+    from ksbind.pipeline import build, generate
+    from ksbind.spec import ModuleSpec
+
+#: name -> (module, attribute, wrapped by errors.public_call)
+_FACE: dict[str, tuple[str, str, bool]] = {
+    "KsbindError": ("ksbind.errors", "KsbindError", False),
+    "KsbindWarning": ("ksbind.errors", "KsbindWarning", False),
+    "Location": ("ksbind.errors", "Location", False),
+    "KsType": ("ksbind.lang.types", "KsType", False),
+    "parse_type": ("ksbind.lang.types", "parse_type", True),
+    "FunctionDecl": ("ksbind.lang.model", "FunctionDecl", False),
+    "StructuredName": ("ksbind.lang.model", "StructuredName", False),
+    "parse_ks": ("ksbind.lang.reader", "parse_ks", True),
+    "read_ks": ("ksbind.lang.reader", "read_ks", True),
+    "ModuleSpec": ("ksbind.spec", "ModuleSpec", False),
+    "load_config": ("ksbind.config", "load_config", True),
+    "RenderedModule": ("ksbind.codegen.render", "RenderedModule", False),
+    "render_module": ("ksbind.codegen.render", "render_module", True),
+    "generate": ("ksbind.pipeline", "generate", True),
+    "build": ("ksbind.pipeline", "build", True),
+    "load_ks": ("ksbind.load", "load_ks", True),
+}
+
+__all__ = ["__version__", *_FACE]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attribute, wrapped = _FACE[name]
+    except KeyError:
+        raise AttributeError(f"module 'ksbind' has no attribute {name!r}") from None
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), attribute)
+    if wrapped:
+        from ksbind.errors import public_call
+
+        value = public_call(value)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -6,51 +6,20 @@ here, so renderers can trust them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from . import errors
-from .errors import BindingError, KsbindError, KsbindWarning, Location, closest
-from .identifiers import CPP_KEYWORDS, identifier_problem, is_ks_symbol, sanitize
-from .model import FunctionDecl, StructuredName
-from .reader import structured_name_from_node
-from .sexpr import SList, parse_sexprs
-
-MODES = ("plain", "elementwise", "vmap")
-#: Where a binding's vjp comes from: [sufrev F] when declared, else [rev F] ("auto"), or one of them.
-VJP_SOURCES = ("auto", "sufrev", "rev")
-#: When a binding's ks call runs with the GIL released (docs/config.md): "auto" when the call is
-#: worth it (enough tensor data, or the binding is marked ``long``; every call on the torch target).
-GIL_POLICIES = ("auto", "always", "never")
-#: Names every generated module defines itself.
-RESERVED_NAMES = frozenset({"reset_allocator", "allocator_top", "allocator_peak", "logging",
-                            "set_arena_bytes", "arena_bytes"})
-
-
-@dataclass(frozen=True)
-class BindingSpec:
-    """One entry of a config's ``bindings:`` list, not yet resolved."""
-
-    name: str
-    function: str | None = None
-    vjp: str | None = None
-    mode: str = "plain"
-    location: Location | None = field(default=None, compare=False)
-    vjp_from: str = "auto"
-    release_gil: str = "auto"
-    long_call: bool = False
-
-
-@dataclass(frozen=True)
-class Binding:
-    name: str
-    decl: FunctionDecl
-    vjp_name: str | None = None
-    vjp_decl: FunctionDecl | None = None
-    mode: str = "plain"
-    location: Location | None = field(default=None, compare=False)
-    release_gil: str = "auto"
-    long_call: bool = False
+from ksbind import errors
+from ksbind.errors import BindingError, KsbindError, KsbindWarning, Location, closest
+from ksbind.lang.identifiers import (
+    CPP_KEYWORDS,
+    identifier_problem,
+    is_ks_symbol,
+    sanitize,
+)
+from ksbind.lang.model import FunctionDecl, StructuredName
+from ksbind.lang.reader import structured_name_from_node
+from ksbind.lang.sexpr import SList, parse_sexprs
+from ksbind.spec import GIL_POLICIES, MODES, RESERVED_NAMES, Binding, BindingSpec
 
 
 def select_bindings(decls: Sequence[FunctionDecl], specs: Sequence[BindingSpec] | None = None,

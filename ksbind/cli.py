@@ -11,11 +11,11 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence, TextIO
 
-from ._version import __version__
-from .errors import KsbindError, KsbindWarning
+from ksbind._version import __version__
+from ksbind.errors import KsbindError, KsbindWarning
 
 if TYPE_CHECKING:
-    from .model import FunctionDecl
+    from ksbind.lang.model import FunctionDecl
 
 
 #: Every environment variable ksbind reads (its Python code and the generated
@@ -138,7 +138,7 @@ def _days(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from . import log
+    from ksbind import log
 
     try:
         with warnings.catch_warnings(), log.verbosity(getattr(args, "verbosity", None)):
@@ -173,13 +173,12 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 def _decls(args: argparse.Namespace) -> list[FunctionDecl]:
     """A file's declarations; with --ksc, those of the .kso ksc writes for it (the file's own functions)."""
-    from .reader import read_ks
+    from ksbind.lang.reader import read_ks
 
     if args.ksc is None:
         return read_ks(args.file)
-    from .config import ModuleSpec, RuntimeSpec
-    from .ksc import KscSpec
-    from .resolve import resolve_spec
+    from ksbind.resolve import resolve_spec
+    from ksbind.spec import KscSpec, ModuleSpec, RuntimeSpec
 
     path = Path(args.file).resolve()
     spec = ModuleSpec(name="decls", config_path=path, target="ks", ks_files=(path,),
@@ -195,7 +194,7 @@ def _cache(args: argparse.Namespace) -> int:
     """``ksbind cache list|clean``."""
     import time
 
-    from . import buildcache
+    from ksbind.cache import store as buildcache
 
     root = buildcache.cache_root()
     cap = buildcache.cache_max_bytes()
@@ -245,7 +244,7 @@ def _cache(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.command == "cache":
         return _cache(args)
-    from . import pipeline
+    from ksbind import pipeline
 
     if args.command == "generate":
         if args.check:
@@ -254,11 +253,11 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"would change: {path}")
             return 1 if stale else 0
         modules = pipeline.prepare(args.configs, args.out_dir, args.templates)
-        from .output import write_planned
+        from ksbind.codegen.output import write_planned
         if args.dump_context:
-            from .context import context_to_json
+            from ksbind.codegen.context import context_to_json
             dump = {m.spec.name: context_to_json(m.rendered.context) for m in modules}
-            from .output import write_atomic
+            from ksbind.codegen.output import write_atomic
             write_atomic(Path(args.dump_context), json.dumps(dump, indent=2, sort_keys=True) + "\n")
         for m in modules:
             written = write_planned(m.planned)
@@ -271,7 +270,7 @@ def _run(args: argparse.Namespace) -> int:
                   f"target {m.spec.target})")
         return 0
     if args.command == "build":
-        from .build import build_configs
+        from ksbind.pipeline import build_configs
         for name, module in build_configs(args.configs, templates=args.templates):
             print(f"{name}: built {getattr(module, '__file__', module)}")
         return 0
@@ -286,7 +285,7 @@ def _run(args: argparse.Namespace) -> int:
                   f"{d.cpp_symbol}(ks::allocator *{', ' + params if params else ''})")
         return 0
     if args.command == "templates":
-        from . import authoring
+        from ksbind.codegen import authoring
         if args.templates_command == "list":
             print(authoring.describe_templates())
             return 0

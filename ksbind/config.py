@@ -8,20 +8,30 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import yaml
 
-from .binding import GIL_POLICIES, MODES, VJP_SOURCES, BindingSpec
-from .context import DEFAULT_ARENA_BYTES, LAYOUTS
-from .errors import ConfigError, KsbindError, Location, closest
-from .identifiers import identifier_problem
-from .ksc import DEFAULT_TIMEOUT, KscSpec
-from .reader import read_text
-from .targets import TARGETS
-from .types import MAX_RANK
+from ksbind.codegen.targets import TARGETS
+from ksbind.errors import ConfigError, KsbindError, Location, closest
+from ksbind.lang.identifiers import identifier_problem
+from ksbind.lang.reader import read_text
+from ksbind.lang.types import MAX_RANK
+from ksbind.spec import (
+    DEFAULT_ARENA_BYTES,
+    DEFAULT_TIMEOUT,
+    GIL_POLICIES,
+    LAYOUTS,
+    MODES,
+    TENSOR_ELEMENTS,
+    VJP_SOURCES,
+    BindingSpec,
+    InlineDeclarations,
+    KscSpec,
+    ModuleSpec,
+    RuntimeSpec,
+)
 
 MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindings", "tensor_types",
                "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters", "ksc",
@@ -29,54 +39,13 @@ MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindin
 BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from", "release_gil", "long")
 RUNTIME_KEYS = ("include_dirs", "sources")
 KSC_KEYS = ("path", "runtime", "timeout")
-TENSOR_ELEMENTS = ("Float", "Integer", "Bool")
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "seq", "map")}
 
 
-@dataclass(frozen=True)
-class RuntimeSpec:
-    """``bundled`` (ksbind's own runtime) or a folder of ksc's runtime."""
-
-    bundled: bool = True
-    include_dirs: tuple[Path, ...] = ()
-    sources: tuple[Path, ...] = ()
-    #: Not named in the config, which names ksc: ksc's runtime, filled in by the ksc step.
-    from_ksc: bool = False
 
 
-@dataclass(frozen=True)
-class InlineDeclarations:
-    text: str  # padded so line numbers match the config file
-    location: Location
 
 
-@dataclass(frozen=True)
-class ModuleSpec:
-    name: str
-    config_path: Path
-    target: str = "ks"
-    ks_files: tuple[Path, ...] = ()
-    declarations: InlineDeclarations | None = None
-    cpp: tuple[Path, ...] = ()
-    runtime: RuntimeSpec = RuntimeSpec()
-    bindings: tuple[BindingSpec, ...] | None = None
-    tensor_types: tuple[tuple[int, str], ...] = ()
-    logging: bool = False
-    templates: tuple[Path, ...] = ()
-    torch_library: str | None = None
-    arena_bytes: int = DEFAULT_ARENA_BYTES
-    output: Path = Path("build")
-    layout: str = "split"
-    filters: str | None = None
-    #: Run ksc on the .ks sources (None: .ks files are read as declarations).
-    ksc: KscSpec | None = None
-    #: Files whose functions are not bound by default (None: the runtime's prelude.ks, if any).
-    prelude: tuple[Path, ...] | None = None
-    #: Compile the module's ks code with FAST_MATH_FLAGS (toolchain.py): floats reassociated, no NaN/inf.
-    fast_math: bool = False
-    #: A folder that ``generate``/``build`` also write the module's stub NAME.pyi into (for type checkers).
-    stubs: Path | None = None
-    location: Location | None = field(default=None, compare=False)
 
 
 def select_module(path: str | os.PathLike[str], name: str | None, how_to_choose: str,

@@ -130,7 +130,7 @@ def public_call(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except KsbindError as error:
-            from .log import debug_enabled
+            from ksbind.log import debug_enabled
 
             if debug_enabled():
                 raise

@@ -13,15 +13,21 @@ from pathlib import Path
 from types import ModuleType
 from typing import Mapping, Sequence, Union
 
-from . import buildcache
-from .binding import GIL_POLICIES, MODES, VJP_SOURCES, BindingSpec
-from .config import ModuleSpec, RuntimeSpec
-from .context import DEFAULT_ARENA_BYTES
-from .errors import ConfigError, Location
-from .identifiers import identifier_problem
-from .ksc import KscSpec
-from .output import write_atomic
-from .targets import TARGETS
+from ksbind.cache import store as buildcache
+from ksbind.codegen.output import write_atomic
+from ksbind.codegen.targets import TARGETS
+from ksbind.errors import ConfigError, Location
+from ksbind.lang.identifiers import identifier_problem
+from ksbind.spec import (
+    DEFAULT_ARENA_BYTES,
+    GIL_POLICIES,
+    MODES,
+    VJP_SOURCES,
+    BindingSpec,
+    KscSpec,
+    ModuleSpec,
+    RuntimeSpec,
+)
 
 #: A binding as load_ks takes it: a function name (bound under itself), a mapping with
 #: BindingSpec's fields (name, function, vjp, mode, vjp_from), or a BindingSpec.
@@ -44,7 +50,7 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
     too): as the config keys (docs/config.md). Progress is logged as ``build``'s
     is; ``quiet=True`` drops this call's.
     """
-    from .build import build_spec
+    from ksbind.pipeline import build_spec
 
     if target not in TARGETS:
         raise ConfigError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")

@@ -5,20 +5,31 @@ anything written, so bad input leaves the disk untouched.
 """
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable, Sequence
 
-from .binding import Binding
-from .config import ModuleSpec, load_config
-from .context import ModuleOptions
-from .errors import ConfigError, Location, OutputError
-from .output import PlannedFile, plan_files, write_planned
-from .render import RenderedModule, render_module
-from .resolve import ResolvedModule, module_decls, resolve_spec
-from .sexpr import gc_paused
+from ksbind import log
+from ksbind.backend import versions
+from ksbind.backend.missing import explain_missing
+from ksbind.backend.native import build_plan, cache_key, compile_plan
+from ksbind.cache import store as buildcache
+from ksbind.codegen.output import (
+    PlannedFile,
+    plan_files,
+    write_generated,
+    write_planned,
+)
+from ksbind.codegen.render import RenderedModule, render_module
+from ksbind.config import load_config, select_module
+from ksbind.errors import BuildError, ConfigError, Location, OutputError
+from ksbind.lang.sexpr import gc_paused
+from ksbind.resolve import ResolvedModule, resolve_spec
+from ksbind.spec import Binding, ModuleOptions, ModuleSpec
 
 ConfigArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -162,3 +173,74 @@ def stale_files(configs: ConfigArg, out_dir: str | os.PathLike[str] | None = Non
                 templates: Sequence[str] = ()) -> list[Path]:
     """Generated files that are missing or differ from what generate would write."""
     return [p.path for m in prepare(configs, out_dir, templates) for p in m.planned if not p.is_current]
+
+
+def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | None = None,
+          templates: Sequence[str] = (), cache_dir: str | os.PathLike[str] | None = None,
+          quiet: bool = False) -> ModuleType:
+    """Generate, compile (or reuse the cached build) and import one module.
+
+    ``config_or_spec`` is a config path or a ModuleSpec. A config holding
+    several modules needs ``name`` to say which one. Progress is logged to the
+    ``ksbind`` logger (one line per compiled unit; KSBIND_VERBOSE, docs/building.md);
+    ``quiet=True`` drops this call's progress (warnings and errors remain).
+    """
+    if isinstance(config_or_spec, ModuleSpec):
+        spec = config_or_spec
+    else:
+        spec = select_module(config_or_spec, name, "pass name=... or use build_configs()", BuildError)
+    return build_spec(spec, templates=templates, cache_dir=cache_dir, quiet=quiet)
+
+
+def build_configs(configs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                  templates: Sequence[str] = (), cache_dir: str | os.PathLike[str] | None = None,
+                  quiet: bool = False) -> list[tuple[str, ModuleType]]:
+    """Build every module of every config (``ksbind build``); all are rendered first."""
+    paths = [configs] if isinstance(configs, (str, os.PathLike)) else list(configs)
+    specs = [s for p in paths for s in load_config(p)]
+    return [(s.name, build_spec(s, templates=templates, cache_dir=cache_dir, quiet=quiet)) for s in specs]
+
+
+def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
+               cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False) -> ModuleType:
+    root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
+    log.setup()
+    token = log.QUIET.set(quiet or log.QUIET.get())
+    try:
+        resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
+        try:
+            return _build_resolved(resolved, templates, root)
+        except BuildError as e:
+            raise explain_missing(e, resolved.decls) from None
+    finally:
+        log.QUIET.reset(token)
+
+
+def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Path,
+                    write_stub: bool = True) -> ModuleType:
+    """Build and load one resolved module; under a versioned name when this process
+    already loaded other code under its name (see ksbind.versions)."""
+    spec = resolved.spec
+    rendered = render_spec(resolved, templates)
+    if spec.stubs is not None and write_stub:  # `stubs: DIR`, under the name users import
+        write_planned(plan_files(spec.stubs, stub_files(spec, rendered)))
+    if spec.target == "torch":
+        from ksbind.backend import (
+            torch_build as build_torch,  # torch is imported only for torch modules
+        )
+
+        key = build_torch.module_key(spec, rendered)
+    else:
+        plan = compile_plan(spec, write_generated(spec.output, rendered))
+        key = cache_key(plan, rendered.target)
+    if versions.needs_version(spec.name, key):
+        module = _build_resolved(dataclasses.replace(resolved, spec=versions.versioned_spec(spec, key)),
+                                 templates, root, write_stub=False)
+        sys.modules[spec.name] = module  # `import NAME` gets the newest code too
+        return module
+    if spec.target == "torch":
+        module = build_torch.build_torch_module(spec, rendered, cache_dir=root)
+    else:
+        module = build_plan(plan, rendered, root)
+    versions.note_loaded(spec.name, key)
+    return module

@@ -15,19 +15,32 @@ runtime folders' ``prelude.ks``).
 from __future__ import annotations
 
 import dataclasses
-import os
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .binding import Binding, BindingSpec, declared_vjp, select_bindings
-from .config import ModuleSpec, RuntimeSpec
-from .errors import DeclarationError, KscError
-from .ksc import KscToolchain, VjpRequest, compile_ks, ksc_runtime, ksc_toolchains, scan_sources
-from .model import FunctionDecl, StructuredName
-from .reader import KsSource, parse_ks, read_ks, read_text, same_signature, scan_ks
+from ksbind.binding import declared_vjp, select_bindings
+from ksbind.errors import DeclarationError, KscError
+from ksbind.ksc.driver import (
+    KscToolchain,
+    VjpRequest,
+    compile_ks,
+    ksc_runtime,
+    ksc_toolchains,
+    scan_sources,
+)
+from ksbind.lang.model import FunctionDecl, StructuredName
+from ksbind.lang.reader import (
+    KsSource,
+    parse_ks,
+    read_ks,
+    read_text,
+    same_signature,
+    scan_ks,
+)
+from ksbind.spec import Binding, BindingSpec, ModuleSpec, RuntimeSpec
 
 
 @dataclass(frozen=True)
@@ -98,7 +111,7 @@ def _declared_base_names(path: Path) -> frozenset[StructuredName]:
 
 
 def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModule:
-    from . import buildcache
+    from ksbind.cache import store as buildcache
 
     assert spec.ksc is not None
     sources = [p for p in spec.ks_files if p.suffix != ".kso"]

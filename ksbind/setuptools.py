@@ -27,11 +27,11 @@ from typing import Iterator, Sequence
 from setuptools import Extension
 from setuptools.command.build_ext import build_ext
 
-from . import log
-from .config import ModuleSpec, select_module
-from .errors import ConfigError, KsbindError, Location
-from .identifiers import identifier_problem
-from .standalone import build_into, compiled_name, files_for
+from ksbind import log
+from ksbind.config import select_module
+from ksbind.errors import ConfigError, KsbindError, Location
+from ksbind.lang.identifiers import identifier_problem
+from ksbind.standalone import build_into, compiled_name, files_for
 
 try:  # setuptools' own copy of distutils' error classes (the stdlib has none from 3.12)
     from setuptools.errors import CompileError

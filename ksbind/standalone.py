@@ -23,16 +23,17 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from .build import compile_plan, plan_toolchain, plan_units
-from .compile import Unit, compile_objects, link
-from .config import ModuleSpec
-from .errors import BuildError, Location
-from .log import get_logger
-from .missing import explain_missing
-from .output import write_atomic, write_generated
-from .render import RenderedModule
-from .targets.torch import ext_name, runtime_module_name
-from .toolchain import Toolchain
+from ksbind.backend.compile import compile_objects, link
+from ksbind.backend.missing import explain_missing
+from ksbind.backend.native import compile_plan, plan_toolchain, plan_units
+from ksbind.backend.runner import Unit
+from ksbind.backend.toolchain import Toolchain
+from ksbind.codegen.output import write_atomic, write_generated
+from ksbind.codegen.render import RenderedModule
+from ksbind.codegen.targets.torch import ext_name, runtime_module_name
+from ksbind.errors import BuildError, Location
+from ksbind.log import get_logger
+from ksbind.spec import ModuleSpec
 
 TORCH_RUNTIME = Path(__file__).parent / "torch_runtime.py"
 _log = get_logger("compile")
@@ -62,8 +63,8 @@ def build_into(spec: ModuleSpec, module_path: Path, work: Path, *, package: str 
     every file written to ``module_path``'s folder. Nothing is left there when
     the build fails; a file already there is replaced whole. Progress is
     logged (ksbind/log.py), each line starting with ``label``."""
-    from .pipeline import render_spec
-    from .resolve import resolve_spec
+    from ksbind.pipeline import render_spec
+    from ksbind.resolve import resolve_spec
 
     work = Path(work).resolve()
     spec = dataclasses.replace(spec, output=work / "generated")
@@ -90,7 +91,7 @@ def build_into(spec: ModuleSpec, module_path: Path, work: Path, *, package: str 
 
 def _units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
     if spec.target == "torch":
-        from . import build_torch
+        from ksbind.backend import torch_build as build_torch
 
         cflags, ldflags = build_torch.flags()
         tc = build_torch.toolchain(build_torch.include_dirs_for(spec, spec.output), cflags, ldflags)

@@ -35,4 +35,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 # The session fixtures of the end-to-end tests (modules built once per session
 # and runtime), for every test module. Imported last: e2e_support imports SHARED.
 from tests.e2e_support import (  # noqa: E402,F401
-    ks_examples, py_calls, py_examples, relu3_ks, relu3_torch, rownorm_fast, runtime, torch_lib, torch_ops)
+    ks_examples,
+    py_calls,
+    py_examples,
+    relu3_ks,
+    relu3_torch,
+    rownorm_fast,
+    runtime,
+    torch_lib,
+    torch_ops,
+)

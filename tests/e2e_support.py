@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
-from ksbind.config import ModuleSpec, RuntimeSpec
+from ksbind.spec import ModuleSpec, RuntimeSpec
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -58,7 +58,9 @@ BUNDLED_ONLY = frozenset({"rownorm_fast"})
 
 def ksc_runtime() -> Path:
     """ksc's real runtime, used as a config's `runtime: {include_dirs, sources}` would."""
-    from tests.conftest import SHARED  # here, not at import: conftest imports this module's fixtures
+    from tests.conftest import (
+        SHARED,  # here, not at import: conftest imports this module's fixtures
+    )
 
     return SHARED / "ksc" / "runtime"
 
@@ -139,7 +141,7 @@ def with_runtime(spec: ModuleSpec, runtime: str) -> ModuleSpec:
 
 def _build(config: str, name: str | None, runtime: str) -> ModuleType:
     from ksbind import load_config
-    from ksbind.build import build_spec
+    from ksbind.pipeline import build_spec
 
     specs = load_config(CONFIGS / config)
     spec = next(s for s in specs if name is None or s.name == name)

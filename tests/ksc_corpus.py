@@ -19,12 +19,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ksbind.binding import Binding
-from ksbind.config import ModuleSpec, RuntimeSpec
 from ksbind.errors import KsbindError
-from ksbind.ksc import KscSpec
+from ksbind.lang.types import KsType, ScalarType, TensorType
 from ksbind.resolve import resolve_spec
-from ksbind.types import KsType, ScalarType, TensorType, TupleType
+from ksbind.spec import Binding, KscSpec, ModuleSpec, RuntimeSpec
 from tests.conftest import SHARED
 
 KSC_DIR = SHARED / "ksc"
@@ -76,7 +74,7 @@ class ProgramResult:
 
 def build_program(program: str, target: str, out_root: Path, cache: Path, programs: Path = PROGRAMS
                   ) -> ProgramResult:
-    from ksbind.build import build_spec
+    from ksbind.pipeline import build_spec
 
     result = ProgramResult(program)
     spec = program_spec(program, target, out_root, programs)

@@ -3,10 +3,19 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from ksbind.identifiers import CPP_KEYWORDS, identifier_problem
-from ksbind.model import DERIVATIONS, DERIVABLE, FunctionDecl, StructuredName
-from ksbind.types import (BOOL, FLOAT, INTEGER, STRING, KsType, LamType, LMType, TensorType,
-                          TupleType)
+from ksbind.lang.identifiers import CPP_KEYWORDS, identifier_problem
+from ksbind.lang.model import DERIVABLE, DERIVATIONS, FunctionDecl, StructuredName
+from ksbind.lang.types import (
+    BOOL,
+    FLOAT,
+    INTEGER,
+    STRING,
+    KsType,
+    LamType,
+    LMType,
+    TensorType,
+    TupleType,
+)
 
 scalars = st.sampled_from([INTEGER, FLOAT, BOOL, STRING])
 

@@ -20,7 +20,7 @@ import pytest
 import ksbind
 from ksbind import errors
 from ksbind.cli import main
-from ksbind.output import plan_files
+from ksbind.codegen.output import plan_files
 
 CASES_DIR = Path(__file__).parent / "bad_inputs"
 #: Message fragments of cases about a module's 'output:', which ``-o DIR`` overrides.

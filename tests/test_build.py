@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 
 import ksbind
-from ksbind import buildcache
-from ksbind.build import INCLUDE_DIR, RUNTIME_DIR, build
+from ksbind.backend.toolchain import INCLUDE_DIR, RUNTIME_DIR
+from ksbind.cache import store as buildcache
 from ksbind.errors import BuildError, KsbindError
+from ksbind.pipeline import build
 from tests.e2e_support import REPO, run_python, session_cache_dir
 
 pytestmark = pytest.mark.slow
@@ -103,7 +104,7 @@ def test_cache_hit_in_a_fresh_process_does_not_run_the_compiler(relu3_ks: Module
 
 
 def test_key_changes_with_every_input(tmp_path: Path) -> None:
-    from ksbind.build import CompilePlan, cache_key
+    from ksbind.backend.native import CompilePlan, cache_key
 
     src = tmp_path / "a.cpp"
     src.write_text("int x;")
@@ -125,7 +126,7 @@ def test_key_changes_with_every_input(tmp_path: Path) -> None:
 def test_key_covers_ksbind_headers_and_the_runtime_folder(tmp_path: Path) -> None:
     """ksbind's own headers live one folder down (include/ksbind/), and ksc's output
     #includes the runtime's knossos.cpp: a change to either is a new key."""
-    from ksbind.build import CompilePlan, cache_key
+    from ksbind.backend.native import CompilePlan, cache_key
 
     src = tmp_path / "src" / "a.cpp"
     runtime, include = tmp_path / "runtime", tmp_path / "include"
@@ -150,7 +151,7 @@ def test_lock_of_a_killed_holder_does_not_hang(tmp_path: Path) -> None:
         import sys, time
         sys.path.insert(0, {str(REPO)!r})
         from pathlib import Path
-        from ksbind.buildcache import build_lock
+        from ksbind.cache.store import build_lock
         with build_lock(Path({str(lock)!r})):
             print("locked", flush=True)
             time.sleep(60)
@@ -278,12 +279,12 @@ def test_runtime_folder_from_config_and_config_keys(tmp_path: Path) -> None:
         }
         """))
     cfg = tmp_path / "marked.yaml"
-    cfg.write_text(textwrap.dedent(f"""\
+    cfg.write_text(textwrap.dedent("""\
         name: marked_ext
         target: ks
         declarations: (edef marker Integer (Integer))
         cpp: [marked.cpp]
-        runtime: {{include_dirs: [ksc_runtime], sources: [ksc_runtime/knossos.cpp]}}
+        runtime: {include_dirs: [ksc_runtime], sources: [ksc_runtime/knossos.cpp]}
         arena_bytes: 2000000
         logging: true
         output: out
@@ -354,8 +355,9 @@ template <size_t D, class T> struct tensor {
 def test_headers_work_with_a_runtime_whose_tuple_is_not_std_tuple(tmp_path: Path) -> None:
     """ksbind's headers use only the runtime surface: ks::Tuple as a class of its
     own converts to and from Python (pybind caster, python-target converters) and logs."""
-    import pybind11
     import sysconfig
+
+    import pybind11
 
     (tmp_path / "knossos.h").write_text(KSC_STYLE_TUPLE_RUNTIME)
     (tmp_path / "t.cpp").write_text(textwrap.dedent("""\
@@ -433,9 +435,11 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
     ksbind's include folder holds nothing but ksbind/, so it shadows no runtime file."""
     import sysconfig
 
-    from ksbind.build import KS_FLAGS, compile_plan, write_generated
-    from ksbind.config import RuntimeSpec
+    from ksbind.backend.native import compile_plan
+    from ksbind.backend.toolchain import KS_FLAGS
+    from ksbind.codegen.output import write_generated
     from ksbind.pipeline import render_spec
+    from ksbind.spec import RuntimeSpec
 
     assert [p.name for p in INCLUDE_DIR.iterdir()] == ["ksbind"]
     own = sorted((INCLUDE_DIR / "ksbind").glob("*.h"))
@@ -454,7 +458,7 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
             pytest.importorskip("torch")
             from torch.utils import cpp_extension
 
-            from ksbind.build_torch import include_dirs_for
+            from ksbind.backend.torch_build import include_dirs_for
 
             dirs = [*include_dirs_for(spec, spec.output), *map(Path, cpp_extension.include_paths()),
                     Path(sysconfig.get_paths()["include"])]

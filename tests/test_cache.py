@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from ksbind import buildcache
-from ksbind.buildcache import CacheEntry
+from ksbind.cache import store as buildcache
+from ksbind.cache.store import CacheEntry
 from ksbind.cli import main
 from ksbind.errors import BuildError, KsbindWarning
 from tests.e2e_support import REPO, built, run_python
@@ -223,7 +223,7 @@ def test_a_bad_cap_fails_every_build_and_the_cache_command(tmp_path: Path) -> No
     env = {"KSBIND_CACHE_MAX_BYTES": "two gigs", "KSBIND_CACHE_DIR": str(tmp_path)}
     code = textwrap.dedent(f"""\
         from pathlib import Path
-        from ksbind.buildcache import CacheEntry
+        from ksbind.cache.store import CacheEntry
         from ksbind.errors import BuildError
         try:
             CacheEntry(Path({str(tmp_path)!r}), "m", "a" * 64).is_built()  # a cache hit would say so too
@@ -263,7 +263,7 @@ INSTALL_UNDER_A_CAP = """\
 import os, sys
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from ksbind import buildcache
+from ksbind.cache import store as buildcache
 from tests.test_cache import fake_entry
 root = Path({root!r})
 old = [fake_entry(root, f"old{{i}}", days_unused=10 + i) for i in range(3)]
@@ -298,7 +298,7 @@ def test_an_entry_being_built_is_never_evicted(tmp_path: Path, monkeypatch: pyte
         import sys, time
         sys.path.insert(0, {str(REPO)!r})
         from pathlib import Path
-        from ksbind.buildcache import build_lock
+        from ksbind.cache.store import build_lock
         with build_lock(Path({str(entry.lock_path)!r})):
             print("locked", flush=True)
             time.sleep(60)
@@ -322,7 +322,7 @@ READER = """\
 import sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from ksbind.buildcache import CacheEntry
+from ksbind.cache.store import CacheEntry
 entry = CacheEntry(Path({root!r}), "m", {key!r})
 stop = Path({stop!r})
 states = {{}}
@@ -476,7 +476,7 @@ BUILD = """\
 import sys, numpy as np
 sys.path.insert(0, {repo!r})
 from ksbind import load_config
-from ksbind.build import build_spec
+from ksbind.pipeline import build_spec
 from tests.e2e_support import with_runtime
 spec = with_runtime(load_config({config!r})[0], "bundled")
 m = build_spec(spec, cache_dir={cache!r})
@@ -488,7 +488,7 @@ EVICTOR = """\
 import sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from ksbind import buildcache
+from ksbind.cache import store as buildcache
 root, stop, removed = Path({root!r}), Path({stop!r}), []
 while not stop.exists():
     removed += [e.path.name for e in buildcache.evict(root)]
@@ -595,8 +595,9 @@ def test_cache_hits_in_other_processes_while_eviction_runs(tmp_path: Path) -> No
 TORCH_BUILD = """\
 import sys
 sys.path.insert(0, {repo!r})
-from ksbind import build_torch, load_config
-from ksbind.build import build_spec
+from ksbind import load_config
+from ksbind.backend import torch_build as build_torch
+from ksbind.pipeline import build_spec
 from tests.e2e_support import with_runtime
 
 def no_compiling(*args, **kwargs):
@@ -645,7 +646,7 @@ def test_a_quiet_build_does_not_announce_waiting_for_a_lock(tmp_path: Path,
     import logging
     import threading
 
-    from ksbind import buildcache
+    from ksbind.cache import store as buildcache
 
     lock = tmp_path / "x.lock"
 

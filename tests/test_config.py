@@ -8,9 +8,10 @@ import pytest
 
 import ksbind
 from ksbind.binding import select_bindings
-from ksbind.config import ModuleSpec
 from ksbind.errors import BindingError, ConfigError, KsbindError, Location
-from ksbind.pipeline import module_bindings, module_decls, prepare
+from ksbind.pipeline import module_bindings, prepare
+from ksbind.resolve import module_decls
+from ksbind.spec import ModuleSpec
 
 from .conftest import REPO
 

@@ -34,7 +34,7 @@ def test_default_binding_warns_and_module_generates(case: str, tmp_path: Path,
     assert "other" in names  # the rest of the module is bound
     assert main(["generate", str(config)]) == 0
     err = capsys.readouterr().err
-    assert f"ksbind: warning: " in err and fragment in err
+    assert "ksbind: warning: " in err and fragment in err
 
 
 def test_explicit_bindings_stay_strict(tmp_path: Path) -> None:

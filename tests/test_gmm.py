@@ -24,7 +24,7 @@ import pytest
 import torch
 
 import ksbind
-from ksbind.build import build_spec
+from ksbind.pipeline import build_spec
 from tests.e2e_support import REPO, session_cache_dir, session_output_dir
 from tests.test_ksc import KSC, PROGRAMS, RUNTIME, needs_ksc
 

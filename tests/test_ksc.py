@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 
 import ksbind
-from ksbind.binding import BindingSpec
-from ksbind.config import ModuleSpec, RuntimeSpec
+from ksbind.backend.missing import explain_missing, missing_ks_symbol
 from ksbind.errors import KscError
-from ksbind.ksc import KscSpec, find_ksc, missing_names
-from ksbind.missing import explain_missing, missing_ks_symbol
-from ksbind.model import StructuredName
+from ksbind.ksc.driver import find_ksc, missing_names
+from ksbind.lang.model import StructuredName
 from ksbind.resolve import resolve_spec
+from ksbind.spec import BindingSpec, KscSpec, ModuleSpec, RuntimeSpec
 from tests.conftest import SHARED
 
 KSC_DIR = SHARED / "ksc"

@@ -2,14 +2,23 @@
 target (issue #10 point 7). CI runs a fixed third; ``scripts/test.sh --all`` runs all."""
 from __future__ import annotations
 
-import pytest
-
 from pathlib import Path
+
+import pytest
 
 from ksbind.errors import BuildError
 from tests.e2e_support import session_cache_dir, session_output_dir
-from tests.ksc_corpus import (KNOWN_WRONG_VJPS, KSC, PROGRAMS as PROGRAM_DIR, ProgramResult, build_program,
-                              build_programs, check_vjp, checkable, ci_programs)
+from tests.ksc_corpus import (
+    KNOWN_WRONG_VJPS,
+    KSC,
+    ProgramResult,
+    build_program,
+    build_programs,
+    check_vjp,
+    checkable,
+    ci_programs,
+)
+from tests.ksc_corpus import PROGRAMS as PROGRAM_DIR
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not KSC.is_file(), reason=f"ksc is not at {KSC} (shared/ksc absent)")]

@@ -14,7 +14,15 @@ import pytest
 from ksbind.pipeline import render_spec
 from ksbind.resolve import resolve_spec
 from tests.e2e_support import session_cache_dir, session_output_dir
-from tests.ksc_corpus import KNOWN_WRONG_VJPS, KSC, all_programs, build_program, check_vjp, checkable, program_spec
+from tests.ksc_corpus import (
+    KNOWN_WRONG_VJPS,
+    KSC,
+    all_programs,
+    build_program,
+    check_vjp,
+    checkable,
+    program_spec,
+)
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not KSC.is_file(), reason=f"ksc is not at {KSC} (shared/ksc absent)")]

@@ -15,11 +15,10 @@ from typing import Iterator
 import pytest
 
 import ksbind
-from ksbind.binding import BindingSpec
-from ksbind.config import ModuleSpec, RuntimeSpec
 from ksbind.errors import KscError, KscVjpError, Location
-from ksbind.ksc import CallGraph, KscSpec, scan_sources
+from ksbind.ksc.driver import CallGraph, scan_sources
 from ksbind.resolve import ResolvedModule, resolve_spec
+from ksbind.spec import BindingSpec, KscSpec, ModuleSpec, RuntimeSpec
 from tests.test_ksc import KSC, RUNTIME, needs_ksc
 
 pytestmark = needs_ksc
@@ -80,7 +79,7 @@ def test_call_graph_overloads_and_recursion() -> None:
             "(def f Float (v : Vec Float) (sum (build (size v) (lam (i : Integer) (f (index i v))))))\n"
             "(def rec Float ((x : Float) (n : Integer)) (if (eq n 0) x (rec (mul x 2.0) (sub n 1))))\n"
             "(def g Float (x : Float) ([f Float] x))\n")
-    graph = CallGraph([ksbind.reader.scan_ks(text, "o.ks")], {"mul", "sum", "eq", "sub"})
+    graph = CallGraph([ksbind.lang.reader.scan_ks(text, "o.ks")], {"mul", "sum", "eq", "sub"})
     f_float, f_vec, rec, g = graph.defs  # in the sources' order
     assert graph.exact[f_vec] == set()          # (f x) may be either f: only ordered by, never assumed
     assert graph.edges[f_vec] == {f_vec, f_float}
@@ -129,7 +128,7 @@ def test_every_order_and_mix_of_vjps(planner_dir: Path, order: tuple[str, ...], 
 
 def test_load_ks_issue_orders_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """load_ks plans the same way: stopped after ksc (nothing compiled)."""
-    import ksbind.resolve as resolve_module
+    import ksbind.pipeline as pipeline_module
 
     planned: list[ResolvedModule] = []
 
@@ -140,8 +139,8 @@ def test_load_ks_issue_orders_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         planned.append(real(spec, cache_dir))
         raise Planned
 
-    real = resolve_module.resolve_spec
-    monkeypatch.setattr(resolve_module, "resolve_spec", plan_only)
+    real = pipeline_module.resolve_spec
+    monkeypatch.setattr(pipeline_module, "resolve_spec", plan_only)
     for order in ISSUE_ORDERS[:3]:
         with pytest.raises(Planned):
             ksbind.load_ks(NN, bindings=[{"name": f, "vjp": f"{f}_vjp"} for f in order], ksc=KSC,

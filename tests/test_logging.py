@@ -17,9 +17,10 @@ import pytest
 
 import ksbind
 from ksbind import log
-from ksbind.compile import Unit, compile_objects
-from ksbind.objcache import ObjectCache
-from ksbind.toolchain import Toolchain
+from ksbind.backend.compile import compile_objects
+from ksbind.backend.runner import Unit
+from ksbind.backend.toolchain import Toolchain
+from ksbind.cache.objects import ObjectCache
 
 from .conftest import REPO
 

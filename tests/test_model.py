@@ -5,8 +5,8 @@ import pytest
 
 import ksbind
 from ksbind.errors import DeclarationError
-from ksbind.model import FunctionDecl, StructuredName
-from ksbind.types import FLOAT, INTEGER, parse_type
+from ksbind.lang.model import FunctionDecl, StructuredName
+from ksbind.lang.types import FLOAT, INTEGER, parse_type
 
 
 def decl(text: str) -> FunctionDecl:

@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from ksbind import buildcache, pch
-from ksbind.compile import Unit, compile_objects, link
-from ksbind.objcache import DEPS, ObjectCache, parse_depfile
-from ksbind.toolchain import Toolchain
+from ksbind.backend import pch
+from ksbind.backend.compile import compile_objects, link
+from ksbind.backend.runner import Unit
+from ksbind.backend.toolchain import Toolchain
+from ksbind.cache import store as buildcache
+from ksbind.cache.objects import DEPS, ObjectCache, parse_depfile
 
 from .conftest import REPO
 
@@ -181,7 +183,7 @@ def test_old_objects_are_evicted_and_clean_all_empties_the_cache(tmp_path: Path)
     old = time.time() - 30 * 86400
     for e in shared:
         os.utime(e.path / DEPS, (old, old))
-    code = f"from ksbind import buildcache; print(len(buildcache.evict({str(root)!r}, max_bytes=1)))"
+    code = f"from ksbind.cache import store as buildcache; print(len(buildcache.evict({str(root)!r}, max_bytes=1)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr
     assert not [e for e in buildcache.scan(root, shared=True) if e.kind in ("object", "pch")]
@@ -195,9 +197,9 @@ CONCURRENT = """\
 import sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from ksbind.compile import Unit, compile_objects
-from ksbind.objcache import ObjectCache
-from ksbind.toolchain import Toolchain
+from ksbind.backend.compile import Unit, compile_objects
+from ksbind.cache.objects import ObjectCache
+from ksbind.backend.toolchain import Toolchain
 start = Path({start!r})
 while not start.exists():
     time.sleep(0.01)
@@ -259,7 +261,7 @@ IMPORTER = """\
 import sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from ksbind import buildcache
+from ksbind.cache import store as buildcache
 cache, stop, seen = Path({cache!r}), Path({stop!r}), {{}}
 while not stop.exists():
     for e in buildcache.scan(cache):

@@ -8,8 +8,8 @@ import pytest
 
 import ksbind
 from ksbind.cli import main
+from ksbind.codegen.output import PlannedFile, plan_files, write_atomic, write_planned
 from ksbind.errors import OutputError
-from ksbind.output import PlannedFile, plan_files, write_atomic, write_planned
 
 from .conftest import REPO
 

@@ -11,12 +11,19 @@ from hypothesis import strategies as st
 
 import ksbind
 from ksbind.errors import KsbindError
-from ksbind.model import FunctionDecl, StructuredName
+from ksbind.lang.model import FunctionDecl, StructuredName
+from ksbind.lang.types import TensorType, TupleType
 from ksbind.pipeline import prepare
-from ksbind.types import TensorType, TupleType
 
 from .conftest import REPO
-from .strategies import bindable_types, decls, ks_types, mangleable_types, names, structured_names
+from .strategies import (
+    bindable_types,
+    decls,
+    ks_types,
+    mangleable_types,
+    names,
+    structured_names,
+)
 
 CPP_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 
@@ -165,7 +172,7 @@ def test_random_unicode_text(text: str) -> None:
 
 
 SEED_KS = (REPO / "examples" / "relu3" / "relu3.ks").read_text()
-SEED_YAML = f"""name: m
+SEED_YAML = """name: m
 target: ks
 declarations: |
   (edef f (Vec Float) ((Vec Float) Float))

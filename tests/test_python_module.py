@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import ksbind
-from ksbind.binding import BindingSpec
+from ksbind.spec import BindingSpec
 
 M = [[1.0, 2.0], [3.0, 4.0]]
 V = [0.5, -1.0]

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import ksbind
-from ksbind.binding import BindingSpec
+from ksbind.spec import BindingSpec
 
 # ------------------------------------------------------------ generated code (no build)
 

@@ -7,8 +7,14 @@ from pathlib import Path
 import pytest
 
 import ksbind
-from ksbind.errors import DeclarationError, KsbindError, KsSyntaxError, KsTypeError, Location
-from ksbind.types import parse_type
+from ksbind.errors import (
+    DeclarationError,
+    KsbindError,
+    KsSyntaxError,
+    KsTypeError,
+    Location,
+)
+from ksbind.lang.types import parse_type
 
 from .conftest import REPO
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import ksbind
-from ksbind.binding import BindingSpec
 from ksbind.cli import main
+from ksbind.codegen.render import FILTERS, cpp_string, py_docstring
 from ksbind.errors import ConfigError, TemplateError
-from ksbind.render import FILTERS, cpp_string, py_docstring
+from ksbind.spec import BindingSpec
 
 from .conftest import REPO
 
@@ -28,7 +28,7 @@ SPECS = [BindingSpec("vrelu3", None, "vrelu3_vjp"), BindingSpec("f"), BindingSpe
          BindingSpec("h", None, "h_vjp")]
 
 
-def render(target: str = "ks", **kw: object) -> ksbind.render.RenderedModule:
+def render(target: str = "ks", **kw: object) -> ksbind.codegen.render.RenderedModule:
     return ksbind.render_module(ksbind.parse_ks(SOURCE), "m", target, bindings=SPECS, **kw)  # type: ignore[arg-type]
 
 

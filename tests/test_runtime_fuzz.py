@@ -10,7 +10,6 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-
 pytestmark = pytest.mark.slow
 CALLS_PER_TARGET = 2500
 #: ZeroDivisionError: Weird's own, raised by its __float__/__len__ while converting, passes through (issue 20).

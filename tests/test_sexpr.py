@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ksbind.errors import KsbindError, KsSyntaxError, Location
-from ksbind.sexpr import MAX_DEPTH, Atom, SList, parse_sexprs
+from ksbind.lang.sexpr import MAX_DEPTH, Atom, SList, parse_sexprs
 
 
 def test_lists_atoms_and_positions() -> None:

@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 
 import ksbind
-from ksbind.binding import BindingSpec
+from ksbind.spec import BindingSpec
 
 DECLS = ksbind.parse_ks("""
 (edef [vrelu3 (Tensor 1 Float)] (Tensor 1 Float) ((Tensor 1 Float)))

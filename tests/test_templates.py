@@ -12,11 +12,11 @@ import pytest
 from jinja2 import nodes
 
 import ksbind
-from ksbind import authoring
-from ksbind.binding import BindingSpec
 from ksbind.cli import main
+from ksbind.codegen import authoring
+from ksbind.codegen.render import BUILTIN_TEMPLATES, TemplateAPIWarning
 from ksbind.errors import KsbindError, OutputError, TemplateError
-from ksbind.render import BUILTIN_TEMPLATES, TemplateAPIWarning
+from ksbind.spec import BindingSpec
 
 from .conftest import REPO
 
@@ -169,7 +169,7 @@ def test_worked_example_compiles_and_prints_timings(runtime: str, tmp_path: Path
 
     import numpy as np
 
-    from ksbind.build import build_spec
+    from ksbind.pipeline import build_spec
 
     from .e2e_support import session_cache_dir, variant_name, with_runtime
 

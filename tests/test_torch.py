@@ -18,8 +18,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from .e2e_support import (REPO, assert_names_arena_and_remedies, built, gradcheck32, session_cache_dir,  # noqa: E402
-                          small_arena, variant_name)
+from .e2e_support import (  # noqa: E402
+    REPO,
+    assert_names_arena_and_remedies,
+    built,
+    gradcheck32,
+    session_cache_dir,
+    small_arena,
+    variant_name,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -355,7 +362,7 @@ def test_cached_build_in_a_new_process_skips_cpp_extension() -> None:
     script = textwrap.dedent(f"""
         import sys, time, torch
         from ksbind import load_config
-        from ksbind.build import build_spec
+        from ksbind.pipeline import build_spec
         import dataclasses, tempfile
         spec = next(s for s in load_config({str(REPO / 'configs' / 'torch_ops.yaml')!r}) if s.name == "torch_ops")
         spec = dataclasses.replace(spec, output=__import__("pathlib").Path(tempfile.mkdtemp()) / spec.name)

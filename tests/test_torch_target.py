@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import ksbind
-from ksbind.binding import BindingSpec
+from ksbind.codegen.targets import torch as torch_target
 from ksbind.errors import BindingError, ConfigError
-from ksbind.targets import torch as torch_target
-from ksbind.types import parse_type
+from ksbind.lang.types import parse_type
+from ksbind.spec import BindingSpec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -214,7 +214,7 @@ def test_single_file_layout_holds_everything() -> None:
 
 
 def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
-    from ksbind.build_torch import unit_text
+    from ksbind.backend.torch_build import unit_text
 
     spec = ksbind.load_config(REPO / "configs" / "relu3_torch.yaml")[0]
     text = unit_text(spec, tmp_path / "entry_points.cpp")

@@ -9,8 +9,17 @@ from hypothesis import strategies as st
 
 import ksbind
 from ksbind.errors import KsTypeError
-from ksbind.types import (BOOL, EMPTY_TUPLE, FLOAT, INTEGER, STRING, LMType, TensorType,
-                          TupleType, parse_type)
+from ksbind.lang.types import (
+    BOOL,
+    EMPTY_TUPLE,
+    FLOAT,
+    INTEGER,
+    STRING,
+    LMType,
+    TensorType,
+    TupleType,
+    parse_type,
+)
 
 from .strategies import bindable_types, ks_types, mangleable_types
 

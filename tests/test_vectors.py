@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 import ksbind
-from ksbind.model import DERIVABLE
+from ksbind.lang.model import DERIVABLE
 
 from .conftest import REPO, SHARED
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 import traceback
 import warnings
 from pathlib import Path
@@ -15,8 +14,6 @@ import pytest
 
 import ksbind
 from ksbind.errors import KsbindError
-
-from .conftest import REPO
 
 CONFIG = """\
 name: warned
@@ -63,7 +60,7 @@ def test_an_error_traceback_ends_at_the_users_call(tmp_path: Path, monkeypatch: 
 def test_the_public_functions_keep_their_signatures() -> None:
     import inspect
 
-    from ksbind.build import build
+    from ksbind.pipeline import build
 
     assert inspect.signature(ksbind.build) == inspect.signature(build)
     assert ksbind.load_ks.__doc__ and ksbind.load_ks.__name__ == "load_ks"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ..errors import ConfigError, Location, closest
-from . import ks as ks_target
-from . import python as python_target
-from . import torch as torch_target
+from ksbind.codegen.targets import ks as ks_target
+from ksbind.codegen.targets import python as python_target
+from ksbind.codegen.targets import torch as torch_target
+from ksbind.errors import ConfigError, Location, closest
 
 TARGETS: dict[str, ModuleType] = {"ks": ks_target, "python": python_target, "torch": torch_target}
 

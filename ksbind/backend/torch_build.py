@@ -33,16 +33,31 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
-from . import buildcache
-from .compile import Unit, init_unit, install_entry, module_name_flags, object_cache, shared_copies, shared_text
-from .output import write_atomic, write_generated
-from .toolchain import (FAST_MATH_FLAGS, KS_FLAGS, Toolchain, compiler, hash_include_path, ks_include_dirs,
-                        pybind11_two_phase)
-from .config import ModuleSpec
-from .errors import BuildError, Location
-from .log import get_logger
-from .render import RenderedModule
-from .targets.torch import ext_name
+from ksbind.backend.compile import (
+    init_unit,
+    install_entry,
+    module_name_flags,
+    object_cache,
+    shared_copies,
+    shared_text,
+)
+from ksbind.backend.runner import Unit
+from ksbind.backend.toolchain import (
+    FAST_MATH_FLAGS,
+    KS_FLAGS,
+    Toolchain,
+    compiler,
+    hash_include_path,
+    ks_include_dirs,
+    pybind11_two_phase,
+)
+from ksbind.cache import store as buildcache
+from ksbind.codegen.output import write_atomic, write_generated
+from ksbind.codegen.render import RenderedModule
+from ksbind.codegen.targets.torch import ext_name
+from ksbind.errors import BuildError, Location
+from ksbind.log import get_logger
+from ksbind.spec import ModuleSpec
 
 #: -O3 with -fno-trapping-math lets g++ turn a scalar function's branches into
 #: vector selects and vectorise the elementwise loops (results are the same IEEE

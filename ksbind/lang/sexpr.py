@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Union
 
-from .errors import KsSyntaxError, Location
+from ksbind.errors import KsSyntaxError, Location
 
 
 @dataclass(frozen=True, slots=True)

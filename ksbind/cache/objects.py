@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from . import buildcache
+from ksbind.cache import store as buildcache
 
 OBJECTS_DIR = "objects"
 PCH_DIR = "pch"

@@ -20,45 +20,27 @@ header), ``KSBIND_CCACHE`` (a compiler launcher; default: ccache when installed)
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import os
-import re
-import shlex
 import tempfile
-import signal
-import subprocess
 import threading
 import time
-import contextvars
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import buildcache, pch
-from .errors import BuildError, Location
-from .log import get_logger
-from .objcache import ObjectCache, dependency_records, parse_depfile
-from .toolchain import Toolchain, compiler_identity, first_error, launcher
+from ksbind.backend import pch
+from ksbind.backend.runner import Runner, Stopped, Unit
+from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher
+from ksbind.cache import store as buildcache
+from ksbind.cache.objects import ObjectCache, dependency_records, parse_depfile
+from ksbind.errors import BuildError, Location
+from ksbind.log import get_logger
 
 OBJECT = "unit.o"
 
 log = get_logger("compile")
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One translation unit: its source, flags of its own, whether it starts
-    with the shared precompiled header (generated units only: the header is
-    forced in with -include, which user C++ must not get), and the files it
-    #includes that a compiler error may point into, as (compiled, reported)
-    pairs: an error there names the reported file (the generated file in the
-    config's output folder, not its copy under the cache's units/)."""
-
-    source: Path
-    flags: tuple[str, ...] = ()
-    pch: bool = False
-    parts: tuple[tuple[Path, Path], ...] = ()
 
 
 #: The module name the generated units are compiled under (their
@@ -176,89 +158,6 @@ def unit_key(unit: Unit, tc: Toolchain, pch_key: str) -> str:
     return h.hexdigest()
 
 
-class _Runner:
-    """Runs compiler processes; on the first failure stops the others (their
-    whole process groups, so no cc1plus is left) and remembers the error."""
-
-    def __init__(self, prefix: str = "") -> None:
-        self.prefix = prefix  # starts its log lines: the module's name
-        self.failed = threading.Event()
-        self.running: set[subprocess.Popen[str]] = set()
-        self.lock = threading.Lock()
-
-    def stop_all(self) -> None:
-        self.failed.set()
-        with self.lock:
-            for proc in self.running:
-                _kill_group(proc)
-
-    def run(self, cmd: list[str], unit: Unit, what: str, log_dir: Path, quiet_failure: bool = False) -> None:
-        log.debug("%s$ %s", self.prefix, shlex.join(cmd))
-        try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
-        except OSError as e:
-            raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
-                             Location(str(unit.source))) from None
-        with self.lock:
-            self.running.add(proc)
-            if self.failed.is_set():  # stop_all ran while this one was starting
-                _kill_group(proc)
-        try:
-            output, _ = proc.communicate()
-        except BaseException:
-            _kill_group(proc)
-            proc.wait()
-            raise
-        finally:
-            with self.lock:
-                self.running.discard(proc)
-        if proc.returncode == 0:
-            return
-        if quiet_failure or self.failed.is_set():
-            raise _Stopped()  # stopped because another file failed (that one is reported), or optional
-        raise _failure(cmd, output, proc.returncode, unit, what, log_dir)
-
-
-class _Stopped(Exception):
-    pass
-
-
-_LOCATED = re.compile(r"^(?P<file>[^:\s][^:]*):\d+(?::\d+)?: (?:fatal )?error", re.MULTILINE)
-
-
-def _failure(cmd: list[str], output: str, status: int, unit: Unit, what: str, log_dir: Path) -> BuildError:
-    """The BuildError of a failed compile: the compiler's first error, reported
-    against the unit's part it points into (a merged generated file) or the unit."""
-    where = unit.source
-    for compiled, shown in unit.parts:
-        if compiled == unit.source:
-            where = shown
-    m = _LOCATED.search(output)
-    if m is not None:
-        named = Path(m.group("file"))
-        for compiled, shown in unit.parts:
-            if named == compiled or named.resolve() == compiled.resolve():
-                where = shown
-                output = output.replace(str(compiled), str(shown))
-    log: Path | None = log_dir / f"{where.name}.build.log" if os.access(log_dir, os.W_OK) else None
-    if log is not None:
-        try:
-            log.write_text(f"$ {shlex.join(cmd)}\n{output}", encoding="utf-8")
-        except OSError:
-            log = None
-    first = first_error(output) or f"{cmd[0]} exited with status {status}"
-    more = f" (full output: {log})" if log is not None else ""
-    return BuildError(f"{what} {where} failed: {first}{more}", Location(str(where)))
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
 def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCache | None, work: Path,
                     log_dir: Path, label: str = "", background_pch: bool = True) -> list[Path]:
     """Every unit's object, in order: from ``objects`` when there, else compiled
@@ -274,7 +173,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     """
     prefix = f"{label}: " if label else ""
     n_jobs = jobs()  # a bad KSBIND_JOBS fails every build that compiles
-    runner = _Runner(prefix)
+    runner = Runner(prefix)
     use_pch = objects is not None and bool(tc.pch_includes) and any(u.pch for u in units) and _env_flag("KSBIND_PCH")
     shared = pch.lookup(tc, objects.root) if use_pch and objects is not None else None
     to_compile: list[int] = []
@@ -339,7 +238,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
             return None
         try:
             return compile_one(i)
-        except _Stopped:
+        except Stopped:
             return None
         except BuildError as e:
             runner.stop_all()
@@ -398,7 +297,7 @@ def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log
          label: str = "") -> Path:
     """Link objects into the shared library ``out``."""
     cmd = [*tc.cxx, "-shared", *tc.ldflags, "-o", str(out), *map(str, objects), *tc.libs]
-    _Runner(f"{label}: " if label else "").run(cmd, Unit(report_as), "linking", log_dir)
+    Runner(f"{label}: " if label else "").run(cmd, Unit(report_as), "linking", log_dir)
     return out
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .errors import DeclarationError, KsTypeError, Location
-from .types import KsType, TupleType
+from ksbind.errors import DeclarationError, KsTypeError, Location
+from ksbind.lang.types import KsType, TupleType
 
 #: Derivations ksc knows, in the order KNOSSOS.md lists them.
 DERIVATIONS = ("fwd", "rev", "sufrev", "suffwdpass", "sufrevpass", "CL", "shape", "D")

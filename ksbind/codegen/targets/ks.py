@@ -6,8 +6,8 @@ per ``tensor_types`` (plus every tensor type a binding uses).
 """
 from __future__ import annotations
 
-from ..types import KsType, ScalarType, TensorType, TupleType
-from .common import Crossing
+from ksbind.codegen.targets.common import Crossing
+from ksbind.lang.types import KsType, ScalarType, TensorType, TupleType
 
 NAME = "ks"
 # "{module}" in a file name is replaced by the module's name.

@@ -32,15 +32,19 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import buildcache
-from .objcache import PCH_DIR, ObjectCache, Stored, dependency_records, parse_depfile
-from .output import write_atomic
-from .toolchain import Toolchain, compiler_identity, launcher
-
-if TYPE_CHECKING:
-    from .compile import _Runner
+from ksbind.backend.runner import Runner, Stopped, Unit
+from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher
+from ksbind.cache import store as buildcache
+from ksbind.cache.objects import (
+    PCH_DIR,
+    ObjectCache,
+    Stored,
+    dependency_records,
+    parse_depfile,
+)
+from ksbind.codegen.output import write_atomic
 
 HEADER = "ksbind_pch.h"
 
@@ -88,9 +92,8 @@ def lookup(tc: Toolchain, root: Path) -> SharedPch:
     return SharedPch(key, plain, None, ())
 
 
-def build(tc: Toolchain, root: Path, shared: SharedPch, runner: "_Runner") -> None:
+def build(tc: Toolchain, root: Path, shared: SharedPch, runner: Runner) -> None:
     """Build the .gch, unless another process is building it (then this build goes without)."""
-    from .compile import Unit, _Stopped
 
     store = ObjectCache(root, PCH_DIR)
     with store.try_lock(shared.key) as held:
@@ -104,7 +107,7 @@ def build(tc: Toolchain, root: Path, shared: SharedPch, runner: "_Runner") -> No
                    "-o", str(tmp / f"{HEADER}.gch")]
             try:
                 runner.run(cmd, Unit(header), "precompiling", tmp, quiet_failure=True)
-            except _Stopped:
+            except Stopped:
                 return  # the units read the header instead: slower, the same result
             names = [d for d in parse_depfile(dep.read_text(encoding="utf-8", errors="replace"))
                      if os.path.abspath(d) != str(header)]
@@ -159,7 +162,6 @@ def _jsonable(v: Any) -> Any:
 
 def _main(argv: list[str]) -> int:
     """``python -m ksbind.pch ARGS``: what start_background runs."""
-    from .compile import _Runner
 
     args = json.loads(argv[0])
     f = args["toolchain"]
@@ -171,7 +173,7 @@ def _main(argv: list[str]) -> int:
     shared = lookup(tc, root)
     try:
         if shared.stored is None:
-            build(tc, root, shared, _Runner())
+            build(tc, root, shared, Runner())
     finally:
         try:
             os.unlink(ObjectCache(root, PCH_DIR).unit_dir(shared.key) / BUILDING)

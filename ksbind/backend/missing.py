@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from .errors import BuildError, KsbindError, Location
-from .model import FunctionDecl
+from ksbind.errors import BuildError, KsbindError, Location
+from ksbind.lang.model import FunctionDecl
 
 _UNDEFINED = re.compile(r"undefined symbol: (_ZN2ks(\d+)(\S+))")
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..binding import Binding
-from ..errors import BindingError
-from ..identifiers import identifier_problem
-from ..model import FunctionDecl
-from ..types import EMPTY_TUPLE, KsType, TensorType, TupleType
+from ksbind.errors import BindingError
+from ksbind.lang.identifiers import identifier_problem
+from ksbind.lang.model import FunctionDecl
+from ksbind.lang.types import EMPTY_TUPLE, KsType, TensorType, TupleType
+from ksbind.spec import Binding
 
 
 @dataclass(frozen=True)

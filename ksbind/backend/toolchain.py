@@ -15,15 +15,15 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from . import buildcache
-from .config import ModuleSpec
+from ksbind.cache import store as buildcache
+from ksbind.spec import ModuleSpec
 
 #: ksbind's own C++ headers are in INCLUDE_DIR/ksbind/ and included as
 #: <ksbind/...>: no runtime folder holds a ksbind/ folder, so a runtime can
 #: neither shadow them nor be shadowed by them.
-INCLUDE_DIR = Path(__file__).parent / "include"
+INCLUDE_DIR = Path(__file__).parent.parent / "include"
 #: The bundled minimal runtime (knossos.h): on the include path only for `runtime: bundled`.
-RUNTIME_DIR = Path(__file__).parent / "runtime"
+RUNTIME_DIR = Path(__file__).parent.parent / "runtime"
 #: ksc's runtime has its allocator only with KS_ALLOCATOR defined. Its knossos.h
 #: defines it empty (unless KS_CUDA): the same spelling here, so no redefinition warning.
 KS_FLAGS = ("-DKS_ALLOCATOR=",)

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from .errors import Location, OutputError
+from ksbind.errors import Location, OutputError
 
 if TYPE_CHECKING:
-    from .render import RenderedModule
+    from ksbind.codegen.render import RenderedModule
 
 
 @dataclass(frozen=True)

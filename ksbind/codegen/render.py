@@ -17,15 +17,16 @@ from typing import Any, Callable, Sequence, cast
 import jinja2
 import jinja2.runtime
 
-from ._version import TEMPLATE_API, __version__
-from .binding import Binding, BindingSpec, select_bindings
-from .context import DEFAULT_ARENA_BYTES, ModuleOptions, build_context
-from .errors import KsbindError, Location, TemplateError, user_stacklevel
-from .model import FunctionDecl, StructuredName
-from .reader import structured_name_from_node
-from .sexpr import SList, parse_sexprs
-from .targets import get_target
-from .types import KsType, parse_type
+from ksbind._version import TEMPLATE_API, __version__
+from ksbind.binding import select_bindings
+from ksbind.codegen.context import build_context
+from ksbind.codegen.targets import get_target
+from ksbind.errors import KsbindError, Location, TemplateError, user_stacklevel
+from ksbind.lang.model import FunctionDecl, StructuredName
+from ksbind.lang.reader import structured_name_from_node
+from ksbind.lang.sexpr import SList, parse_sexprs
+from ksbind.lang.types import KsType, parse_type
+from ksbind.spec import DEFAULT_ARENA_BYTES, Binding, BindingSpec, ModuleOptions
 
 BUILTIN_TEMPLATES = Path(__file__).parent / "templates"
 

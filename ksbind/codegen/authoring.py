@@ -15,10 +15,10 @@ from typing import Iterator, Sequence
 import jinja2
 from jinja2 import nodes
 
-from .errors import Location, OutputError, TemplateError, closest
-from .output import write_atomic
-from .render import BUILTIN_TEMPLATES, template_api_of
-from .targets import TARGETS
+from ksbind.codegen.output import write_atomic
+from ksbind.codegen.render import BUILTIN_TEMPLATES, template_api_of
+from ksbind.codegen.targets import TARGETS
+from ksbind.errors import Location, OutputError, TemplateError, closest
 
 
 @dataclass(frozen=True)

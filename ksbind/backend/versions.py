@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
-from .config import ModuleSpec
+from ksbind.spec import ModuleSpec
 
 _loaded: dict[str, str] = {}  # module name -> key of the build loaded under that name here
 _lock = threading.Lock()

@@ -23,14 +23,22 @@ import pprint
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..binding import Binding, warn
-from ..errors import BindingError
-from ..types import EMPTY_TUPLE, FLOAT, KsType, ScalarType, TensorType, TupleType, parse_type
-from .common import Crossing
-from .ks import SCALAR_PY
+from ksbind.binding import warn
+from ksbind.codegen.targets.common import Crossing
+from ksbind.codegen.targets.ks import SCALAR_PY
+from ksbind.errors import BindingError
+from ksbind.lang.types import (
+    FLOAT,
+    KsType,
+    ScalarType,
+    TensorType,
+    TupleType,
+    parse_type,
+)
+from ksbind.spec import Binding
 
 if TYPE_CHECKING:  # context imports the targets: only the type, to keep the import one way
-    from ..context import ModuleOptions
+    from ksbind.spec import ModuleOptions
 
 NAME = "torch"
 # "{module}" in a file name is replaced by the module's name: NAME.py (the wrapper
@@ -354,7 +362,7 @@ def library_problem(b: Binding, params: Sequence[TorchParam], result: dict[str, 
 
 def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
     """Values only the torch templates use, computed once here."""
-    from .common import entry_points_for
+    from ksbind.codegen.targets.common import entry_points_for
 
     for b in bindings:
         check_binding(b)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterator, Sequence
 
-from .errors import KsTypeError, Location, closest
-from .sexpr import Atom, Node, SList, parse_sexprs
+from ksbind.errors import KsTypeError, Location, closest
+from ksbind.lang.sexpr import Atom, Node, SList, parse_sexprs
 
 SCALAR_NAMES = ("Integer", "Float", "Bool", "String")
 CONSTRUCTOR_NAMES = ("Tensor", "Vec", "Tuple", "Lam", "LM")

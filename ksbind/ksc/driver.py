@@ -43,17 +43,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Collection, Iterable, Sequence
 
-from . import buildcache
-from .errors import KscError, KscVjpError, KsbindError, Location
-from .model import StructuredName
-from .binding import VJP_SOURCES, parse_structured_name
-from .reader import KsSource, read_text, scan_ks, structured_name_from_node
-from .sexpr import SList, parse_sexprs
-from .types import TupleType
+from ksbind.binding import parse_structured_name
+from ksbind.cache import store as buildcache
+from ksbind.errors import KsbindError, KscError, KscVjpError, Location
+from ksbind.lang.model import StructuredName
+from ksbind.lang.reader import KsSource, read_text, scan_ks, structured_name_from_node
+from ksbind.lang.sexpr import SList, parse_sexprs
+from ksbind.lang.types import TupleType
+from ksbind.spec import DEFAULT_TIMEOUT, VJP_SOURCES, KscSpec
 
 log = logging.getLogger("ksbind.ksc")
 
-DEFAULT_TIMEOUT = 300.0
 SUF_PASSES = ("suffwdpass", "sufrevpass", "sufrev")
 #: Declarations of the sources' edef'd functions, which ksc's .cpp calls but does not declare.
 EDEFS_HEADER = "ksbind-edefs.h"
@@ -63,17 +63,6 @@ KSC_FLAGS = ("--generate-cpp", "--cpp-include", "prelude.h", "--cpp-include", ED
 MAX_RUNS = 40
 
 
-@dataclass(frozen=True)
-class KscSpec:
-    """A config's ``ksc:`` mapping (None fields: $KSC / $KSC_RUNTIME, then ``ksc`` on PATH)."""
-
-    path: Path | None = None
-    runtime: Path | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    location: Location | None = field(default=None, compare=False)
-    #: Who chose these settings, for the "not found" hint: "config" (``ksc:``), "load_ks" (its
-    #: arguments) or "cli" (``ksbind decls --ksc``).
-    set_by: str = field(default="config", compare=False)
 
 
 @dataclass(frozen=True)
@@ -745,8 +734,8 @@ def edefs_header(scanned: Sequence[KsSource], runtime: Path) -> str:
     to itself), less those ksc's runtime headers already define: its prelude.h implements some
     edefs (``dot``...) with ``const&`` parameters, and a second, by-value declaration would
     make every call ambiguous."""
-    from .context import KsFunction
-    from .render import environment, render_template
+    from ksbind.codegen.context import KsFunction
+    from ksbind.codegen.render import environment, render_template
 
     provided = _runtime_header_text(runtime)
     functions: dict[str, KsFunction] = {}
@@ -879,7 +868,7 @@ def scan_sources(paths: Iterable[Path]) -> list[KsSource]:
     return [scan_ks(read_text(p), str(p)) for p in paths]
 
 
-__all__ = ["KscSpec", "KscToolchain", "VjpRequest", "KscOutput", "find_ksc", "ksc_toolchains", "ksc_runtime",
+__all__ = ["KscToolchain", "VjpRequest", "KscOutput", "find_ksc", "ksc_toolchains", "ksc_runtime",
            "compile_ks",
            "CallGraph", "missing_names",
-           "scan_sources", "VJP_SOURCES", "DEFAULT_TIMEOUT"]
+           "scan_sources", "VJP_SOURCES"]

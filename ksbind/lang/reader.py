@@ -11,10 +11,16 @@ import stat
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence, Union
 
-from .errors import DeclarationError, InputFileError, KsbindError, Location, closest
-from .model import DERIVATIONS, FunctionDecl, StructuredName
-from .sexpr import Atom, Node, SList, gc_paused, parse_sexprs
-from .types import KsType, TupleType, type_from_node, type_from_nodes
+from ksbind.errors import (
+    DeclarationError,
+    InputFileError,
+    KsbindError,
+    Location,
+    closest,
+)
+from ksbind.lang.model import DERIVATIONS, FunctionDecl, StructuredName
+from ksbind.lang.sexpr import Atom, Node, SList, gc_paused, parse_sexprs
+from ksbind.lang.types import KsType, TupleType, type_from_node, type_from_nodes
 
 TOP_LEVEL_FORMS = ("def", "edef", "gdef", "rule")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Sequence
 
-from ..binding import Binding
-from ..types import KsType, ScalarType, TensorType, TupleType
-from .common import Crossing, EntryPoint, entry_points_for
-from .ks import SCALAR_PY
+from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
+from ksbind.codegen.targets.ks import SCALAR_PY
+from ksbind.lang.types import KsType, ScalarType, TensorType, TupleType
+from ksbind.spec import Binding
 
 # The ks target's layout, with a module on Python's C API (ksbind/python_module.h) in place of pybind11's.
 FILES = {"entry_points.h": "entry_points.h.j2", "entry_points.cpp": "entry_points.cpp.j2",

@@ -5,42 +5,18 @@ here and in targets/; templates only lay these values out.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 
-from ._version import TEMPLATE_API, __version__
-from .binding import Binding
-from .errors import ConfigError
-from .identifiers import identifier_problem
-from .targets import get_target
-from .targets.common import EntryPoint, entry_points_for
-from .targets.ks import SCALAR_PY
-from .types import KsType, ScalarType, TensorType
-
-DEFAULT_ARENA_BYTES = 100_000_000
-LAYOUTS = ("split", "single")
-
-
-@dataclass(frozen=True)
-class ModuleOptions:
-    """Everything about a module except its bindings."""
-
-    name: str = "m"
-    target: str = "ks"
-    tensor_types: tuple[tuple[int, str], ...] = ()
-    logging: bool = False
-    arena_bytes: int = DEFAULT_ARENA_BYTES
-    layout: str = "split"
-    torch_library: str | None = None
-    config: str | None = None
-    templates: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    #: Built into a wheel (ksbind.setuptools) rather than ksbind's cache: the
-    #: generated Python imports nothing from ksbind. ``package``: the package the
-    #: module is installed in (None: top level).
-    standalone: bool = False
-    package: str | None = None
+from ksbind._version import TEMPLATE_API, __version__
+from ksbind.codegen.targets import get_target
+from ksbind.codegen.targets.common import EntryPoint, entry_points_for
+from ksbind.codegen.targets.ks import SCALAR_PY
+from ksbind.errors import ConfigError
+from ksbind.lang.identifiers import identifier_problem
+from ksbind.lang.types import KsType, ScalarType, TensorType
+from ksbind.spec import LAYOUTS, Binding, ModuleOptions
 
 
 @dataclass(frozen=True)

@@ -19,26 +19,36 @@ flags, part of the key), ``KSBIND_CACHE_DIR`` (cache folder), ``KSBIND_JOBS``
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
-import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
-from . import buildcache, log, versions
-from .compile import Unit, build_entry, init_unit, module_name_flags, object_cache, shared_copies
-from .config import ModuleSpec, load_config, select_module
-from .errors import BuildError, Location
-from .missing import explain_missing
-from .output import plan_files, write_atomic, write_generated, write_planned
-from .render import RenderedModule
-from .resolve import ResolvedModule
-from .toolchain import (BASE_FLAGS, FAST_MATH_FLAGS, INCLUDE_DIR, KS_FLAGS, RUNTIME_DIR, Toolchain, compiler, first_error,
-                        hash_include_path, ks_include_dirs, pybind11_two_phase)
+from ksbind import log
+from ksbind.backend.compile import (
+    build_entry,
+    init_unit,
+    module_name_flags,
+    object_cache,
+    shared_copies,
+)
+from ksbind.backend.runner import Unit
+from ksbind.backend.toolchain import (
+    BASE_FLAGS,
+    FAST_MATH_FLAGS,
+    Toolchain,
+    compiler,
+    hash_include_path,
+    ks_include_dirs,
+    pybind11_two_phase,
+)
+from ksbind.cache import store as buildcache
+from ksbind.codegen.output import plan_files, write_atomic, write_planned
+from ksbind.codegen.render import RenderedModule
+from ksbind.spec import ModuleSpec
 
 _cache_log = log.get_logger("cache")
 
@@ -59,79 +69,6 @@ class CompilePlan:
     ks_flags: tuple[str, ...] = ()   # for the user's C++ (`cpp:`) only: `fast_math: true`
     user_sources: tuple[Path, ...] = ()  # the config's `cpp:` files
     target: str = "ks"               # ks or python: which module glue the generated units hold
-
-
-def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | None = None,
-          templates: Sequence[str] = (), cache_dir: str | os.PathLike[str] | None = None,
-          quiet: bool = False) -> ModuleType:
-    """Generate, compile (or reuse the cached build) and import one module.
-
-    ``config_or_spec`` is a config path or a ModuleSpec. A config holding
-    several modules needs ``name`` to say which one. Progress is logged to the
-    ``ksbind`` logger (one line per compiled unit; KSBIND_VERBOSE, docs/building.md);
-    ``quiet=True`` drops this call's progress (warnings and errors remain).
-    """
-    if isinstance(config_or_spec, ModuleSpec):
-        spec = config_or_spec
-    else:
-        spec = select_module(config_or_spec, name, "pass name=... or use build_configs()", BuildError)
-    return build_spec(spec, templates=templates, cache_dir=cache_dir, quiet=quiet)
-
-
-def build_configs(configs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-                  templates: Sequence[str] = (), cache_dir: str | os.PathLike[str] | None = None,
-                  quiet: bool = False) -> list[tuple[str, ModuleType]]:
-    """Build every module of every config (``ksbind build``); all are rendered first."""
-    paths = [configs] if isinstance(configs, (str, os.PathLike)) else list(configs)
-    specs = [s for p in paths for s in load_config(p)]
-    return [(s.name, build_spec(s, templates=templates, cache_dir=cache_dir, quiet=quiet)) for s in specs]
-
-
-def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
-               cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False) -> ModuleType:
-    from .resolve import resolve_spec
-
-    root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
-    log.setup()
-    token = log.QUIET.set(quiet or log.QUIET.get())
-    try:
-        resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
-        try:
-            return _build_resolved(resolved, templates, root)
-        except BuildError as e:
-            raise explain_missing(e, resolved.decls) from None
-    finally:
-        log.QUIET.reset(token)
-
-
-def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Path,
-                    write_stub: bool = True) -> ModuleType:
-    """Build and load one resolved module; under a versioned name when this process
-    already loaded other code under its name (see ksbind.versions)."""
-    from .pipeline import render_spec, stub_files
-
-    spec = resolved.spec
-    rendered = render_spec(resolved, templates)
-    if spec.stubs is not None and write_stub:  # `stubs: DIR`, under the name users import
-        write_planned(plan_files(spec.stubs, stub_files(spec, rendered)))
-    if spec.target == "torch":
-        from . import build_torch  # torch is imported only for torch modules
-
-        key = build_torch.module_key(spec, rendered)
-    else:
-        plan = compile_plan(spec, write_generated(spec.output, rendered))
-        key = cache_key(plan, rendered.target)
-    if versions.needs_version(spec.name, key):
-        module = _build_resolved(dataclasses.replace(resolved, spec=versions.versioned_spec(spec, key)),
-                                 templates, root, write_stub=False)
-        sys.modules[spec.name] = module  # `import NAME` gets the newest code too
-        return module
-    if spec.target == "torch":
-        module = build_torch.build_torch_module(spec, rendered, cache_dir=root)
-    else:
-        module = build_plan(plan, rendered, root)
-    versions.note_loaded(spec.name, key)
-    return module
 
 
 def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
@@ -270,6 +207,4 @@ def _install_stub(entry: buildcache.CacheEntry, name: str, rendered: RenderedMod
         write_planned(plan_files(entry.dir, {f"{name}.pyi": text}))
 
 
-__all__ = ["build", "build_configs", "build_spec", "compile_plan", "cache_key", "CompilePlan", "first_error",
-           "plan_units", "plan_toolchain",
-           "INCLUDE_DIR", "RUNTIME_DIR", "BASE_FLAGS", "KS_FLAGS", "ks_include_dirs", "hash_include_path"]
+__all__ = ["compile_plan", "cache_key", "CompilePlan", "build_plan", "plan_units", "plan_toolchain"]

@@ -69,9 +69,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable, Iterator
 
-from . import log
-from ._version import __version__
-from .errors import BuildError, KsbindWarning, Location, user_stacklevel
+from ksbind import log
+from ksbind._version import __version__
+from ksbind.errors import BuildError, KsbindWarning, Location, user_stacklevel
 
 HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".inl", ".ipp")
 #: Staging folders older than this are left over from killed builds: removed.

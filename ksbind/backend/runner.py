@@ -1,0 +1,119 @@
+"""Running the compiler: one translation unit's record (Unit) and the Runner
+that starts compiler processes, stops them all on the first failure and turns
+that failure into a BuildError pointing at the user's file. Used by the
+compile step and by the precompiled header's build."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ksbind.backend.toolchain import first_error
+from ksbind.errors import BuildError, Location
+from ksbind.log import get_logger
+
+log = get_logger("compile")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One translation unit: its source, flags of its own, whether it starts
+    with the shared precompiled header (generated units only: the header is
+    forced in with -include, which user C++ must not get), and the files it
+    #includes that a compiler error may point into, as (compiled, reported)
+    pairs: an error there names the reported file (the generated file in the
+    config's output folder, not its copy under the cache's units/)."""
+
+    source: Path
+    flags: tuple[str, ...] = ()
+    pch: bool = False
+    parts: tuple[tuple[Path, Path], ...] = ()
+
+
+
+class Runner:
+    """Runs compiler processes; on the first failure stops the others (their
+    whole process groups, so no cc1plus is left) and remembers the error."""
+
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix  # starts its log lines: the module's name
+        self.failed = threading.Event()
+        self.running: set[subprocess.Popen[str]] = set()
+        self.lock = threading.Lock()
+
+    def stop_all(self) -> None:
+        self.failed.set()
+        with self.lock:
+            for proc in self.running:
+                kill_group(proc)
+
+    def run(self, cmd: list[str], unit: Unit, what: str, log_dir: Path, quiet_failure: bool = False) -> None:
+        log.debug("%s$ %s", self.prefix, shlex.join(cmd))
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as e:
+            raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
+                             Location(str(unit.source))) from None
+        with self.lock:
+            self.running.add(proc)
+            if self.failed.is_set():  # stop_all ran while this one was starting
+                kill_group(proc)
+        try:
+            output, _ = proc.communicate()
+        except BaseException:
+            kill_group(proc)
+            proc.wait()
+            raise
+        finally:
+            with self.lock:
+                self.running.discard(proc)
+        if proc.returncode == 0:
+            return
+        if quiet_failure or self.failed.is_set():
+            raise Stopped()  # stopped because another file failed (that one is reported), or optional
+        raise failure(cmd, output, proc.returncode, unit, what, log_dir)
+
+
+class Stopped(Exception):
+    pass
+
+
+LOCATED = re.compile(r"^(?P<file>[^:\s][^:]*):\d+(?::\d+)?: (?:fatal )?error", re.MULTILINE)
+
+
+def failure(cmd: list[str], output: str, status: int, unit: Unit, what: str, log_dir: Path) -> BuildError:
+    """The BuildError of a failed compile: the compiler's first error, reported
+    against the unit's part it points into (a merged generated file) or the unit."""
+    where = unit.source
+    for compiled, shown in unit.parts:
+        if compiled == unit.source:
+            where = shown
+    m = LOCATED.search(output)
+    if m is not None:
+        named = Path(m.group("file"))
+        for compiled, shown in unit.parts:
+            if named == compiled or named.resolve() == compiled.resolve():
+                where = shown
+                output = output.replace(str(compiled), str(shown))
+    log: Path | None = log_dir / f"{where.name}.build.log" if os.access(log_dir, os.W_OK) else None
+    if log is not None:
+        try:
+            log.write_text(f"$ {shlex.join(cmd)}\n{output}", encoding="utf-8")
+        except OSError:
+            log = None
+    first = first_error(output) or f"{cmd[0]} exited with status {status}"
+    more = f" (full output: {log})" if log is not None else ""
+    return BuildError(f"{what} {where} failed: {first}{more}", Location(str(where)))
+
+
+def kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
