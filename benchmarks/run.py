@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 
 import call_rows  # noqa: E402
 import gmm_overhead  # noqa: E402
+import import_time  # noqa: E402
 import inductor_rows  # noqa: E402
 import ksc_gmm_build  # noqa: E402
 import render_bench  # noqa: E402
@@ -264,6 +265,12 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
     rows: list[Row] = []
     config = tmp / "bench.yaml"
     config.write_text(MODULES.format(repo=REPO, out=tmp / "out"))
+
+    log("import time (fresh processes)")
+    medians = import_time.measure(runs=5 if sizes is QUICK else 21, commands={
+        "bare": "pass", "ksbind": "import ksbind"})
+    rows.append(Row("import ksbind", "start-up added by `import ksbind` (median, fresh processes)",
+                    "the 30 ms budget (issue 22)", medians["ksbind"] - medians["bare"], 0.030, "s", "<= 1.0"))
 
     log("render")
     cases = render_bench.render_cases(sizes.render_bindings)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from types import FrameType
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
@@ -150,10 +151,10 @@ def user_stacklevel() -> int:
     frames of other libraries between ksbind's, e.g. Jinja2 running a filter,
     are passed over). Falls back to the caller of ksbind's innermost frame."""
     frames: list[str] = []  # file names, from the frame that calls warnings.warn outwards
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         frames.append(frame.f_code.co_filename)
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     outermost = max((i for i, f in enumerate(frames) if _is_ksbind(f)), default=0)
     return outermost + 2  # stacklevel 1 is the frame calling warnings.warn (index 0)
 

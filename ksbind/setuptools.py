@@ -33,10 +33,8 @@ from ksbind.errors import ConfigError, KsbindError, Location
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.standalone import build_into, compiled_name, files_for
 
-try:  # setuptools' own copy of distutils' error classes (the stdlib has none from 3.12)
-    from setuptools.errors import CompileError
-except ImportError:  # pragma: no cover - setuptools older than 59
-    from distutils.errors import CompileError  # type: ignore[no-redef]
+# setuptools' own copy of distutils' error classes (the stdlib has none from 3.12; setuptools >= 59).
+from setuptools.errors import CompileError
 
 
 class KsbindExtension(Extension):
@@ -93,7 +91,8 @@ class BuildExt(build_ext):
         build_py = self.get_finalized_command("build_py")
         for ext in self.extensions:
             if isinstance(ext, KsbindExtension):
-                inplace, regular = self._get_inplace_equivalent(build_py, ext)
+                # setuptools' private helper (not in its stubs), as its own get_outputs uses it
+                inplace, regular = self._get_inplace_equivalent(build_py, ext)  # type: ignore[attr-defined]
                 for name in ext.extra_files():
                     yield (os.path.join(os.path.dirname(regular), name),
                            os.path.join(os.path.dirname(inplace), name))
@@ -103,8 +102,9 @@ class BuildExt(build_ext):
             return super().get_outputs()  # the mapping's keys, ours included
         return sorted({*super().get_outputs(), *(built for built, _ in self._extra_pairs())})
 
+    # Overrides setuptools' private hook (not in its stubs): what `pip install -e` copies in place.
     def _get_output_mapping(self) -> Iterator[tuple[str, str]]:
-        yield from super()._get_output_mapping()
+        yield from super()._get_output_mapping()  # type: ignore[misc]
         if self.inplace:
             yield from self._extra_pairs()
 

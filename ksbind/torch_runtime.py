@@ -35,6 +35,8 @@ ALLOCATOR_FUNCTIONS = ("reset_allocator", "allocator_top", "allocator_peak", "lo
                        "set_arena_bytes")
 #: The CPU capability of the elementwise and vmap kernels (ksbind/cpu_capability.h).
 CPU_FUNCTIONS = ("cpu_capability", "cpu_capabilities", "_set_cpu_capability")
+#: torch leaves broadcast_shapes untyped.
+_broadcast_shapes: Callable[..., torch.Size] = torch.broadcast_shapes
 _DTYPES = {"float32": torch.float32, "int32": torch.int32, "bool": torch.bool}
 
 
@@ -195,7 +197,7 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
 
     class Function(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, spec: Any, result_spec: list[Any], *leaves: torch.Tensor) -> Any:  # type: ignore[override]
+        def forward(ctx: Any, spec: Any, result_spec: list[Any], *leaves: torch.Tensor) -> Any:
             out = entry(*unflatten(spec, iter(leaves)))
             out_leaves: list[torch.Tensor] = []
             result_spec.append(flatten(out, out_leaves))
@@ -206,7 +208,7 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
             return tuple(out_leaves)
 
         @staticmethod
-        def backward(ctx: Any, *grads: torch.Tensor) -> Any:  # type: ignore[override]
+        def backward(ctx: Any, *grads: torch.Tensor) -> Any:
             args = unflatten(ctx.spec, iter(ctx.saved_tensors))
             dret = _dret(ctx.result_spec, iter(grads), iter(ctx.floats))
             g = backward_fn(*args, () if dret is _NoTangent else dret)
@@ -218,11 +220,13 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
 
     Function.__name__ = Function.__qualname__ = f"{b['name']}_Function"
 
+    _apply: Callable[..., Any] = Function.apply  # torch leaves apply untyped
+
     def call(*args: Any) -> Any:
         leaves: list[torch.Tensor] = []
         spec = flatten(args, leaves)
         result_spec: list[Any] = []
-        out = Function.apply(spec, result_spec, *leaves)
+        out = _apply(spec, result_spec, *leaves)
         return unflatten(result_spec[0], iter(out))
 
     call.Function = Function  # type: ignore[attr-defined]
@@ -311,13 +315,13 @@ def _fake(b: dict[str, Any], vjp: bool) -> Callable[..., Any]:
         device = tensors[0].device if tensors else torch.device("cpu")
         if vjp:
             if mode == "elementwise":
-                shape = torch.broadcast_shapes(*(t.shape for t in tensors))
+                shape = _broadcast_shapes(*(t.shape for t in tensors))
                 outs = [torch.empty(shape, dtype=torch.float32, device=device) for _ in diff]
             else:
                 outs = [torch.empty_like(args[i], memory_format=torch.contiguous_format) for i in diff]
             return outs[0] if len(outs) == 1 else tuple(outs)
         if mode == "elementwise":
-            return torch.empty(torch.broadcast_shapes(*(t.shape for t in tensors)), dtype=torch.float32,
+            return torch.empty(_broadcast_shapes(*(t.shape for t in tensors)), dtype=torch.float32,
                                device=device)
         batch = next((args[i].shape[0] for i, p in enumerate(params) if p["batched"]), None)
         result = b["result"]

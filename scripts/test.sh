@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Sets up .venv and runs the whole test suite (what CI runs):
+#   0. scripts/lint.sh: ruff and mypy --strict (configured in pyproject.toml);
 #   1. pytest on .venv's Python (unit and end-to-end, torch included);
 #   2. scripts/test_pythons.sh: the python- and ks-target tests on the other
 #      CPythons ksbind claims (3.10, 3.12, 3.13), skipped where not installed;
@@ -19,6 +20,8 @@ if [ $# -gt 0 ]; then
   exec .venv/bin/python -m pytest -q "$@"
 fi
 status=0
+echo "== ruff and mypy --strict (scripts/lint.sh)"
+bash scripts/lint.sh || status=1
 .venv/bin/python -m pytest -q || status=$?
 echo "== the python- and ks-target tests on the other CPythons (scripts/test_pythons.sh)"
 bash scripts/test_pythons.sh || status=1

@@ -1,0 +1,61 @@
+"""The import face: ``import ksbind``, a generated torch wrapper's
+``from ksbind import torch_runtime`` and ``ksbind --help`` load only what they
+use (no jinja2, no yaml); every public name still resolves, on first use.
+(The time it takes is a benchmark row: benchmarks/import_time.py.)"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+import ksbind
+
+PROBE = """
+import json, sys
+before = set(sys.modules)
+{code}
+loaded = sorted(set(sys.modules) - before)
+print(json.dumps(loaded))
+"""
+
+
+def loaded_by(code: str) -> list[str]:
+    r = subprocess.run([sys.executable, "-c", PROBE.format(code=code)], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+def test_import_ksbind_loads_only_the_face() -> None:
+    loaded = loaded_by("import ksbind")
+    assert [m for m in loaded if m.startswith("ksbind")] == ["ksbind", "ksbind._version"]
+    assert not {"jinja2", "yaml", "pybind11", "torch", "logging"} & set(loaded)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_the_torch_wrappers_runtime_import_loads_no_generator() -> None:
+    loaded = loaded_by("from ksbind import torch_runtime")
+    assert [m for m in loaded if m.startswith("ksbind")] == ["ksbind", "ksbind._version", "ksbind.torch_runtime"]
+    assert not {"jinja2", "yaml"} & set(loaded)
+
+
+def test_cli_help_loads_no_generator() -> None:
+    loaded = loaded_by("import ksbind.cli\ntry:\n    ksbind.cli.main(['--help'])\nexcept SystemExit:\n    pass")
+    assert not {"jinja2", "yaml"} & set(loaded)
+
+
+def test_each_public_name_resolves_on_first_use_and_is_kept() -> None:
+    code = "import ksbind\n" + "".join(f"getattr(ksbind, {n!r})\n" for n in ksbind.__all__)
+    assert {"ksbind.pipeline", "ksbind.codegen.render", "ksbind.load", "jinja2", "yaml"} <= set(loaded_by(code))
+    for name in ksbind.__all__:
+        value = getattr(ksbind, name)
+        assert getattr(ksbind, name) is value
+        assert name in dir(ksbind)
+    assert ksbind.parse_type("(Vec Float)").mangled == "T1f"
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        ksbind.nope  # noqa: B018
+    assert not hasattr(ksbind, "buildcache")

@@ -1,0 +1,145 @@
+"""The package's layering (docs/index.md, "Layers") holds for every import in
+ksbind/: lazy (function-level) and TYPE_CHECKING imports included. A module
+imports only from its own layer or those below, and no import cycle exists."""
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "ksbind"
+
+
+def layers() -> list[list[str]]:
+    """The docs' layers block, bottom layer first; each a list of module prefixes."""
+    text = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    m = re.search(r"```layers\n(.*?)```", text, re.DOTALL)
+    assert m, "docs/index.md has no ```layers block"
+    rows = [line.split()[1:] for line in m.group(1).splitlines() if line.strip()]
+    return rows[::-1]
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str, int]]:
+    """(imported ksbind module, line) for every import statement anywhere in the file."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            # `from package import submodule` imports the submodule
+            targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in known else module for a in node.names]
+        else:
+            continue
+        for target in targets:
+            if target == "ksbind" or target.startswith("ksbind."):
+                while target not in known:
+                    target = target.rsplit(".", 1)[0]
+                if target != name:
+                    yield target, node.lineno
+
+
+def layer_of(module: str, rows: list[list[str]]) -> int | None:
+    for i, row in enumerate(rows):
+        if any(module == p or module.startswith(p + ".") for p in row):
+            return i
+    return None
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: {t for t, _ in imports(name, path, known)} for name, path in known.items()}
+
+
+def test_every_module_has_a_layer() -> None:
+    rows = layers()
+    unplaced = sorted(m for m in modules() if layer_of(m, rows) is None)
+    assert not unplaced, f"place these in docs/index.md's layers block: {unplaced}"
+
+
+def test_no_import_goes_up_a_layer() -> None:
+    rows, known = layers(), modules()
+    upward = []
+    for name, path in sorted(known.items()):
+        own = layer_of(name, rows)
+        for target, line in imports(name, path, known):
+            theirs = layer_of(target, rows)
+            if own is not None and theirs is not None and theirs > own:
+                upward.append(f"{path.relative_to(REPO)}:{line}: {name} ({rows[own][0]}...) imports {target}")
+    assert not upward, "imports up the layers:\n" + "\n".join(upward)
+
+
+def test_no_import_cycle() -> None:
+    edges = graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from ksbind.lang.types import KsType", {"ksbind.lang.types"}),
+    ("from ksbind import log", {"ksbind.log"}),
+    ("def f():\n    from ksbind.backend import pch", {"ksbind.backend.pch"}),
+    ("if TYPE_CHECKING:\n    from ksbind.spec import ModuleSpec", {"ksbind.spec"}),
+    ("import ksbind.cli", {"ksbind.cli"}),
+    ("from ksbind import build", {"ksbind"}),
+])
+def test_the_scan_sees_every_kind_of_import(tmp_path: Path, source: str, expected: set[str]) -> None:
+    """The checks above are only as good as this reader: lazy and TYPE_CHECKING imports count."""
+    path = tmp_path / "probe.py"
+    path.write_text(source)
+    assert {t for t, _ in imports("ksbind.lang.probe", path, modules())} == expected
+
+
+def test_a_lower_module_importing_a_higher_one_would_be_caught() -> None:
+    rows = layers()
+    assert layer_of("ksbind.lang.types", rows) < layer_of("ksbind.codegen.render", rows)  # type: ignore[operator]
+    assert layer_of("ksbind.backend.compile", rows) > layer_of("ksbind.cache.objects", rows)  # type: ignore[operator]
+    assert layer_of("ksbind", rows) == len(rows) - 1
