@@ -36,9 +36,9 @@ from typing import Any
 
 from ksbind.backend.runner import Runner, Stopped, Unit
 from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher
-from ksbind.cache import store as buildcache
+from ksbind.cache.keys import Hasher
+from ksbind.cache.layout import PCH_DIR
 from ksbind.cache.objects import (
-    PCH_DIR,
     ObjectCache,
     Stored,
     dependency_records,
@@ -64,7 +64,7 @@ def header_text(tc: Toolchain) -> str:
 
 
 def pch_key(tc: Toolchain) -> str:
-    h = buildcache.Hasher.with_environment()
+    h = Hasher.with_environment()
     for label, value in tc.key_parts:
         h.add_text(f"part:{label}", value)
     h.add_text("compiler", compiler_identity(tc.cxx))
@@ -145,7 +145,7 @@ def start_background(tc: Toolchain, root: Path) -> None:
     except OSError:
         pass
     try:
-        subprocess.Popen([sys.executable, "-m", "ksbind.pch", args], stdin=subprocess.DEVNULL,
+        subprocess.Popen([sys.executable, "-m", __name__, args], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                          preexec_fn=lambda: os.nice(10))
     except OSError:
@@ -161,7 +161,7 @@ def _jsonable(v: Any) -> Any:
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m ksbind.pch ARGS``: what start_background runs."""
+    """``python -m ksbind.backend.pch ARGS``: what start_background runs."""
 
     args = json.loads(argv[0])
     f = args["toolchain"]
