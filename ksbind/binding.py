@@ -16,9 +16,7 @@ from ksbind.lang.identifiers import (
     is_ks_symbol,
     sanitize,
 )
-from ksbind.lang.model import FunctionDecl, StructuredName
-from ksbind.lang.reader import structured_name_from_node
-from ksbind.lang.sexpr import SList, parse_sexprs
+from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.spec import GIL_POLICIES, MODES, RESERVED_NAMES, Binding, BindingSpec
 
 
@@ -223,14 +221,11 @@ def find_function(ref: str, decls: Sequence[FunctionDecl], by_name: dict[Structu
 
 
 def parse_structured_name(text: str, where: Location | None) -> StructuredName:
-    filename = where.file if where else "<binding>"
+    """A binding's ``[f T]`` reference; any problem is a BindingError at the binding."""
     try:
-        nodes = parse_sexprs(text, filename)
-        if len(nodes) != 1 or not isinstance(nodes[0], SList) or nodes[0].bracket != "[":
-            raise BindingError(f"expected one structured name such as [f (Vec Float)], found {text!r}", where)
-        return structured_name_from_node(nodes[0])
-    except BindingError:
-        raise
+        return StructuredName.parse(text, where.file if where else "<binding>")
+    except NotAStructuredNameError:
+        raise BindingError(f"expected one structured name such as [f (Vec Float)], found {text!r}", where) from None
     except KsbindError as e:
         raise BindingError(f"bad function reference {text!r}: {e.message}", where) from None
 

@@ -25,12 +25,12 @@ from ksbind.binding import declared_vjp, select_bindings
 from ksbind.errors import DeclarationError, KscError
 from ksbind.ksc.driver import (
     KscToolchain,
-    VjpRequest,
     compile_ks,
     ksc_runtime,
     ksc_toolchains,
     scan_sources,
 )
+from ksbind.ksc.planner import VjpRequest
 from ksbind.lang.model import FunctionDecl, StructuredName
 from ksbind.lang.reader import (
     KsSource,

@@ -14,7 +14,8 @@ import pytest
 import ksbind
 from ksbind.backend.missing import explain_missing, missing_ks_symbol
 from ksbind.errors import KscError
-from ksbind.ksc.driver import find_ksc, missing_names
+from ksbind.ksc.diagnostics import missing_names
+from ksbind.ksc.driver import find_ksc
 from ksbind.lang.model import StructuredName
 from ksbind.resolve import resolve_spec
 from ksbind.spec import BindingSpec, KscSpec, ModuleSpec, RuntimeSpec

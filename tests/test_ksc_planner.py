@@ -16,7 +16,8 @@ import pytest
 
 import ksbind
 from ksbind.errors import KscError, KscVjpError, Location
-from ksbind.ksc.driver import CallGraph, scan_sources
+from ksbind.ksc.driver import scan_sources
+from ksbind.ksc.planner import CallGraph
 from ksbind.resolve import ResolvedModule, resolve_spec
 from ksbind.spec import BindingSpec, KscSpec, ModuleSpec, RuntimeSpec
 from tests.test_ksc import KSC, RUNTIME, needs_ksc

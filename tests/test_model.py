@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
 
 import ksbind
-from ksbind.errors import DeclarationError
-from ksbind.lang.model import FunctionDecl, StructuredName
+from ksbind.binding import parse_structured_name
+from ksbind.codegen.render import FILTERS
+from ksbind.errors import BindingError, DeclarationError, KsSyntaxError, KsTypeError, Location
+from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import FLOAT, INTEGER, parse_type
+from tests.strategies import ks_types, structured_names
 
 
 def decl(text: str) -> FunctionDecl:
@@ -139,3 +143,60 @@ def test_decls_compare_by_signature_not_location() -> None:
     assert a == b and hash(a) == hash(b) and a.location != b.location
     assert a != ksbind.parse_ks("(edef f Integer Integer)")[0]
     assert INTEGER == a.arg_type
+
+
+# ------------------------------------------------------------------ StructuredName.parse
+
+
+@settings(max_examples=300, deadline=None)
+@given(structured_names(ks_types(lm=True)))
+def test_parse_round_trips(name: StructuredName) -> None:
+    text = str(name)
+    assert StructuredName.parse(text) == name
+    assert str(StructuredName.parse(text)) == text
+
+
+@pytest.mark.parametrize("text", [
+    "[f Float]", "[f (Tuple Float Float)]", "[main (Tuple)]", "[g (Tuple Float)]", "[sufrev [f Float]]",
+    "[shape [rev [f (Tensor 2 (Tuple Integer Bool))]]]", "[k (Lam Float (Tuple))]", "[D [h (LM Float Float)]]",
+])
+def test_parse_canonical_spellings(text: str) -> None:
+    assert str(StructuredName.parse(text)) == text
+
+
+def test_parse_reads_other_spellings_to_the_canonical_one() -> None:
+    assert str(StructuredName.parse(" [f  (Vec Float)] ; note")) == "[f (Tensor 1 Float)]"
+
+
+@pytest.mark.parametrize("text,error,where,fragment", [
+    ("f", NotAStructuredNameError, "a.ks:1:1", "expected one structured name such as [f Float], found 'f'"),
+    ("", NotAStructuredNameError, "a.ks:1:1", "found ''"),
+    ("(f Float)", NotAStructuredNameError, "a.ks:1:1", "found '(f Float)'"),
+    ("[f Float] [g Float]", NotAStructuredNameError, "a.ks:1:11", "found '[f Float] [g Float]'"),
+    ("[f Float", KsSyntaxError, "a.ks:1:1", "unbalanced '['"),
+    ("[f Flot]", KsTypeError, "a.ks:1:4", "unknown type 'Flot'"),
+    ("[foo [f Float]]", DeclarationError, "a.ks:1:2", "unknown derivation 'foo'"),
+    ("[rev f]", DeclarationError, "a.ks:1:1", "'rev' is a derivation"),
+    ("[f Float Float]", DeclarationError, "a.ks:1:1", "a structured name is [NAME TYPE]"),
+])
+def test_parse_errors(text: str, error: type[Exception], where: str, fragment: str) -> None:
+    with pytest.raises(error) as e:
+        StructuredName.parse(text, "a.ks")
+    assert isinstance(e.value, DeclarationError) == (error not in (KsSyntaxError, KsTypeError))
+    assert str(e.value.location) == where and fragment in e.value.message
+
+
+def test_parse_errors_keep_each_callers_words() -> None:
+    where = Location("m.yaml", 5, 11)
+    with pytest.raises(BindingError) as e:
+        parse_structured_name("[f Float] [g Float]", where)
+    assert str(e.value) == ("m.yaml:5:11: expected one structured name such as [f (Vec Float)], "
+                            "found '[f Float] [g Float]'")
+    with pytest.raises(BindingError) as e:
+        parse_structured_name("[f Flot]", where)
+    assert e.value.location == where and e.value.message.startswith("bad function reference '[f Flot]': unknown type")
+    with pytest.raises(ValueError, match=r"^expected a structured name such as \[f Float\], found 'f'$"):
+        FILTERS["cpp_symbol"]("f")
+    with pytest.raises(KsTypeError) as t:
+        FILTERS["cpp_symbol"]("[f Flot]")
+    assert str(t.value.location) == "<filter cpp_symbol>:1:4"

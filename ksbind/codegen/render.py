@@ -22,9 +22,7 @@ from ksbind.binding import select_bindings
 from ksbind.codegen.context import build_context
 from ksbind.codegen.targets import get_target
 from ksbind.errors import KsbindError, Location, TemplateError, user_stacklevel
-from ksbind.lang.model import FunctionDecl, StructuredName
-from ksbind.lang.reader import structured_name_from_node
-from ksbind.lang.sexpr import SList, parse_sexprs
+from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import KsType, parse_type
 from ksbind.spec import DEFAULT_ARENA_BYTES, Binding, BindingSpec, ModuleOptions
 
@@ -69,10 +67,10 @@ def py_docstring(value: Any) -> str:
 
 @lru_cache(maxsize=4096)
 def _structured_name(text: str) -> StructuredName:
-    nodes = parse_sexprs(text, "<filter cpp_symbol>")
-    if len(nodes) != 1 or not isinstance(nodes[0], SList) or nodes[0].bracket != "[":
-        raise ValueError(f"expected a structured name such as [f Float], found {text!r}")
-    return structured_name_from_node(nodes[0])
+    try:
+        return StructuredName.parse(text, "<filter cpp_symbol>")
+    except NotAStructuredNameError:
+        raise ValueError(f"expected a structured name such as [f Float], found {text!r}") from None
 
 
 @lru_cache(maxsize=4096)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ksbind.errors import DeclarationError, KsTypeError, Location
-from ksbind.lang.types import KsType, TupleType
+from ksbind.errors import DeclarationError, KsTypeError, Location, closest
+from ksbind.lang.sexpr import Atom, Node, SList, parse_sexprs
+from ksbind.lang.types import KsType, TupleType, type_from_node
 
 #: Derivations ksc knows, in the order KNOSSOS.md lists them.
 DERIVATIONS = ("fwd", "rev", "sufrev", "suffwdpass", "sufrevpass", "CL", "shape", "D")
@@ -38,6 +39,19 @@ class StructuredName:
     @staticmethod
     def derived(derivation: str, inner: "StructuredName") -> "StructuredName":
         return StructuredName(derivation, inner=inner)
+
+    @classmethod
+    def parse(cls, text: str, filename: str = "<string>") -> StructuredName:
+        """The name ``text`` spells, ``[f T]`` or ``[d X]``: the inverse of ``str()``.
+
+        Text that is not one ``[...]`` form (a plain ``f``, two names, a ``(...)`` list)
+        is a NotAStructuredNameError; a malformed one, the reader's KsSyntaxError,
+        KsTypeError or DeclarationError, located in ``filename``."""
+        nodes = parse_sexprs(text, filename)
+        if len(nodes) != 1 or not isinstance(nodes[0], SList) or nodes[0].bracket != "[":
+            where = nodes[min(1, len(nodes) - 1)].loc if nodes else Location(filename, 1, 1)
+            raise NotAStructuredNameError(f"expected one structured name such as [f Float], found {text!r}", where)
+        return structured_name_from_node(nodes[0])
 
     @property
     def is_derived(self) -> bool:
@@ -83,6 +97,41 @@ class StructuredName:
         if self.inner is not None:
             return f"[{self.name} {self.inner}]"
         return f"[{self.name} {self.arg_type}]"
+
+
+class NotAStructuredNameError(DeclarationError):
+    """StructuredName.parse's text is not one ``[...]`` form (callers say what they expected)."""
+
+
+def structured_name_from_node(node: SList) -> StructuredName:
+    """``[f T]`` or ``[d [f T]]`` from a parsed ``[...]`` list."""
+    items = node.items
+    if len(items) != 2 or not isinstance(items[0], Atom) or items[0].is_string:
+        raise DeclarationError(
+            f"a structured name is [NAME TYPE] or [DERIVATION [NAME TYPE]], found {_short(node)}", node.loc
+        )
+    head, rest = items
+    assert isinstance(head, Atom)  # checked above; tells the type checker
+    if head.text in DERIVATIONS and not (isinstance(rest, SList) and rest.bracket == "["):
+        raise DeclarationError(
+            f"{head.text!r} is a derivation: it takes a structured name, as in [{head.text} [f Float]]; "
+            f"found {_short(node)}",
+            node.loc,
+        )
+    if isinstance(rest, SList) and rest.bracket == "[":
+        if head.text not in DERIVATIONS:
+            raise DeclarationError(
+                f"unknown derivation {head.text!r}{closest(head.text, DERIVATIONS)}; "
+                f"expected one of {', '.join(DERIVATIONS)}",
+                head.loc,
+            )
+        return StructuredName.derived(head.text, structured_name_from_node(rest))
+    return StructuredName.base(head.text, type_from_node(rest))
+
+
+def _short(node: Node, limit: int = 60) -> str:
+    text = str(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @lru_cache(maxsize=16384)

@@ -18,7 +18,7 @@ from ksbind.errors import (
     Location,
     closest,
 )
-from ksbind.lang.model import DERIVATIONS, FunctionDecl, StructuredName
+from ksbind.lang.model import DERIVATIONS, FunctionDecl, StructuredName, structured_name_from_node
 from ksbind.lang.sexpr import Atom, Node, SList, gc_paused, parse_sexprs
 from ksbind.lang.types import KsType, TupleType, type_from_node, type_from_nodes
 
@@ -313,32 +313,6 @@ def _plain_derivation_name(node: SList, arg_type: KsType) -> StructuredName:
             f"{kind!r} is a derivation: it takes a structured name, as in [{kind} [{inner.text} Float]]; "
             f"found {_short(node)}, whose argument type cannot be told from {arg_type}", node.loc)
     return StructuredName.derived(kind, StructuredName.base(inner.text, primal))
-
-
-def structured_name_from_node(node: SList) -> StructuredName:
-    """``[f T]`` or ``[d [f T]]`` from a parsed ``[...]`` list."""
-    items = node.items
-    if len(items) != 2 or not isinstance(items[0], Atom) or items[0].is_string:
-        raise DeclarationError(
-            f"a structured name is [NAME TYPE] or [DERIVATION [NAME TYPE]], found {_short(node)}", node.loc
-        )
-    head, rest = items
-    assert isinstance(head, Atom)  # checked above; tells the type checker
-    if head.text in DERIVATIONS and not (isinstance(rest, SList) and rest.bracket == "["):
-        raise DeclarationError(
-            f"{head.text!r} is a derivation: it takes a structured name, as in [{head.text} [f Float]]; "
-            f"found {_short(node)}",
-            node.loc,
-        )
-    if isinstance(rest, SList) and rest.bracket == "[":
-        if head.text not in DERIVATIONS:
-            raise DeclarationError(
-                f"unknown derivation {head.text!r}{closest(head.text, DERIVATIONS)}; "
-                f"expected one of {', '.join(DERIVATIONS)}",
-                head.loc,
-            )
-        return StructuredName.derived(head.text, structured_name_from_node(rest))
-    return StructuredName.base(head.text, type_from_node(rest))
 
 
 def _read_params(node: Node) -> tuple[list[str], list[KsType]]:
