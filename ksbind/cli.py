@@ -194,17 +194,18 @@ def _cache(args: argparse.Namespace) -> int:
     """``ksbind cache list|clean``."""
     import time
 
-    from ksbind.cache import store as buildcache
+    from ksbind.cache.layout import cache_root
+    from ksbind.cache.maintenance import EVICT_MIN_IDLE_SECONDS, cache_max_bytes, clean, format_size, scan
 
-    root = buildcache.cache_root()
-    cap = buildcache.cache_max_bytes()
+    root = cache_root()
+    cap = cache_max_bytes()
 
     def when(t: float) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 
     if args.cache_command == "list":
-        entries = sorted(buildcache.scan(root), key=lambda e: -e.last_used)
-        rows = [(e.module, e.key, e.target + (f" ({e.note})" if e.note else ""), buildcache.format_size(e.size),
+        entries = sorted(scan(root), key=lambda e: -e.last_used)
+        rows = [(e.module, e.key, e.target + (f" ({e.note})" if e.note else ""), format_size(e.size),
                  when(e.last_used)) for e in entries]
         header = ("MODULE", "KEY", "KIND", "SIZE", "LAST USED")
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -213,31 +214,31 @@ def _cache(args: argparse.Namespace) -> int:
                 print("  ".join(c.rjust(w) if i == 3 else c.ljust(w) for i, (c, w) in
                                 enumerate(zip(r, widths))).rstrip())
         total = sum(e.size for e in entries)
-        shared = [e for e in buildcache.scan(root, details=False, shared=True) if e.kind in ("object", "pch")]
+        shared = [e for e in scan(root, details=False, shared=True) if e.kind in ("object", "pch")]
         parts = (f"; shared by all modules: {sum(e.kind == 'object' for e in shared)} objects, "
                  f"{sum(e.kind == 'pch' for e in shared)} precompiled headers, "
-                 f"{buildcache.format_size(sum(e.size for e in shared))}") if shared else ""
-        print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {buildcache.format_size(total)} in "
-              f"{root} (cap {buildcache.format_size(cap)}){parts}")
+                 f"{format_size(sum(e.size for e in shared))}") if shared else ""
+        print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {format_size(total)} in "
+              f"{root} (cap {format_size(cap)}){parts}")
         return 0
-    report = buildcache.clean(root, older_than_days=args.older_than, everything=args.all)
+    report = clean(root, older_than_days=args.older_than, everything=args.all)
     for e in report.removed:
         if e.kind not in ("object", "pch"):  # the shared parts: one line below
-            print(f"removed {e.path.name} ({e.module}, {buildcache.format_size(e.size)}, last used "
+            print(f"removed {e.path.name} ({e.module}, {format_size(e.size)}, last used "
                   f"{when(e.last_used)})")
     shared = [e for e in report.removed if e.kind in ("object", "pch")]
     if shared:
         print(f"removed {len(shared)} shared objects and precompiled headers "
-              f"({buildcache.format_size(sum(e.size for e in shared))})")
+              f"({format_size(sum(e.size for e in shared))})")
     for e in report.skipped:
         print(f"kept {e.path.name} ({e.module}): it is being built")
-    print(f"freed {buildcache.format_size(report.freed)} ({len(report.removed)} "
+    print(f"freed {format_size(report.freed)} ({len(report.removed)} "
           f"entr{'y' if len(report.removed) == 1 else 'ies'} removed) in {root}")
     if args.older_than is None and not args.all:
-        left = sum(e.size for e in buildcache.scan(root) if e.kind in ("module", "ksc"))
+        left = sum(e.size for e in scan(root) if e.kind in ("module", "ksc"))
         if left > cap:
-            print(f"still {buildcache.format_size(left)}, over the cap of {buildcache.format_size(cap)}: the rest "
-                  f"was used in the last {buildcache.EVICT_MIN_IDLE_SECONDS / 60:.0f} minutes or is being built")
+            print(f"still {format_size(left)}, over the cap of {format_size(cap)}: the rest "
+                  f"was used in the last {EVICT_MIN_IDLE_SECONDS / 60:.0f} minutes or is being built")
     return 0
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Mapping, Sequence, Union
 
-from ksbind.cache import store as buildcache
+from ksbind.cache.layout import LOAD_KS_DIR, cache_root
 from ksbind.codegen.output import write_atomic
 from ksbind.codegen.targets import TARGETS
 from ksbind.errors import ConfigError, Location
@@ -54,13 +54,13 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
 
     if target not in TARGETS:
         raise ConfigError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
-    root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
     digest = hashlib.sha256(ks_text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     module_name = name or f"ks_{digest}"
     problem = identifier_problem(module_name)
     if problem:
         raise ConfigError(f"module name {problem}")
-    source = root / "load_ks" / digest / f"{module_name}.ks"
+    source = root / LOAD_KS_DIR / digest / f"{module_name}.ks"
     if not source.is_file() or source.read_text(encoding="utf-8", errors="surrogateescape") != ks_text:
         write_atomic(source, ks_text)
     spec = ModuleSpec(

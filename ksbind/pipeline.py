@@ -14,10 +14,10 @@ from types import ModuleType
 from typing import Any, Callable, Sequence
 
 from ksbind import log
-from ksbind.backend import versions
+from ksbind.backend.loader import needs_version, note_loaded, versioned_spec
 from ksbind.backend.missing import explain_missing
 from ksbind.backend.native import build_plan, cache_key, compile_plan
-from ksbind.cache import store as buildcache
+from ksbind.cache.layout import cache_root
 from ksbind.codegen.output import (
     PlannedFile,
     plan_files,
@@ -203,7 +203,7 @@ def build_configs(configs: str | os.PathLike[str] | Sequence[str | os.PathLike[s
 
 def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
                cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False) -> ModuleType:
-    root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
     log.setup()
     token = log.QUIET.set(quiet or log.QUIET.get())
     try:
@@ -219,7 +219,7 @@ def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
 def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Path,
                     write_stub: bool = True) -> ModuleType:
     """Build and load one resolved module; under a versioned name when this process
-    already loaded other code under its name (see ksbind.versions)."""
+    already loaded other code under its name (see ksbind.backend.loader)."""
     spec = resolved.spec
     rendered = render_spec(resolved, templates)
     if spec.stubs is not None and write_stub:  # `stubs: DIR`, under the name users import
@@ -233,8 +233,8 @@ def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Pa
     else:
         plan = compile_plan(spec, write_generated(spec.output, rendered))
         key = cache_key(plan, rendered.target)
-    if versions.needs_version(spec.name, key):
-        module = _build_resolved(dataclasses.replace(resolved, spec=versions.versioned_spec(spec, key)),
+    if needs_version(spec.name, key):
+        module = _build_resolved(dataclasses.replace(resolved, spec=versioned_spec(spec, key)),
                                  templates, root, write_stub=False)
         sys.modules[spec.name] = module  # `import NAME` gets the newest code too
         return module
@@ -242,5 +242,5 @@ def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Pa
         module = build_torch.build_torch_module(spec, rendered, cache_dir=root)
     else:
         module = build_plan(plan, rendered, root)
-    versions.note_loaded(spec.name, key)
+    note_loaded(spec.name, key)
     return module

@@ -111,7 +111,7 @@ def _declared_base_names(path: Path) -> frozenset[StructuredName]:
 
 
 def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModule:
-    from ksbind.cache import store as buildcache
+    from ksbind.cache.layout import cache_root
 
     assert spec.ksc is not None
     sources = [p for p in spec.ks_files if p.suffix != ".kso"]
@@ -120,7 +120,7 @@ def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModul
     # By default bind what the sources define; an edef's C++ is the user's, bound only when asked.
     own = {d.name for s in scanned for d in s.decls if d.origin == "def" and not d.name.is_derived}
     is_own: Callable[[FunctionDecl], bool] = lambda d: d.name in own  # noqa: E731
-    root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
 
     # ksc, or (not found) the kscs whose cached output for these sources may be reused.
     tools = ksc_toolchains(spec.ksc, sources, spec.name, root)

@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 
 import ksbind
+from ksbind.backend.loader import import_from_path
 from ksbind.backend.toolchain import INCLUDE_DIR, RUNTIME_DIR
-from ksbind.cache import store as buildcache
+from ksbind.cache.keys import extension_suffix
+from ksbind.cache.locks import build_lock
 from ksbind.errors import BuildError, KsbindError
 from ksbind.pipeline import build
 from tests.e2e_support import REPO, run_python, session_cache_dir
@@ -56,7 +58,7 @@ def fake_compiler(tmp: Path, body: str) -> dict[str, str]:
 
 
 def modules_in(cache: Path) -> list[Path]:
-    return sorted(p for p in cache.rglob(f"*{buildcache.extension_suffix()}") if not p.name.startswith("."))
+    return sorted(p for p in cache.rglob(f"*{extension_suffix()}") if not p.name.startswith("."))
 
 
 def descendants(pid: int) -> list[int]:
@@ -151,20 +153,20 @@ def test_lock_of_a_killed_holder_does_not_hang(tmp_path: Path) -> None:
         import sys, time
         sys.path.insert(0, {str(REPO)!r})
         from pathlib import Path
-        from ksbind.cache.store import build_lock
+        from ksbind.cache.locks import build_lock
         with build_lock(Path({str(lock)!r})):
             print("locked", flush=True)
             time.sleep(60)
         """)], stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
     with pytest.raises(BuildError, match="timed out"):
-        with buildcache.build_lock(lock, timeout=0.3):
+        with build_lock(lock, timeout=0.3):
             pass
     holder.kill()
     holder.wait()
     assert lock.exists()  # the file stays; the lock does not
     t0 = time.monotonic()
-    with buildcache.build_lock(lock, timeout=5):
+    with build_lock(lock, timeout=5):
         pass
     assert time.monotonic() - t0 < 2
 
@@ -377,12 +379,12 @@ def test_headers_work_with_a_runtime_whose_tuple_is_not_std_tuple(tmp_path: Path
                 } });
         }
         """))
-    so = tmp_path / f"ksc_tuple_ext{buildcache.extension_suffix()}"
+    so = tmp_path / f"ksc_tuple_ext{extension_suffix()}"
     proc = subprocess.run(["g++", "-O0", "-std=c++17", "-fPIC", "-shared", "-fvisibility=hidden", f"-I{tmp_path}",
                            f"-I{INCLUDE_DIR}", f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
                            str(tmp_path / "t.cpp"), "-o", str(so)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[:3000]
-    m = buildcache.import_from_path("ksc_tuple_ext", so)
+    m = import_from_path("ksc_tuple_ext", so)
     assert m.echo((1.5, (2, True))) == (1.5, (2, True))
     assert m.logged((1.5, (2, True))) == "(1.5, (2, true))"
     assert m.python([1.5, (2, True)]) == (1.5, (2, True))

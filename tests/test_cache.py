@@ -25,8 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from ksbind.cache import store as buildcache
-from ksbind.cache.store import CacheEntry
+from ksbind._version import __version__
+from ksbind.cache import entries, maintenance
+from ksbind.cache.entries import CacheEntry
+from ksbind.cache.keys import extension_suffix, file_sha256
+from ksbind.cache.locks import build_lock, try_lock
+from ksbind.cache.maintenance import DEFAULT_MAX_BYTES, cache_max_bytes, evict, format_size, scan
+from ksbind.cache.manifest import MANIFEST
 from ksbind.cli import main
 from ksbind.errors import BuildError, KsbindWarning
 from tests.e2e_support import REPO, built, run_python
@@ -37,8 +42,8 @@ DAY = 86400.0
 @pytest.fixture(autouse=True)
 def fresh_process_state(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts as a new process would: nothing verified or used yet, no cap set."""
-    monkeypatch.setattr(buildcache, "_used_here", set())
-    monkeypatch.setattr(buildcache, "_verified", {})
+    monkeypatch.setattr(maintenance, "_used_here", set())
+    monkeypatch.setattr(entries, "_verified", {})
     monkeypatch.delenv("KSBIND_CACHE_MAX_BYTES", raising=False)
 
 
@@ -55,7 +60,7 @@ def fake_entry(root: Path, name: str, size: int = 10_000, days_unused: float = 0
         for fname, text in (extra or {}).items():
             (entry.dir / fname).write_text(text)
         entry.install(built_file)
-    buildcache._used_here.discard(str(entry.dir))  # as if another process had built it
+    maintenance._used_here.discard(str(entry.dir))  # as if another process had built it
     if days_unused:
         set_last_used(entry.manifest_path, days_unused)
     return entry
@@ -92,7 +97,7 @@ def test_manifest_lists_what_the_entry_installed(tmp_path: Path) -> None:
     manifest = json.loads(entry.manifest_path.read_text())
     assert manifest["format"] == 1
     assert (manifest["module"], manifest["key"], manifest["target"]) == ("m_ext", entry.key, "torch")
-    assert manifest["ksbind"] == buildcache.__version__
+    assert manifest["ksbind"] == __version__
     created = datetime.datetime.fromisoformat(manifest["created"])
     assert before <= created <= datetime.datetime.now(datetime.timezone.utc)
     assert set(manifest["files"]) == {"m.py", "m.pyi", entry.module_path.name}
@@ -118,7 +123,7 @@ def _flip_a_byte(e: CacheEntry) -> None:
         f.seek(100)
         f.write(bytes([b[0] ^ 0xFF]))
     os.utime(e.module_path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    buildcache._verified.clear()  # a new process
+    entries._verified.clear()  # a new process
 
 
 def _edit_the_wrapper(e: CacheEntry) -> None:
@@ -180,15 +185,14 @@ def test_missing_or_unfinished_entries_are_rebuilt_silently(tmp_path: Path) -> N
 def test_content_is_hashed_once_per_process_and_again_after_a_change(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     entry = fake_entry(tmp_path / "cache", "m", size=100_000)
-    buildcache._verified.clear()
+    entries._verified.clear()
     hashed: list[str] = []
-    real = buildcache._sha256_at
 
-    def counting(dir_fd: int | None, name: str) -> str:
-        hashed.append(name)
-        return real(dir_fd, name)
+    def counting(path: Path | str, dir_fd: int | None = None) -> str:
+        hashed.append(str(path))
+        return file_sha256(path, dir_fd)
 
-    monkeypatch.setattr(buildcache, "_sha256_at", counting)
+    monkeypatch.setattr(entries, "file_sha256", counting)
     assert entry.is_built() and entry.is_built() and entry.is_built()
     assert hashed == [entry.module_path.name]
     st = entry.module_path.stat()
@@ -202,20 +206,20 @@ def test_a_hit_records_its_use(tmp_path: Path) -> None:
     assert entry.manifest_path.stat().st_mtime < time.time() - 2 * DAY
     assert entry.is_built()
     assert entry.manifest_path.stat().st_mtime > time.time() - 60
-    assert str(entry.dir) in buildcache._used_here
+    assert str(entry.dir) in maintenance._used_here
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("", buildcache.DEFAULT_MAX_BYTES), ("0", buildcache.DEFAULT_MAX_BYTES), ("1000", 1000), ("2G", 2 << 30),
+    ("", DEFAULT_MAX_BYTES), ("0", DEFAULT_MAX_BYTES), ("1000", 1000), ("2G", 2 << 30),
     ("500MiB", 500 << 20), ("1.5k", 1536), ("64 KB", 64 << 10), ("7b", 7)])
 def test_cache_max_bytes(text: str, expected: int) -> None:
-    assert buildcache.cache_max_bytes(text) == expected
+    assert cache_max_bytes(text) == expected
 
 
 @pytest.mark.parametrize("text", ["-1", "2x", "lots", "1iB", "1e9"])
 def test_bad_cache_max_bytes_is_a_build_error(text: str) -> None:
     with pytest.raises(BuildError, match="KSBIND_CACHE_MAX_BYTES must be a size in bytes"):
-        buildcache.cache_max_bytes(text)
+        cache_max_bytes(text)
 
 
 def test_a_bad_cap_fails_every_build_and_the_cache_command(tmp_path: Path) -> None:
@@ -223,7 +227,7 @@ def test_a_bad_cap_fails_every_build_and_the_cache_command(tmp_path: Path) -> No
     env = {"KSBIND_CACHE_MAX_BYTES": "two gigs", "KSBIND_CACHE_DIR": str(tmp_path)}
     code = textwrap.dedent(f"""\
         from pathlib import Path
-        from ksbind.cache.store import CacheEntry
+        from ksbind.cache.entries import CacheEntry
         from ksbind.errors import BuildError
         try:
             CacheEntry(Path({str(tmp_path)!r}), "m", "a" * 64).is_built()  # a cache hit would say so too
@@ -243,8 +247,8 @@ def test_eviction_removes_least_recently_used_entries_first(tmp_path: Path) -> N
     root = tmp_path / "cache"
     a, b, c = (fake_entry(root, n, days_unused=d) for n, d in (("a", 5), ("b", 3), ("c", 1)))
     d = fake_entry(root, "d")
-    size = {e.path.name: e.size for e in buildcache.scan(root)}[a.dir.name]
-    removed = buildcache.evict(root, max_bytes=int(2.5 * size))
+    size = {e.path.name: e.size for e in scan(root)}[a.dir.name]
+    removed = evict(root, max_bytes=int(2.5 * size))
     assert [e.path for e in removed] == [a.dir, b.dir]
     assert [p.exists() for p in (a.dir, b.dir, c.dir, d.dir)] == [False, False, True, True]
     assert not a.lock_path.exists() and not b.lock_path.exists()  # the lock files go with their entries
@@ -252,18 +256,18 @@ def test_eviction_removes_least_recently_used_entries_first(tmp_path: Path) -> N
     # Never evicted: entries this process used, entries used in the last minutes.
     assert c.is_built()
     set_last_used(c.manifest_path, 1)
-    assert buildcache.evict(root, max_bytes=0) == []
+    assert evict(root, max_bytes=0) == []
     assert c.dir.exists() and d.dir.exists()
-    buildcache._used_here.clear()
-    assert [e.path for e in buildcache.evict(root, max_bytes=0)] == [c.dir]  # d: used just now
-    assert [e.path for e in buildcache.evict(root, max_bytes=0, min_idle=0)] == [d.dir]
+    maintenance._used_here.clear()
+    assert [e.path for e in evict(root, max_bytes=0)] == [c.dir]  # d: used just now
+    assert [e.path for e in evict(root, max_bytes=0, min_idle=0)] == [d.dir]
 
 
 INSTALL_UNDER_A_CAP = """\
 import os, sys
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from ksbind.cache import store as buildcache
+from ksbind.cache.entries import CacheEntry
 from tests.test_cache import fake_entry
 root = Path({root!r})
 old = [fake_entry(root, f"old{{i}}", days_unused=10 + i) for i in range(3)]
@@ -271,7 +275,7 @@ os.environ["KSBIND_CACHE_MAX_BYTES"] = "25000"
 new = fake_entry(root, "new")  # ~10 kB: the two oldest must go
 print([e.dir.exists() for e in old])
 os.environ["KSBIND_CACHE_MAX_BYTES"] = "1"
-big = buildcache.CacheEntry(root, "big", "b" * 64)
+big = CacheEntry(root, "big", "b" * 64)
 (root.parent / "big.so").write_bytes(os.urandom(50_000))
 with big.lock():
     big.install(root.parent / "big.so")
@@ -298,14 +302,14 @@ def test_an_entry_being_built_is_never_evicted(tmp_path: Path, monkeypatch: pyte
         import sys, time
         sys.path.insert(0, {str(REPO)!r})
         from pathlib import Path
-        from ksbind.cache.store import build_lock
+        from ksbind.cache.locks import build_lock
         with build_lock(Path({str(entry.lock_path)!r})):
             print("locked", flush=True)
             time.sleep(60)
         """)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        assert buildcache.evict(root, max_bytes=0, min_idle=0) == []
+        assert evict(root, max_bytes=0, min_idle=0) == []
         assert main(["cache", "clean", "--all"]) == 0
         out = capsys.readouterr().out
         assert f"kept {entry.dir.name} (busy): it is being built" in out
@@ -313,16 +317,16 @@ def test_an_entry_being_built_is_never_evicted(tmp_path: Path, monkeypatch: pyte
     finally:
         holder.kill()
         holder.wait()
-    assert [e.path for e in buildcache.evict(root, max_bytes=0, min_idle=0)] == [] and entry.dir.exists()
-    buildcache._used_here.clear()  # the is_built above marked it used here
-    assert [e.path for e in buildcache.evict(root, max_bytes=0, min_idle=0)] == [entry.dir]
+    assert [e.path for e in evict(root, max_bytes=0, min_idle=0)] == [] and entry.dir.exists()
+    maintenance._used_here.clear()  # the is_built above marked it used here
+    assert [e.path for e in evict(root, max_bytes=0, min_idle=0)] == [entry.dir]
 
 
 READER = """\
 import sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from ksbind.cache.store import CacheEntry
+from ksbind.cache.entries import CacheEntry
 entry = CacheEntry(Path({root!r}), "m", {key!r})
 stop = Path({stop!r})
 states = {{}}
@@ -355,7 +359,7 @@ def test_a_reader_sees_the_whole_entry_or_none_while_it_is_evicted(tmp_path: Pat
         for copy in copies:
             os.rename(copy, entry.dir)
             time.sleep(0.02)
-            assert [e.path for e in buildcache.evict(root, max_bytes=0, min_idle=0)] == [entry.dir]
+            assert [e.path for e in evict(root, max_bytes=0, min_idle=0)] == [entry.dir]
             time.sleep(0.01)
     finally:
         stop.touch()
@@ -372,12 +376,12 @@ def test_a_deleted_lock_file_is_locked_afresh(tmp_path: Path) -> None:
     waiting on it must then lock the path anew, or two builds could run at once."""
     lock = tmp_path / ".m.lock"
     got: list[str] = []
-    with buildcache.build_lock(lock):
+    with build_lock(lock):
         waiter_has_it = threading.Event()
         release = threading.Event()
 
         def waiter() -> None:
-            with buildcache.build_lock(lock, timeout=30):
+            with build_lock(lock, timeout=30):
                 got.append("waiter")
                 waiter_has_it.set()
                 release.wait(30)
@@ -387,7 +391,7 @@ def test_a_deleted_lock_file_is_locked_afresh(tmp_path: Path) -> None:
         time.sleep(0.3)  # the waiter opened the old file and waits on it
         lock.unlink()
     assert waiter_has_it.wait(10)
-    with buildcache.try_lock(lock) as held:
+    with try_lock(lock) as held:
         assert not held  # the waiter holds the lock file the path names now
     release.set()
     t.join()
@@ -426,7 +430,7 @@ def test_cache_list_and_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert [r[:3] for r in rows] == [["new_torch_ext", new.key[:16], "torch"], ["old_ext", old.key[:16], "ks"],
                                      ["relu3", "0123456789abcdef", "ksc"],
                                      ["ks_fedcba9876543210", "fedcba9876543210", "load_ks"]]  # latest use first
-    new_size = buildcache.format_size(sum(f.stat().st_size for f in new.dir.iterdir()))
+    new_size = format_size(sum(f.stat().st_size for f in new.dir.iterdir()))
     assert " ".join(rows[0][3:5]) == new_size  # the module, the wrapper and the manifest
     assert lines[-1].startswith("4 entries, ") and lines[-1].endswith(f" in {root} (cap 2.0 GiB)")
     for row, days in zip(lines[2:-1], (10, 11, 12)):
@@ -488,10 +492,10 @@ EVICTOR = """\
 import sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from ksbind.cache import store as buildcache
+from ksbind.cache.maintenance import evict
 root, stop, removed = Path({root!r}), Path({stop!r}), []
 while not stop.exists():
-    removed += [e.path.name for e in buildcache.evict(root)]
+    removed += [e.path.name for e in evict(root)]
     time.sleep(0.01)
 print(sorted(removed))
 """
@@ -500,7 +504,7 @@ print(sorted(removed))
 def private_copy(entry_dir: Path, cache: Path) -> CacheEntry:
     """A copy of a session cache entry in a cache of the test's own (never the session's files)."""
     shutil.copytree(entry_dir, cache / entry_dir.name)
-    manifest = json.loads((cache / entry_dir.name / buildcache.MANIFEST).read_text())
+    manifest = json.loads((cache / entry_dir.name / MANIFEST).read_text())
     entry = CacheEntry(cache, manifest["module"], manifest["key"])
     os.utime(entry.manifest_path)  # used now, as the session's entry was
     assert entry.check() == ("ok", "")
@@ -619,8 +623,8 @@ def test_torch_entries_are_verified_too(tmp_path: Path) -> None:
     the extension; an edited wrapper makes it rebuild (here: reach its compile)."""
     pytest.importorskip("torch")
     wrapper = Path(str(built("relu3_torch.yaml").__file__))
-    manifest = json.loads((wrapper.parent / buildcache.MANIFEST).read_text())
-    ext = f"relu3_torch_ext{buildcache.extension_suffix()}"
+    manifest = json.loads((wrapper.parent / MANIFEST).read_text())
+    ext = f"relu3_torch_ext{extension_suffix()}"
     assert set(manifest["files"]) == {"relu3_torch.py", "relu3_torch.pyi", ext}
     assert (manifest["module"], manifest["target"]) == ("relu3_torch_ext", "torch")
     cache = tmp_path / "cache"
@@ -640,28 +644,28 @@ def test_torch_entries_are_verified_too(tmp_path: Path) -> None:
 
 def test_a_quiet_build_does_not_announce_waiting_for_a_lock(tmp_path: Path,
                                                            caplog: pytest.LogCaptureFixture) -> None:
-    """build_spec(quiet=True) sets buildcache.QUIET (ksbind.log.QUIET): waiting for
+    """build_spec(quiet=True) sets ksbind.log.QUIET: waiting for
     a lock logs nothing (the tests build modules on background threads while
     other tests capture logs); a loud wait says so once, on ksbind.cache."""
     import logging
     import threading
 
-    from ksbind.cache import store as buildcache
+    from ksbind.log import QUIET
 
     lock = tmp_path / "x.lock"
 
     def wait_for_lock(quiet: bool) -> None:
-        token = buildcache.QUIET.set(quiet)
+        token = QUIET.set(quiet)
         try:
-            with buildcache.build_lock(lock, 30, what="x"):
+            with build_lock(lock, 30, what="x"):
                 pass
         finally:
-            buildcache.QUIET.reset(token)
+            QUIET.reset(token)
 
     caplog.set_level(logging.INFO, logger="ksbind")
     for quiet, expected in [(True, ""), (False, "x: waiting for another build")]:
         caplog.clear()
-        with buildcache.build_lock(lock, 30, what="x"):
+        with build_lock(lock, 30, what="x"):
             waiter = threading.Thread(target=wait_for_lock, args=(quiet,))
             waiter.start()
             waiter.join(0.5)

@@ -21,8 +21,10 @@ from ksbind.backend import pch
 from ksbind.backend.compile import compile_objects, link
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import Toolchain
-from ksbind.cache import store as buildcache
-from ksbind.cache.objects import DEPS, ObjectCache, parse_depfile
+from ksbind.cache.keys import environment_key
+from ksbind.cache.layout import DEPS
+from ksbind.cache.maintenance import clean, scan
+from ksbind.cache.objects import ObjectCache, parse_depfile
 
 from .conftest import REPO
 
@@ -117,11 +119,10 @@ def test_hits_and_misses_on_headers_flags_compiler_and_versions(tmp_path: Path,
     objs(toolchain(inc, other))
     assert compiled(tmp_path, "cxx2") == ["a.cpp"]  # another compiler (path and --version)
 
-    real = buildcache.environment_key
-    monkeypatch.setattr(buildcache, "environment_key", lambda: [*real(), ("pybind11", "9.9.9")])
+    monkeypatch.setattr("ksbind.cache.keys.environment_key", lambda: [*environment_key(), ("pybind11", "9.9.9")])
     objs()
     assert len(compiled(tmp_path)) == 5  # another Python/pybind11 version
-    monkeypatch.setattr(buildcache, "environment_key", real)
+    monkeypatch.setattr("ksbind.cache.keys.environment_key", environment_key)
     objs()
     assert len(compiled(tmp_path)) == 5
 
@@ -177,18 +178,18 @@ def test_old_objects_are_evicted_and_clean_all_empties_the_cache(tmp_path: Path)
     root = tmp_path / "cache"
     compile_objects([Unit(a), Unit(src / "gen.cpp", pch=True)], tc, objects=ObjectCache(root), work=tmp_path,
                     log_dir=tmp_path, background_pch=False)
-    shared = [e for e in buildcache.scan(root, shared=True) if e.kind in ("object", "pch")]
+    shared = [e for e in scan(root, shared=True) if e.kind in ("object", "pch")]
     assert sorted(e.kind for e in shared) == ["object", "object", "pch"]
     assert {e.module for e in shared} == {"a.cpp", "gen.cpp", "ksbind_pch.h"}
     old = time.time() - 30 * 86400
     for e in shared:
         os.utime(e.path / DEPS, (old, old))
-    code = f"from ksbind.cache import store as buildcache; print(len(buildcache.evict({str(root)!r}, max_bytes=1)))"
+    code = f"from ksbind.cache.maintenance import evict; print(len(evict({str(root)!r}, max_bytes=1)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr
-    assert not [e for e in buildcache.scan(root, shared=True) if e.kind in ("object", "pch")]
+    assert not [e for e in scan(root, shared=True) if e.kind in ("object", "pch")]
     compile_objects([Unit(a)], tc, objects=ObjectCache(root), work=tmp_path, log_dir=tmp_path)
-    report = buildcache.clean(root, everything=True)
+    report = clean(root, everything=True)
     assert [e.kind for e in report.removed] == ["object"]
     assert list(root.iterdir()) == []
 
@@ -261,22 +262,25 @@ IMPORTER = """\
 import sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from ksbind.cache import store as buildcache
+from ksbind.backend.loader import import_from_path
+from ksbind.cache.entries import CacheEntry
+from ksbind.cache.maintenance import scan
+from ksbind.cache.manifest import MANIFEST
 cache, stop, seen = Path({cache!r}), Path({stop!r}), {{}}
 while not stop.exists():
-    for e in buildcache.scan(cache):
+    for e in scan(cache):
         if e.kind != "module" or e.path in seen:
             continue
         import json
         try:
-            manifest = json.loads((e.path / buildcache.MANIFEST).read_text())
+            manifest = json.loads((e.path / MANIFEST).read_text())
         except OSError:
             continue
-        entry = buildcache.CacheEntry(cache, manifest["module"], manifest["key"])
+        entry = CacheEntry(cache, manifest["module"], manifest["key"])
         state, why = entry.check()
         assert state in ("ok", "missing"), (e.path, state, why)  # never a partial entry
         if state == "ok":
-            m = buildcache.import_from_path(manifest["module"], entry.module_path)
+            m = import_from_path(manifest["module"], entry.module_path)
             seen[e.path] = m.vrelu3([2.0])[0]
     time.sleep(0.02)
 print(sorted((p.name, v) for p, v in seen.items()))

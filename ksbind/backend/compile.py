@@ -33,7 +33,9 @@ from typing import Any, Callable, Sequence
 from ksbind.backend import pch
 from ksbind.backend.runner import Runner, Stopped, Unit
 from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher
-from ksbind.cache import store as buildcache
+from ksbind.cache.entries import CacheEntry
+from ksbind.cache.keys import Hasher
+from ksbind.cache.layout import UNITS_DIR
 from ksbind.cache.objects import ObjectCache, dependency_records, parse_depfile
 from ksbind.errors import BuildError, Location
 from ksbind.log import get_logger
@@ -49,7 +51,6 @@ log = get_logger("compile")
 #: code): the same bindings then make the same object in every module and
 #: version. Each module gets a one-line init unit, PyInit_<its name>.
 PLACEHOLDER = "ksbind_module"
-UNITS_DIR = "units"
 
 
 def shared_copies(root: Path, files: Sequence[Path]) -> dict[Path, Path]:
@@ -146,7 +147,7 @@ def jobs() -> int:
 
 def unit_key(unit: Unit, tc: Toolchain, pch_key: str) -> str:
     """What an object depends on, less the headers it includes (checked after: objcache)."""
-    h = buildcache.Hasher.with_environment()
+    h = Hasher.with_environment()
     for label, value in tc.key_parts:
         h.add_text(f"part:{label}", value)
     h.add_text("compiler", compiler_identity(tc.cxx))
@@ -256,7 +257,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     if to_compile or build_pch:
         with ThreadPoolExecutor(max_workers=n_workers) as pool:
             try:
-                # Each in a copy of this context: a quiet build's threads stay quiet (buildcache.QUIET).
+                # Each in a copy of this context: a quiet build's threads stay quiet (ksbind.log.QUIET).
                 futures = {i: pool.submit(contextvars.copy_context().run, guarded, i) for i in to_compile}
                 pch_future: Future[None] | None = None
                 if build_pch and shared is not None and objects is not None:
@@ -301,7 +302,7 @@ def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log
     return out
 
 
-def build_entry(entry: buildcache.CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
+def build_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                 objects: ObjectCache | None, log_dir: Path, label: str = "",
                 before_install: Callable[[Path], None] | None = None) -> None:
     """The pipeline for one module whose key is ``entry``'s: unless the entry is
@@ -318,7 +319,7 @@ def build_entry(entry: buildcache.CacheEntry, units: Sequence[Unit], tc: Toolcha
                       before_install=before_install)
 
 
-def install_entry(entry: buildcache.CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
+def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                   objects: ObjectCache | None, log_dir: Path, label: str = "",
                   before_install: Callable[[Path], None] | None = None) -> None:
     """build_entry's work, for a caller already holding the entry's lock."""

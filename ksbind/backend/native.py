@@ -35,6 +35,7 @@ from ksbind.backend.compile import (
     object_cache,
     shared_copies,
 )
+from ksbind.backend.loader import import_from_path
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import (
     BASE_FLAGS,
@@ -45,7 +46,8 @@ from ksbind.backend.toolchain import (
     ks_include_dirs,
     pybind11_two_phase,
 )
-from ksbind.cache import store as buildcache
+from ksbind.cache.entries import CacheEntry
+from ksbind.cache.keys import HEADER_SUFFIXES, Hasher
 from ksbind.codegen.output import plan_files, write_atomic, write_planned
 from ksbind.codegen.render import RenderedModule
 from ksbind.spec import ModuleSpec
@@ -87,7 +89,7 @@ def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
 
 
 def cache_key(plan: CompilePlan, target: str) -> str:
-    h = buildcache.Hasher.with_environment()
+    h = Hasher.with_environment()
     h.add_text("target", target)
     h.add_text("name", plan.name)
     h.add_text("cxx", "\0".join(plan.cxx))
@@ -106,7 +108,7 @@ def cache_key(plan: CompilePlan, target: str) -> str:
 def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path) -> ModuleType:
     """The pipeline for one ks/python-target module: key -> lock -> compile
     objects -> link -> install (verified on every later hit) -> load."""
-    entry = buildcache.CacheEntry(root, plan.name, cache_key(plan, rendered.target), target=rendered.target)
+    entry = CacheEntry(root, plan.name, cache_key(plan, rendered.target), target=rendered.target)
     if not entry.is_built():
         tc = plan_toolchain(plan)
         objects = object_cache(root)
@@ -115,7 +117,7 @@ def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path) -> Modul
     else:
         _cache_log.debug("%s: cached build %s", plan.name, entry.module_path)
     _install_stub(entry, plan.name, rendered)
-    return buildcache.import_from_path(plan.name, entry.module_path)
+    return import_from_path(plan.name, entry.module_path)
 
 
 def _name_define(flags: Sequence[str]) -> bool:
@@ -167,7 +169,7 @@ def plan_units(plan: CompilePlan, tc: Toolchain, shared_root: Path | None) -> li
     if not generated:
         return units
     if shared_root is not None:
-        headers = [p for p in sorted(plan.log_dir.iterdir()) if p.is_file() and p.suffix in buildcache.HEADER_SUFFIXES]
+        headers = [p for p in sorted(plan.log_dir.iterdir()) if p.is_file() and p.suffix in HEADER_SUFFIXES]
         copies = shared_copies(shared_root, [*generated, *headers])
     else:
         copies = {g: g for g in generated}
@@ -196,7 +198,7 @@ def _mentions_name(src: Path) -> bool:
         return False
 
 
-def _install_stub(entry: buildcache.CacheEntry, name: str, rendered: RenderedModule) -> None:
+def _install_stub(entry: CacheEntry, name: str, rendered: RenderedModule) -> None:
     """Put NAME.pyi next to the built module so editors and mypy find it.
 
     Written on every build (if changed), not only on a cache miss: the stub is

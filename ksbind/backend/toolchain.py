@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from ksbind.cache import store as buildcache
+from ksbind.cache.keys import Hasher
 from ksbind.spec import ModuleSpec
 
 #: ksbind's own C++ headers are in INCLUDE_DIR/ksbind/ and included as
@@ -136,7 +136,7 @@ def ks_include_dirs(spec: ModuleSpec) -> tuple[Path, ...]:
     return tuple(dict.fromkeys([*runtime, INCLUDE_DIR]))
 
 
-def hash_include_path(h: buildcache.Hasher, include_dirs: Sequence[Path]) -> None:
+def hash_include_path(h: Hasher, include_dirs: Sequence[Path]) -> None:
     """What #include can reach through these folders: the headers directly in
     each, those in its ksbind/ subfolder (ksbind's own), and its knossos.cpp
     (ksc's generated C++ ends with #include "knossos.cpp")."""

@@ -41,6 +41,7 @@ from ksbind.backend.compile import (
     shared_copies,
     shared_text,
 )
+from ksbind.backend.loader import import_from_path
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import (
     FAST_MATH_FLAGS,
@@ -51,7 +52,9 @@ from ksbind.backend.toolchain import (
     ks_include_dirs,
     pybind11_two_phase,
 )
-from ksbind.cache import store as buildcache
+from ksbind.cache.entries import CacheEntry
+from ksbind.cache.keys import Hasher, without_stamp
+from ksbind.cache.layout import cache_root
 from ksbind.codegen.output import write_atomic, write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets.torch import ext_name
@@ -104,7 +107,7 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, include_dirs: tuple[Pa
               cflags: tuple[str, ...], ldflags: tuple[str, ...]) -> str:
     import torch
 
-    h = buildcache.Hasher.with_environment()
+    h = Hasher.with_environment()
     h.add_text("target", "torch")
     h.add_text("torch", torch.__version__)
     h.add_text("name", spec.name)
@@ -114,7 +117,7 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, include_dirs: tuple[Pa
     h.add_text("fast_math", str(spec.fast_math))
     for name in sorted(rendered.files):
         text = rendered.files[name].encode("utf-8", "surrogateescape")
-        h.add_bytes(f"generated:{name}", buildcache.without_stamp(text))
+        h.add_bytes(f"generated:{name}", without_stamp(text))
     sources = [*spec.cpp, *([] if spec.runtime.bundled else spec.runtime.sources)]
     for i, src in enumerate(sources):
         h.add_file(src, f"source{i}:{src.name}")
@@ -151,10 +154,9 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
     out_dir = spec.output
     include_dirs = include_dirs_for(spec, out_dir)
     cflags, ldflags = flags()
-    root = Path(cache_dir) if cache_dir is not None else buildcache.cache_root()
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
     ext = ext_name(spec.name)
-    entry = buildcache.CacheEntry(root, ext, cache_key(spec, rendered, include_dirs, cflags, ldflags),
-                                 target="torch")
+    entry = CacheEntry(root, ext, cache_key(spec, rendered, include_dirs, cflags, ldflags), target="torch")
     wrapper_path = entry.dir / f"{spec.name}.py"
     with _lock:
         if str(entry.module_path) not in _loaded:
@@ -166,7 +168,7 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
                 _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
             import torch  # noqa: F401  (the extension links to torch's libraries: loaded first)
 
-            _loaded[str(entry.module_path)] = buildcache.import_from_path(ext, entry.module_path)
+            _loaded[str(entry.module_path)] = import_from_path(ext, entry.module_path)
         sys.modules[ext] = _loaded[str(entry.module_path)]
         key = str(wrapper_path)
         if key not in _loaded:
@@ -188,7 +190,7 @@ def _import_wrapper(name: str, path: Path) -> ModuleType:
     return module
 
 
-def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: buildcache.CacheEntry, generated: list[Path],
+def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEntry, generated: list[Path],
              include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: tuple[str, ...]) -> None:
     """Build the entry through the pipeline (ksbind/compile.py), wrapper included;
     the caller holds the entry's lock."""

@@ -7,7 +7,7 @@ Two levels, as ccache's direct mode and ninja's depfiles do it:
 - the *unit key* is known before compiling: the compiler's identity (path and
   ``--version``), every flag, the include path, the source's path and content,
   the shared precompiled header's key when one is used, and the tool versions
-  of ``buildcache.environment_key()`` (plus torch's for the torch target);
+  of ``ksbind.cache.keys.environment_key()`` (plus torch's for the torch target);
 - the headers a unit includes are known only after compiling it: the
   compiler writes them (``-MD -MF``) and each stored object records them with
   their sha256. A lookup takes the unit key's folder and accepts a stored
@@ -19,7 +19,7 @@ the source, each header with its sha256, each stored file with its size and
 sha256). A stored folder appears in one rename, so readers see all of it or
 none; a lookup checks sizes always and content once per process (as module
 entries are checked). ``deps.json``'s mtime is the entry's last use: eviction
-(``buildcache.evict``) treats these folders like module entries. Compiling a
+(``ksbind.cache.maintenance.evict``) treats these folders like module entries. Compiling a
 unit key happens under ``objects/.locks/UNITKEY16.lock``, so two processes
 needing the same object compile it once.
 """
@@ -34,15 +34,15 @@ import shutil
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
-from ksbind.cache import store as buildcache
+from ksbind.cache.keys import file_sha256
+from ksbind.cache.layout import DEPS, OBJECTS_DIR
+from ksbind.cache.locks import build_lock, try_lock
+from ksbind.cache.maintenance import note_used, remove_folder
 
-OBJECTS_DIR = "objects"
-PCH_DIR = "pch"
-DEPS = "deps.json"
 DEPS_FORMAT = 1
 
 _digests: dict[str, tuple[int, int, int, str]] = {}  # path -> (size, mtime_ns, inode, sha256)
@@ -62,7 +62,7 @@ def file_digest(path: str) -> str | None:
     if known is not None and known[:3] == seen:
         return known[3]
     try:
-        digest = buildcache.file_sha256(Path(path))
+        digest = file_sha256(Path(path))
     except OSError:
         return None
     with _digests_lock:
@@ -136,7 +136,7 @@ _checked: dict[str, tuple[int, int, int]] = {}
 
 class ObjectCache:
     """Compiled outputs by unit key (see the module's docstring). ``root`` is the
-    build cache's root (``buildcache.cache_root()``); ``kind`` is
+    build cache's root (``ksbind.cache.layout.cache_root()``); ``kind`` is
     ``objects`` or ``pch``."""
 
     def __init__(self, root: Path, kind: str = OBJECTS_DIR) -> None:
@@ -148,14 +148,14 @@ class ObjectCache:
 
     @contextlib.contextmanager
     def lock(self, key: str, what: str = "") -> Iterator[None]:
-        with buildcache.build_lock(self.dir / ".locks" / f"{key[:16]}.lock", what=what or key[:16]):
+        with build_lock(self.dir / ".locks" / f"{key[:16]}.lock", what=what or key[:16]):
             yield
 
     @contextlib.contextmanager
     def try_lock(self, key: str) -> Iterator[bool]:
         path = self.dir / ".locks" / f"{key[:16]}.lock"
         path.parent.mkdir(parents=True, exist_ok=True)
-        with buildcache.try_lock(path) as held:
+        with try_lock(path) as held:
             yield held
 
     def find(self, key: str) -> Stored | None:
@@ -173,7 +173,7 @@ class ObjectCache:
             if stored is not None:
                 with contextlib.suppress(OSError):
                     os.utime(stored.dir / DEPS)  # the entry's last use (LRU eviction)
-                buildcache.note_used(stored.dir)
+                note_used(stored.dir)
                 return stored
         return None
 
@@ -203,7 +203,7 @@ class ObjectCache:
             if _checked.get(str(p)) == seen or name.endswith(".gch"):
                 continue  # a .gch (100+ MB) is checked by size: g++ validates its own header
             try:
-                ok = buildcache.file_sha256(p) == digest
+                ok = file_sha256(p) == digest
             except OSError:
                 ok = False
             if not ok:
@@ -215,7 +215,7 @@ class ObjectCache:
     def _discard(self, d: Path) -> None:
         """A damaged stored output: moved out of the way as a whole (then rebuilt)."""
         with contextlib.suppress(OSError):
-            buildcache.remove_folder(self.root, d)
+            remove_folder(self.root, d)
 
     @contextlib.contextmanager
     def staging(self) -> Iterator[Path]:
@@ -238,7 +238,7 @@ class ObjectCache:
         records: dict[str, dict[str, object]] = {}
         for name in files:
             p = staged / name
-            records[name] = {"size": p.stat().st_size, "sha256": buildcache.file_sha256(p)}
+            records[name] = {"size": p.stat().st_size, "sha256": file_sha256(p)}
         record = {"format": DEPS_FORMAT, "key": key, "source": source, "deps": [list(d) for d in deps],
                   "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "files": records}
@@ -255,12 +255,11 @@ class ObjectCache:
             if not (final / DEPS).is_file():
                 raise
         staged.mkdir(exist_ok=True)  # the staging context removes it
-        buildcache.note_used(final)
+        note_used(final)
         stored = self._check(final, key)
         if stored is None:
             raise OSError(f"the stored output in {final} does not check")
         return stored
 
 
-__all__ = ["ObjectCache", "Stored", "parse_depfile", "dependency_records", "file_digest", "OBJECTS_DIR",
-           "PCH_DIR", "DEPS"]
+__all__ = ["ObjectCache", "Stored", "parse_depfile", "dependency_records", "file_digest"]

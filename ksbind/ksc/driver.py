@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ksbind.cache import store as buildcache
+from ksbind.cache.keys import Hasher
 from ksbind.errors import KsbindError, KscError, Location
 from ksbind.ksc.diagnostics import KscFailure, one_line, strip_callstack
 from ksbind.ksc.planner import CallGraph, Planner, VjpRequest, prelude_names
@@ -227,7 +227,7 @@ def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[Ks
 
 def _sources_key(sources: Sequence[Path]) -> str:
     """What ksc is given, less ksc itself: found again without ksc (ksc_toolchains)."""
-    h = buildcache.Hasher.with_environment()
+    h = Hasher.with_environment()
     h.add_text("flags", "\0".join(KSC_FLAGS))
     for i, src in enumerate(sources):
         h.add_file(src, f"source{i}")
@@ -236,7 +236,7 @@ def _sources_key(sources: Sequence[Path]) -> str:
 
 def _cache_key(tool: KscToolchain, exe_sha256: str, sources_key: str, used: Sequence[StructuredName],
                vjps: Sequence[VjpRequest]) -> str:
-    h = buildcache.Hasher()
+    h = Hasher()
     h.add_text("sources", sources_key)
     h.add_text("ksc", exe_sha256)
     h.add_file(tool.prelude, "prelude")

@@ -1,4 +1,6 @@
-"""Fresh code after every edit, in the same process.
+"""Loading built extension modules into this process: ``import_from_path``
+imports one from its file (once per path), and versioned names give fresh code
+after every edit, in the same process.
 
 CPython loads an extension module once per name: importing a second file
 built under the same name hands back the module already loaded, so a rebuilt
@@ -18,9 +20,45 @@ version of the same code under the same name, and the build cache serves it.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import os
+import sys
 import threading
+from pathlib import Path
+from types import ModuleType
 
+from ksbind.errors import BuildError, Location
 from ksbind.spec import ModuleSpec
+
+_imported: dict[str, ModuleType] = {}
+_import_lock = threading.Lock()
+
+
+def import_from_path(name: str, path: Path) -> ModuleType:
+    """Import the extension module ``name`` from ``path`` (once per path per process).
+
+    The module is also put in ``sys.modules[name]`` so pickling and
+    ``import name`` find it.
+    """
+    key = os.path.realpath(path)
+    with _import_lock:
+        if key in _imported:
+            return _imported[key]
+        if not os.path.isfile(key):
+            raise BuildError(f"cannot import {name!r}: {path} is gone (its cache entry was removed while it "
+                             "was being loaded?): build again", Location(str(path)))
+        spec = importlib.util.spec_from_file_location(name, key)
+        if spec is None or spec.loader is None:
+            raise BuildError(f"cannot import {name!r}: not a loadable module", Location(str(path)))
+        try:
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except ImportError as e:
+            raise BuildError(f"cannot import {name!r}: {e}", Location(str(path))) from None
+        _imported[key] = module
+        sys.modules[name] = module
+        return module
+
 
 _loaded: dict[str, str] = {}  # module name -> key of the build loaded under that name here
 _lock = threading.Lock()
@@ -51,4 +89,4 @@ def versioned_spec(spec: ModuleSpec, key: str) -> ModuleSpec:
         output=spec.output / "versions" / (spec.name + suffix))
 
 
-__all__ = ["needs_version", "note_loaded", "versioned_spec", "version_suffix"]
+__all__ = ["import_from_path", "needs_version", "note_loaded", "versioned_spec", "version_suffix"]
