@@ -123,7 +123,7 @@ def build(config: Path, cache: Path, cwd: Path, env: dict[str, str] | None = Non
 
 def wait_for_background(cache: Path, timeout: float = 900) -> None:
     """Wait until no process builds a precompiled header in this cache (a second
-    build starts one in the background, marked by pch/KEY/building: ksbind/pch.py)."""
+    build starts one in the background, marked by pch/KEY/building: ksbind/backend/pch.py)."""
     deadline = time.monotonic() + timeout
     while list(cache.glob("pch/*/building")) and time.monotonic() < deadline:
         time.sleep(0.1)

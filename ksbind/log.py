@@ -27,7 +27,7 @@ import sys
 from typing import Iterator
 
 LOGGER_NAME = "ksbind"
-#: The stages' loggers (``ksbind.ksc`` is written by ksbind/ksc.py).
+#: The stages' loggers (``ksbind.ksc`` is written by ksbind/ksc/driver.py and planner.py).
 STAGES = ("ksc", "compile", "cache")
 
 #: KSBIND_VERBOSE's values: the ``ksbind`` logger's level.
@@ -84,7 +84,7 @@ def get_logger(stage: str | None = None) -> logging.Logger:
     return logger
 
 
-for _stage in (None, *STAGES):  # ksbind.ksc too, which ksc.py gets with logging.getLogger
+for _stage in (None, *STAGES):  # ksbind.ksc too, which ksc/driver.py and planner.py get with logging.getLogger
     get_logger(_stage)
 
 

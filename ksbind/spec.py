@@ -141,7 +141,7 @@ class ModuleSpec:
     ksc: KscSpec | None = None
     #: Files whose functions are not bound by default (None: the runtime's prelude.ks, if any).
     prelude: tuple[Path, ...] | None = None
-    #: Compile the module's ks code with FAST_MATH_FLAGS (toolchain.py): floats reassociated, no NaN/inf.
+    #: Compile the module's ks code with FAST_MATH_FLAGS (backend/toolchain.py): floats reassociated, no NaN/inf.
     fast_math: bool = False
     #: A folder that ``generate``/``build`` also write the module's stub NAME.pyi into (for type checkers).
     stubs: Path | None = None

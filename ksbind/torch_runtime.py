@@ -3,7 +3,7 @@
 A torch-target build is two files: the compiled extension ``NAME_ext`` (raw
 entry points: tensors in, tensors out, no autograd) and the generated
 ``NAME.py``, which calls :func:`install` with a table
-of its bindings (computed by ksbind/targets/torch.py at generation time).
+of its bindings (computed by ksbind/codegen/targets/torch.py at generation time).
 
 ``install`` puts in the module, for each binding:
 

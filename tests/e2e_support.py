@@ -154,7 +154,7 @@ _pools: dict[str, ThreadPoolExecutor] = {}
 
 
 def _pool(config: str) -> ThreadPoolExecutor:
-    """Torch builds run one at a time anyway (build_torch holds a lock): a pool of
+    """Torch builds run one at a time anyway (the torch build holds a lock): a pool of
     their own, so they never hold up the ks/python builds the first tests need.
     Two of those at once: each runs KSBIND_JOBS compilers, and two overlap one
     module's serial parts (linking, importing) with another's compiles."""

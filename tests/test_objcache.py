@@ -1,5 +1,5 @@
-"""The object cache and the shared precompiled header (ksbind/objcache.py,
-ksbind/pch.py, ksbind/compile.py): hits, misses on every key component,
+"""The object cache and the shared precompiled header (ksbind/cache/objects.py,
+ksbind/backend/pch.py, ksbind/backend/compile.py): hits, misses on every key component,
 healing, eviction, and concurrent builds compiling each object once.
 
 Most tests use a tiny toolchain (no pybind11: each compile takes ~0.1 s); one
@@ -340,7 +340,7 @@ def test_concurrent_module_builds_share_objects_while_another_process_imports(tm
     assert compiled(tmp_path)[len(log):] == ["relu3.cpp"]
     assert "compiling 1 of 4 units with cxx" in stderr and "[1/1] relu3.cpp " in stderr
 
-    deadline = time.monotonic() + 300  # the precompiled header, built in the background (ksbind/pch.py)
+    deadline = time.monotonic() + 300  # the precompiled header, built in the background (ksbind/backend/pch.py)
     while not list(cache.glob("pch/*/*/deps.json")):
         assert time.monotonic() < deadline, "the precompiled header was never built"
         time.sleep(0.1)

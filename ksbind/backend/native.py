@@ -1,21 +1,24 @@
-"""Compile generated modules with g++ and import them, cached by content hash.
+"""The native build (ks and python targets): compile generated modules with g++
+and import them, cached by content hash.
 
-``build(config_or_spec)`` renders a module, writes its generated files to its
-output folder, and returns the imported extension module. The module's cache
-key covers every input (generated files, the config's cpp sources and the
-headers beside them, the runtime's headers and sources, ksbind's own headers,
-compiler and flags, ksbind/pybind11/Python versions and ABI), so an unchanged
-rebuild imports the cached module without running the compiler, in any
-process. A changed module is built by the one pipeline of ksbind/compile.py
-(the torch target's too, from ``ksbind.build_torch``): each translation unit's
-object comes from the object cache when nothing it depends on changed.
+``ksbind.build(config_or_spec)`` (ksbind/pipeline.py) renders a module, writes
+its generated files to its output folder, and hands it to the backend
+(ksbind/backend/build.py), which builds it here unless it is a torch module.
+The module's cache key covers every input (generated files, the config's cpp
+sources and the headers beside them, the runtime's headers and sources,
+ksbind's own headers, compiler and flags, ksbind/pybind11/Python versions and
+ABI), so an unchanged rebuild imports the cached module without running the
+compiler, in any process. A changed module is built by the one pipeline of
+ksbind/backend/compile.py (the torch target's too, from
+ksbind/backend/torch_build.py): each translation unit's object comes from the
+object cache when nothing it depends on changed.
 
 Progress is logged (ksbind/log.py): ``quiet=True`` silences one call's.
 
 Environment: ``CXX`` (compiler, default g++), ``KSBIND_CXXFLAGS`` (extra
 flags, part of the key), ``KSBIND_CACHE_DIR`` (cache folder), ``KSBIND_JOBS``
 (parallel compiles, default: CPU count), ``KSBIND_OBJECT_CACHE=0`` and
-``KSBIND_PCH=0`` (see ksbind/compile.py).
+``KSBIND_PCH=0`` (see ksbind/backend/compile.py).
 """
 from __future__ import annotations
 
@@ -160,7 +163,7 @@ def plan_units(plan: CompilePlan, tc: Toolchain, shared_root: Path | None) -> li
 
     With ``shared_root`` (the object cache's root), the generated files are
     compiled from their content-addressed copies there and under the
-    placeholder module name (ksbind/compile.py), plus a one-line init unit:
+    placeholder module name (ksbind/backend/compile.py), plus a one-line init unit:
     the same bindings then reuse one object in every module and version."""
     name = (f"-DTORCH_EXTENSION_NAME={plan.name}",)
     generated = [s for s in plan.sources if s.parent == plan.log_dir and s.suffix in CPP_SUFFIXES]
@@ -182,7 +185,8 @@ def plan_units(plan: CompilePlan, tc: Toolchain, shared_root: Path | None) -> li
     else:
         merged = copies[generated[0]].parent / BINDINGS_UNIT
         text = ("// Written by ksbind's build: the generated translation units compiled as one\n"
-                "// (see ksbind/build.py, plan_units).\n" + "".join(f'#include "{g.name}"\n' for g in generated))
+                "// (see ksbind/backend/native.py, plan_units).\n"
+                + "".join(f'#include "{g.name}"\n' for g in generated))
         if not merged.is_file() or merged.read_text(encoding="utf-8") != text:
             write_atomic(merged, text)
         units.append(Unit(merged, flags, pch=True, parts=parts))

@@ -8,7 +8,7 @@ beside it when that is valid and otherwise reads the header itself, so a unit
 means the same with or without it: a missing or rejected .gch costs time,
 never correctness. Its key is the toolchain's (compiler identity, flags,
 include path, versions) and the header's text; the headers it pulled in are
-recorded with their sha256, as an object's are (ksbind/objcache.py), and a
+recorded with their sha256, as an object's are (ksbind/cache/objects.py), and a
 unit compiled with it records them too.
 
 Layout: ``pch/KEY16/ksbind_pch.h`` (the header alone: what units include until
@@ -58,7 +58,7 @@ class SharedPch:
 
 
 def header_text(tc: Toolchain) -> str:
-    lines = [f"// ksbind's shared precompiled header for the {tc.name} toolchain (ksbind/pch.py)."]
+    lines = [f"// ksbind's shared precompiled header for the {tc.name} toolchain (ksbind/backend/pch.py)."]
     lines += [f"#include <{h}>" for h in tc.pch_includes]
     return "\n".join(lines) + "\n"
 

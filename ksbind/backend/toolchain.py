@@ -1,7 +1,8 @@
 """What every backend compiles with: ksbind's include folders, the runtime's, the
 flags every target shares, the compiler, the include path's part of a cache key,
-and reading a compiler's first error. Shared by build_native (ks/python targets)
-and build_torch, so neither imports the other.
+and reading a compiler's first error. Shared by the native build (native.py:
+ks/python targets) and the torch build (torch_build.py), so neither imports
+the other.
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ class Toolchain:
     ``cflags`` go to every unit, then ``-I`` for ``include_dirs`` and ``-isystem``
     for ``system_include_dirs`` (in that order); ``ldflags`` come before the
     objects at link time and ``libs`` after them. ``pch_includes`` are the
-    headers of the shared precompiled header (ksbind/pch.py) used by the
+    headers of the shared precompiled header (ksbind/backend/pch.py) used by the
     generated units; ``key_parts`` are versions the objects depend on beyond
     the compiler's and Python's (torch's).
     """

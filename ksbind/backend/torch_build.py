@@ -1,7 +1,7 @@
 """Build torch-target modules through ksbind's one build pipeline
-(ksbind/compile.py), with torch's compiler flags, include paths and libraries
-(from torch.utils.cpp_extension's helpers) as the target's toolchain, under
-ksbind's cache.
+(ksbind/backend/compile.py), with torch's compiler flags, include paths and
+libraries (from torch.utils.cpp_extension's helpers) as the target's
+toolchain, under ksbind's cache.
 
 The cache key covers every input (generated files, the config's cpp sources
 and headers beside them, runtime and ksbind headers, flags, compiler, torch
@@ -15,7 +15,7 @@ nothing it depends on changed):
   into the elementwise and vmap loops. It needs only ATen's core headers.
 - ``module.cpp``: the pybind11 module, the one unit with torch's Python
   headers (the slow part); it gets the shared precompiled header of torch's
-  and ksbind's pybind11 headers (ksbind/pch.py).
+  and ksbind's pybind11 headers (ksbind/backend/pch.py).
 - the runtime's own sources, if any.
 
 The cache entry holds ``NAME_ext`` (the extension), ``NAME.py`` (the wrapper
@@ -192,7 +192,7 @@ def _import_wrapper(name: str, path: Path) -> ModuleType:
 
 def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEntry, generated: list[Path],
              include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: tuple[str, ...]) -> None:
-    """Build the entry through the pipeline (ksbind/compile.py), wrapper included;
+    """Build the entry through the pipeline (ksbind/backend/compile.py), wrapper included;
     the caller holds the entry's lock."""
     tc = toolchain(include_dirs, cflags, ldflags)
     objects = object_cache(entry.root)
@@ -215,10 +215,10 @@ def torch_units(spec: ModuleSpec, generated: list[Path], tc: Toolchain, ext: str
     """The torch target's translation units (see the module's docstring). With
     ``shared_root`` (the object cache's root), the generated files are compiled
     from content-addressed copies under the placeholder name plus an init unit
-    (ksbind/compile.py); without, from the output folder under the extension's
-    own name ``ext``."""
+    (ksbind/backend/compile.py); without, from the output folder under the
+    extension's own name ``ext``."""
     sources = [p for p in generated if p.suffix in (".cpp", ".h")]
-    # Compiled from content-addressed copies (ksbind/compile.py, shared_copies): the
+    # Compiled from content-addressed copies (ksbind/backend/compile.py, shared_copies): the
     # same generated code reuses its objects in every module, folder and version.
     copies = shared_copies(shared_root, sources) if shared_root is not None else {p: p for p in sources}
     by_name = {p.name: p for p in generated}

@@ -1,7 +1,7 @@
 """Strict checks for every name that ends up in generated C++ or Python.
 
 Nothing from a config or ks file reaches generated code unless it passed one
-of these checks or is escaped as a string literal (see render.cpp_string).
+of these checks or is escaped as a string literal (see ksbind.codegen.render.cpp_string).
 """
 from __future__ import annotations
 

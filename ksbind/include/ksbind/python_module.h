@@ -2,7 +2,7 @@
 // METH_FASTCALL | METH_KEYWORDS method (ksbind::python::method<F, Sig>), and
 // the module is created in two phases (PyModuleDef_Init), so its name comes
 // from the import: the same generated code serves every module and version
-// (see ksbind/compile.py, PLACEHOLDER).
+// (see ksbind/backend/compile.py, PLACEHOLDER).
 //
 // Why not pybind11 here: including pybind11 costs ~5 s of compile time in any
 // unit that does (3.1, -O2), most of a python-target build; the python target
