@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
-from ksbind.codegen.targets import TARGETS
+from ksbind.codegen.targets import TARGETS, get_target
 from ksbind.errors import ConfigError, KsbindError, Location, closest
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.reader import read_text
@@ -203,6 +203,11 @@ class _NodeReader:
         return f"{kind} {value!r}" if value is not None else kind
 
 
+def _targets_with(flag: str) -> str:
+    """The targets whose record sets ``flag`` (for messages): "torch", "ks"."""
+    return " or ".join(name for name, t in TARGETS.items() if getattr(t, flag))
+
+
 def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
     fields = r.mapping(node, "a module")
     for key, (k, _) in fields.items():
@@ -231,14 +236,14 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
     torch_library = get("torch_library", lambda n: _identifier(r, n, "'torch_library'"), None)
     ksc = get("ksc", lambda n: _ksc(r, n, base), None)
     default_runtime = RuntimeSpec(bundled=False, from_ksc=True) if ksc is not None else RuntimeSpec()
-    if torch_library is not None and target != "torch":
-        raise ConfigError(f"'torch_library' needs target: torch (this module's target is {target!r})",
-                          r.loc(fields["torch_library"][0]))
-    if "tensor_types" in fields and target != "ks":
-        raise ConfigError(f"'tensor_types' declares the ks target's tensor classes; this module's target is "
-                          f"{target!r}, whose tensors are "
-                          + ("torch.Tensor" if target == "torch" else "nested lists") + " (remove 'tensor_types')",
-                          r.loc(fields["tensor_types"][0]))
+    record = get_target(target)
+    if torch_library is not None and not record.torch_library:
+        raise ConfigError(f"'torch_library' needs target: {_targets_with('torch_library')} (this module's target "
+                          f"is {target!r})", r.loc(fields["torch_library"][0]))
+    if "tensor_types" in fields and not record.tensor_classes:
+        raise ConfigError(f"'tensor_types' declares the {_targets_with('tensor_classes')} target's tensor classes; "
+                          f"this module's target is {target!r}, whose tensors are {record.tensors} "
+                          "(remove 'tensor_types')", r.loc(fields["tensor_types"][0]))
     return ModuleSpec(
         name=name, config_path=config_path, target=target, ks_files=ks_files, declarations=declarations,
         cpp=get("cpp", lambda n: _paths(r, n, "'cpp'", base, must_exist="file"), ()),

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence, Union
 
 from ksbind.cache.layout import LOAD_KS_DIR, cache_root
 from ksbind.codegen.output import write_atomic
-from ksbind.codegen.targets import TARGETS
+from ksbind.codegen.targets import get_target
 from ksbind.errors import ConfigError, Location
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.spec import (
@@ -52,8 +52,7 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
     """
     from ksbind.pipeline import build_spec
 
-    if target not in TARGETS:
-        raise ConfigError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    get_target(target)  # an unknown target is a ConfigError naming the known ones
     root = Path(cache_dir) if cache_dir is not None else cache_root()
     digest = hashlib.sha256(ks_text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     module_name = name or f"ks_{digest}"

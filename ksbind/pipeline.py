@@ -14,14 +14,13 @@ from types import ModuleType
 from typing import Any, Callable, Sequence
 
 from ksbind import log
+from ksbind.backend.build import build_module, prepare_build
 from ksbind.backend.loader import needs_version, note_loaded, versioned_spec
 from ksbind.backend.missing import explain_missing
-from ksbind.backend.native import build_plan, cache_key, compile_plan
 from ksbind.cache.layout import cache_root
 from ksbind.codegen.output import (
     PlannedFile,
     plan_files,
-    write_generated,
     write_planned,
 )
 from ksbind.codegen.render import RenderedModule, render_module
@@ -224,23 +223,13 @@ def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Pa
     rendered = render_spec(resolved, templates)
     if spec.stubs is not None and write_stub:  # `stubs: DIR`, under the name users import
         write_planned(plan_files(spec.stubs, stub_files(spec, rendered)))
-    if spec.target == "torch":
-        from ksbind.backend import (
-            torch_build as build_torch,  # torch is imported only for torch modules
-        )
-
-        key = build_torch.module_key(spec, rendered)
-    else:
-        plan = compile_plan(spec, write_generated(spec.output, rendered))
-        key = cache_key(plan, rendered.target)
+    prepared = prepare_build(spec, rendered)  # the backend's build for the module's target
+    key = prepared.key
     if needs_version(spec.name, key):
         module = _build_resolved(dataclasses.replace(resolved, spec=versioned_spec(spec, key)),
                                  templates, root, write_stub=False)
         sys.modules[spec.name] = module  # `import NAME` gets the newest code too
         return module
-    if spec.target == "torch":
-        module = build_torch.build_torch_module(spec, rendered, cache_dir=root)
-    else:
-        module = build_plan(plan, rendered, root)
+    module = build_module(prepared, root)
     note_loaded(spec.name, key)
     return module

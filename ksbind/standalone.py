@@ -23,14 +23,12 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from ksbind.backend.build import standalone_units
 from ksbind.backend.compile import compile_objects, link
 from ksbind.backend.missing import explain_missing
-from ksbind.backend.native import compile_plan, plan_toolchain, plan_units
-from ksbind.backend.runner import Unit
-from ksbind.backend.toolchain import Toolchain
 from ksbind.codegen.output import write_atomic, write_generated
 from ksbind.codegen.render import RenderedModule
-from ksbind.codegen.targets.torch import ext_name, runtime_module_name
+from ksbind.codegen.targets import get_target
 from ksbind.errors import BuildError, Location
 from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
@@ -42,14 +40,12 @@ _log = get_logger("compile")
 def compiled_name(spec: ModuleSpec) -> str:
     """The name of the compiled extension module: the module's own, or for the
     torch target NAME_ext (NAME is then its Python wrapper)."""
-    return ext_name(spec.name) if spec.target == "torch" else spec.name
+    return get_target(spec.target).compiled_name(spec.name)
 
 
 def files_for(spec: ModuleSpec, package: str | None) -> list[str]:
     """What the build puts beside the compiled module, besides it (names in its folder)."""
-    files = [f"{spec.name}.pyi"]
-    if spec.target == "torch":
-        files += [f"{spec.name}.py", f"{runtime_module_name(spec.name)}.py"]
+    files = get_target(spec.target).beside(spec.name)
     if package:
         files.append("py.typed")
     return files
@@ -72,7 +68,7 @@ def build_into(spec: ModuleSpec, module_path: Path, work: Path, *, package: str 
     try:
         rendered = render_spec(resolved, templates, standalone=True, package=package)
         generated = write_generated(spec.output, rendered)
-        units, tc = _units(spec, generated)
+        units, tc = standalone_units(spec, generated)
         objects = compile_objects(units, tc, objects=None, work=_fresh(work / "objects"), log_dir=spec.output,
                                   label=label)
         module_path = Path(module_path)
@@ -87,18 +83,6 @@ def build_into(spec: ModuleSpec, module_path: Path, work: Path, *, package: str 
         return written
     except BuildError as e:
         raise explain_missing(e, resolved.decls) from None
-
-
-def _units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
-    if spec.target == "torch":
-        from ksbind.backend import torch_build as build_torch
-
-        cflags, ldflags = build_torch.flags()
-        tc = build_torch.toolchain(build_torch.include_dirs_for(spec, spec.output), cflags, ldflags)
-        return build_torch.torch_units(spec, generated, tc, compiled_name(spec), None), tc
-    plan = compile_plan(spec, generated)
-    tc = plan_toolchain(plan)
-    return plan_units(plan, tc, None), tc
 
 
 def _fresh(folder: Path) -> Path:
@@ -123,10 +107,11 @@ def _staged(path: Path):  # type: ignore[no-untyped-def]
 
 def _write_beside(spec: ModuleSpec, rendered: RenderedModule, folder: Path, package: str | None) -> list[Path]:
     texts: dict[str, str] = {}
+    runtime_copy = get_target(spec.target).runtime_copy
     for name in files_for(spec, package):
         if name == "py.typed":
             texts[name] = ""
-        elif name == f"{runtime_module_name(spec.name)}.py":
+        elif runtime_copy is not None and name == runtime_copy.replace("{module}", spec.name):
             texts[name] = TORCH_RUNTIME.read_text(encoding="utf-8")
         elif name in rendered.files:
             texts[name] = rendered.files[name]

@@ -63,8 +63,8 @@ def template_info(name: str, source: str | None = None) -> TemplateInfo:
     first_block = blocks[0].line if blocks else 10**9
     doc = next((text for end, (start, text) in sorted(comments.items())
                 if start < first_block and template_api_of("{#" + text + "#}") is None), "")
-    used = tuple(f"{t} ({layout}): {out.replace('{module}', '<module>')}" for t, mod in sorted(TARGETS.items())
-                 for layout, plan in (("split", mod.FILES), ("single", mod.SINGLE_FILE))
+    used = tuple(f"{t} ({layout}): {out.replace('{module}', '<module>')}" for t, target in sorted(TARGETS.items())
+                 for layout, plan in (("split", target.files), ("single", target.single_file))
                  for out, tmpl in sorted(plan.items()) if tmpl == name)
     return TemplateInfo(name, doc, template_api_of(source), blocks, macros, used)
 

@@ -13,6 +13,7 @@ from ksbind._version import TEMPLATE_API, __version__
 from ksbind.codegen.targets import get_target
 from ksbind.codegen.targets.common import EntryPoint, entry_points_for
 from ksbind.codegen.targets.ks import SCALAR_PY
+from ksbind.codegen.targets.record import Target
 from ksbind.errors import ConfigError
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.types import KsType, ScalarType, TensorType
@@ -94,7 +95,7 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     entries = entry_points_for(list(bindings), lru_cache(maxsize=None)(target.crossing))
     # A target may refine the entry points (the torch target's elementwise/vmap modes
     # show tensors); the bindings and the stub follow whichever entry points are final.
-    extra = target.extra_context(bindings, options) if hasattr(target, "extra_context") else {}
+    extra = target.extra_context(bindings, options)
     entries = extra.pop("entry_points", entries)
     by_name = {e.name: e for e in entries}
     infos = [BindingInfo(b.name, str(b.decl.name), b.mode, by_name[b.name],
@@ -121,10 +122,10 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "tensor_types": _tensor_types(bindings, options.tensor_types),
         "logging": options.logging,
         "arena_bytes": options.arena_bytes,
-        "arena_per_call": options.target != "ks",
+        "arena_per_call": target.arena_per_call,
         # torch ops release the GIL on every call (a fixed cost, whatever the
         # tensor size); ks/python entries only for calls with enough data.
-        "release_gil_always": options.target == "torch",
+        "release_gil_always": target.release_gil_always,
         "torch_library": options.torch_library,
         "module_doc": f"ksbind {options.target}-target bindings for: "
                       + ", ".join(str(b.decl.name) for b in bindings),
@@ -133,10 +134,10 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     ctx["stub_functions"] = stub_functions(entries)
     ctx["allocator_functions"] = list(ALLOCATOR_FUNCTIONS)
     # Only the ks target's module declares tensor classes (python: nested lists; torch: torch.Tensor).
-    ctx["stub_classes"] = ctx["tensor_types"] if options.target == "ks" else []
+    ctx["stub_classes"] = ctx["tensor_types"] if target.tensor_classes else []
     ctx.update(extra)
     uses_sequence = any("Sequence[" in p.py_type for f in ctx["stub_functions"] for p in f.params)
-    ctx.setdefault("stub_imports", stub_imports(options.target, ctx["stub_classes"], uses_sequence))
+    ctx.setdefault("stub_imports", stub_imports(target, ctx["stub_classes"], uses_sequence))
     return ctx
 
 
@@ -171,13 +172,13 @@ def stub_functions(entries: Sequence[EntryPoint]) -> list[StubFunction]:
                          e.doc) for e in entries]
 
 
-def stub_imports(target: str, tensor_types: Sequence[TensorTypeInfo], uses_sequence: bool = False) -> list[str]:
+def stub_imports(target: Target, tensor_types: Sequence[TensorTypeInfo], uses_sequence: bool = False) -> list[str]:
     """Import lines the stub needs for the annotations the target produces."""
     lines = ["from collections.abc import Sequence", ""] if uses_sequence else []
     if tensor_types:
         lines += ["from typing import Any, Protocol, TypeAlias", "", "from typing_extensions import Buffer"]
-    if target == "torch":
-        lines += ["", "import torch"] if lines else ["import torch"]
+    if target.stub_imports:
+        lines += ["", *target.stub_imports] if lines else list(target.stub_imports)
     return lines
 
 

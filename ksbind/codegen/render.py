@@ -213,8 +213,7 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
         resolved = select_bindings(cast("list[FunctionDecl]", list(decls)), bindings)
     ctx = build_context(resolved, options)
     env = environment(options.templates, tuple(sorted((filters or {}).items())))
-    target_module = get_target(options.target)
-    plan = target_module.SINGLE_FILE if options.layout == "single" else target_module.FILES
+    plan = get_target(options.target).file_plan(options.layout)
     files: dict[str, str] = {}
     used: dict[str, str] = {}
     for template_out, name in sorted(plan.items(), key=lambda item: item[0].replace("{module}", options.name)):

@@ -1,22 +1,23 @@
 """Binding targets: how ks values cross into Python for each kind of module.
 
-Each target module defines ``NAME``, ``FILES`` (output file -> template, split
-layout), ``SINGLE_FILE`` (the combined layout) and ``module_context(...)``,
-which returns plain values for the templates.
+Each target module (ks.py, python.py, torch.py) defines its ``TARGET``, one
+frozen ``Target`` record (record.py): its files, how each type crosses, its
+template context, its build kind and its flags. Only this package and the
+backend know target names; everything else looks a record up by
+``get_target(name)`` and asks it.
 """
 from __future__ import annotations
-
-from types import ModuleType
 
 from ksbind.codegen.targets import ks as ks_target
 from ksbind.codegen.targets import python as python_target
 from ksbind.codegen.targets import torch as torch_target
+from ksbind.codegen.targets.record import Target
 from ksbind.errors import ConfigError, Location, closest
 
-TARGETS: dict[str, ModuleType] = {"ks": ks_target, "python": python_target, "torch": torch_target}
+TARGETS: dict[str, Target] = {t.name: t for t in (ks_target.TARGET, python_target.TARGET, torch_target.TARGET)}
 
 
-def get_target(name: str, where: Location | None = None) -> ModuleType:
+def get_target(name: str, where: Location | None = None) -> Target:
     try:
         return TARGETS[name]
     except KeyError:
@@ -24,3 +25,6 @@ def get_target(name: str, where: Location | None = None) -> ModuleType:
             f"unknown target {name!r}{closest(str(name), TARGETS)}; expected one of {', '.join(TARGETS)}",
             where,
         ) from None
+
+
+__all__ = ["Target", "TARGETS", "get_target"]

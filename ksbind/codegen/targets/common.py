@@ -8,7 +8,7 @@ the values out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ksbind.errors import BindingError
 from ksbind.lang.identifiers import identifier_problem
@@ -78,7 +78,7 @@ class EntryPoint:
     doc: str = ""
     release_gil: str = "auto"    # the binding's GIL policy: auto, always or never
     long_call: bool = False      # the binding is marked long: `auto` releases the GIL for every call
-    extra: dict = field(default_factory=dict, hash=False, compare=False)
+    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
 class CrossingRule(Protocol):

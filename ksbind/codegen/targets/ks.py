@@ -7,6 +7,7 @@ per ``tensor_types`` (plus every tensor type a binding uses).
 from __future__ import annotations
 
 from ksbind.codegen.targets.common import Crossing
+from ksbind.codegen.targets.record import Target
 from ksbind.lang.types import KsType, ScalarType, TensorType, TupleType
 
 NAME = "ks"
@@ -37,3 +38,11 @@ def py_type(t: KsType, param: bool = False) -> str:
 
 def crossing(t: KsType, role: str) -> Crossing:
     return Crossing(entry_type=t.cpp, converter="", py_type=py_type(t, param=role == "param"))
+
+
+TARGET = Target(
+    name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, build="pybind11",
+    tensors="pybind11 classes Tensor_N_Elem", tensor_classes=True,
+    # Results may view the module's arena: it is reset only by reset_allocator().
+    arena_per_call=False,
+)

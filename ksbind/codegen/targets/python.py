@@ -10,8 +10,9 @@ from typing import Any, Sequence
 
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
 from ksbind.codegen.targets.ks import SCALAR_PY
+from ksbind.codegen.targets.record import Target
 from ksbind.lang.types import KsType, ScalarType, TensorType, TupleType
-from ksbind.spec import Binding
+from ksbind.spec import Binding, ModuleOptions
 
 # The ks target's layout, with a module on Python's C API (ksbind/python_module.h) in place of pybind11's.
 FILES = {"entry_points.h": "entry_points.h.j2", "entry_points.cpp": "entry_points.cpp.j2",
@@ -19,7 +20,7 @@ FILES = {"entry_points.h": "entry_points.h.j2", "entry_points.cpp": "entry_point
 SINGLE_FILE = {"module.cpp": "python_single_file.cpp.j2", "{module}.pyi": "stub.pyi.j2"}
 
 NAME = "python"
-__all__ = ["NAME", "FILES", "SINGLE_FILE", "crossing", "py_type", "extra_context", "python_signature"]
+__all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "crossing", "py_type", "extra_context", "python_signature"]
 
 
 def py_type(t: KsType) -> str:
@@ -53,7 +54,7 @@ def crossing(t: KsType, role: str) -> Crossing:
     return Crossing("ksbind::python::Object", "ksbind::python::to_py", py_type(t))
 
 
-def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
+def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
     """The entry points, each with ``extra["signature"]``, its Python signature line
     (``f(x: float) -> float``, as pybind11 writes it) for python_module.cpp.j2."""
     entries = entry_points_for(list(bindings), crossing)
@@ -64,3 +65,9 @@ def python_signature(e: EntryPoint) -> str:
     """``name(x: float, y: list[float]) -> float``: the docstring's first line."""
     params = ", ".join(f"{p.py_name}: {p.py_type}" for p in e.params)
     return f"{e.name}({params}) -> {e.result.py_type}"
+
+
+TARGET = Target(
+    name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
+    build="python-capi", tensors="nested lists",
+)

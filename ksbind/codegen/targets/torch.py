@@ -20,12 +20,13 @@ by ``extra_context`` here (see ksbind/torch_runtime.py).
 from __future__ import annotations
 
 import pprint
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Sequence, cast
 
 from ksbind.binding import warn
-from ksbind.codegen.targets.common import Crossing
+from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
 from ksbind.codegen.targets.ks import SCALAR_PY
+from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
 from ksbind.lang.types import (
     FLOAT,
@@ -35,10 +36,7 @@ from ksbind.lang.types import (
     TupleType,
     parse_type,
 )
-from ksbind.spec import Binding
-
-if TYPE_CHECKING:  # context imports the targets: only the type, to keep the import one way
-    from ksbind.spec import ModuleOptions
+from ksbind.spec import Binding, ModuleOptions
 
 NAME = "torch"
 # "{module}" in a file name is replaced by the module's name: NAME.py (the wrapper
@@ -109,7 +107,7 @@ def stacked_rank(t: KsType) -> int:
 def leaf_element(t: KsType) -> str:
     while isinstance(t, TensorType):
         t = t.element
-    return t.name  # type: ignore[attr-defined]
+    return cast(ScalarType, t).name
 
 
 def holds_no_scalar(t: KsType) -> bool:
@@ -280,7 +278,7 @@ def _holds_float(t: KsType) -> bool:
     return t.contains(lambda x: x == FLOAT)
 
 
-def _torch_params(e: Any, mode: str, as_op: bool) -> tuple[TorchParam, ...]:
+def _torch_params(e: EntryPoint, mode: str, as_op: bool) -> tuple[TorchParam, ...]:
     """as_op: the binding is a torch.library op, whose schema differentiates tensors only."""
     out = []
     for p in e.params:
@@ -360,10 +358,8 @@ def library_problem(b: Binding, params: Sequence[TorchParam], result: dict[str, 
     return None
 
 
-def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
+def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
     """Values only the torch templates use, computed once here."""
-    from ksbind.codegen.targets.common import entry_points_for
-
     for b in bindings:
         check_binding(b)
     entries = {e.name: e for e in entry_points_for(list(bindings), crossing)}
@@ -433,10 +429,9 @@ def extra_context(bindings: Sequence[Binding], options: Any) -> dict[str, Any]:
     }
 
 
-def _moded_entry(e: Any, te: TorchEntry) -> Any:
+def _moded_entry(e: EntryPoint, te: TorchEntry) -> EntryPoint:
     if te.mode == "plain":
         return e
-    from dataclasses import replace
     params = tuple(replace(p, py_type="torch.Tensor") if te.mode == "elementwise" or tp.batched else p
                    for p, tp in zip(e.params, te.params))
     result = e.result
@@ -466,7 +461,7 @@ class EntrySignature:
     params: tuple[tuple[str, str], ...]  # (entry type, name)
 
 
-def _entry_signature(te: TorchEntry, e: Any, b_mode: str) -> EntrySignature:
+def _entry_signature(te: TorchEntry, e: EntryPoint, b_mode: str) -> EntrySignature:
     if b_mode == "plain":
         return EntrySignature(e.result.entry_type, tuple((p.entry_type, p.name) for p in e.params))
     params = []
@@ -477,5 +472,12 @@ def _entry_signature(te: TorchEntry, e: Any, b_mode: str) -> EntrySignature:
     return EntrySignature(_mode_entry_type(parse_type(e.result.ks_type), b_mode), tuple(params))
 
 
-__all__ = ["NAME", "FILES", "SINGLE_FILE", "EXT_SUFFIX", "crossing", "py_type", "entry_type", "check_binding",
+TARGET = Target(
+    name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
+    build="torch", tensors="torch.Tensor", release_gil_always=True, stub_imports=("import torch",),
+    torch_library=True, compiled_name=ext_name, runtime_copy="{module}" + RUNTIME_SUFFIX + ".py",
+)
+
+
+__all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "EXT_SUFFIX", "crossing", "py_type", "entry_type", "check_binding",
            "extra_context", "ext_name", "runtime_module_name", "wrapper_imports", "RUNTIME_SUFFIX"]

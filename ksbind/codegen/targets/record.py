@@ -1,0 +1,98 @@
+"""The target record: every fact about a binding target, in one frozen value.
+
+Each target module (ks.py, python.py, torch.py) defines its ``TARGET``; the
+package's ``get_target(name)`` looks one up. Code outside ``codegen/targets/``
+and ``backend/`` asks the record and never compares a target's name.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ksbind.codegen.targets.common import CrossingRule
+from ksbind.spec import Binding, ModuleOptions
+
+#: Values a target adds to the template context (and may replace ``entry_points`` with).
+ExtraContext = Callable[[Sequence[Binding], ModuleOptions], dict[str, Any]]
+
+#: The backend builds a target's modules by one of these kinds (ksbind/backend/build.py):
+#: pybind11 and Python's C API modules by the native build, torch extensions by the torch build.
+BUILD_KINDS = ("pybind11", "python-capi", "torch")
+
+
+def no_extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
+    """A target whose templates need nothing beyond the common context."""
+    return {}
+
+
+def same_name(module_name: str) -> str:
+    """The compiled module is the module itself."""
+    return module_name
+
+
+def _frozen(files: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(files))
+
+
+@dataclass(frozen=True)
+class Target:
+    """One binding target.
+
+    name: the config's ``target:`` value.
+    files, single_file: output file -> template, for the split and the single-file
+    layout; ``{module}`` in a file name is replaced by the module's name.
+    crossing: how each ks type crosses between Python and the ks function (common.Crossing).
+    extra_context: the target's own template values (``entry_points``, when present,
+    replaces the common entry points: the bindings and the stub follow it).
+    build: the backend's build kind (BUILD_KINDS).
+    arena_per_call: each call gets its own arena (mark/reset); false: calls allocate
+    in the module's arena, whose results stay valid until ``reset_allocator()``.
+    release_gil_always: every call releases the GIL, not only calls with enough data.
+    tensor_classes: the module defines a class per tensor type, which the config's
+    ``tensor_types`` adds to and the stub declares; when false, ``tensor_types`` is
+    an error and a tensor is ``tensors`` in Python.
+    tensors: what a tensor is in Python (for messages).
+    stub_imports: import lines the stub's annotations need besides the common ones.
+    torch_library: the config's ``torch_library`` (register torch.ops) applies.
+    compiled_name: the compiled extension's module name, from the module's name.
+    runtime_copy: a standalone build (a wheel) puts a copy of ksbind/torch_runtime.py
+    beside the module under this name (``{module}`` replaced); None: no copy.
+    """
+
+    name: str
+    files: Mapping[str, str] = field(hash=False)
+    single_file: Mapping[str, str] = field(hash=False)
+    crossing: CrossingRule
+    build: str
+    tensors: str
+    extra_context: ExtraContext = no_extra_context
+    arena_per_call: bool = True
+    release_gil_always: bool = False
+    tensor_classes: bool = False
+    stub_imports: tuple[str, ...] = ()
+    torch_library: bool = False
+    compiled_name: Callable[[str], str] = same_name
+    runtime_copy: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.build not in BUILD_KINDS:
+            raise ValueError(f"target {self.name!r}: unknown build kind {self.build!r}")
+        object.__setattr__(self, "files", _frozen(self.files))
+        object.__setattr__(self, "single_file", _frozen(self.single_file))
+
+    def file_plan(self, layout: str) -> Mapping[str, str]:
+        """Output file -> template for a layout ("split" or "single")."""
+        return self.single_file if layout == "single" else self.files
+
+    def beside(self, module_name: str) -> list[str]:
+        """The files a standalone build puts beside the compiled module: the
+        rendered Python files (the stub; torch: the wrapper too) and the runtime copy."""
+        names = [f for f in ("{module}.pyi", "{module}.py") if f in self.files]
+        if self.runtime_copy is not None:
+            names.append(self.runtime_copy)
+        return [n.replace("{module}", module_name) for n in names]
+
+
+__all__ = ["Target", "ExtraContext", "BUILD_KINDS", "no_extra_context", "same_name"]

@@ -1,0 +1,131 @@
+"""Each target is one typed, frozen record, and only codegen/targets/ and backend/ know target names."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from ksbind.codegen.targets import TARGETS, Target, get_target
+from ksbind.codegen.targets.record import BUILD_KINDS
+from ksbind.errors import ConfigError
+from ksbind.spec import ModuleOptions
+
+PACKAGE = Path(__file__).resolve().parent.parent / "ksbind"
+#: The only places that may decide anything by a target's name.
+KNOWS_NAMES = (PACKAGE / "codegen" / "targets", PACKAGE / "backend")
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_target_record_is_frozen(name: str) -> None:
+    target = get_target(name)
+    assert target is TARGETS[name]
+    assert isinstance(target, Target) and target.name == name
+    assert dataclasses.is_dataclass(target) and type(target).__dataclass_params__.frozen  # type: ignore[attr-defined]
+    for f in dataclasses.fields(target):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(target, f.name, getattr(target, f.name))
+    for plan in (target.files, target.single_file):
+        with pytest.raises(TypeError):
+            plan["extra.cpp"] = "x.j2"  # type: ignore[index]
+    assert target.build in BUILD_KINDS
+    assert target.file_plan("split") == target.files and target.file_plan("single") == target.single_file
+    assert hash(target) == hash(get_target(name))
+    assert isinstance(target.extra_context([], ModuleOptions(name="m", target=name)), dict)
+
+
+def test_target_facts() -> None:
+    """The facts that code outside the targets used to decide by name."""
+    ks, python, torch = (get_target(n) for n in ("ks", "python", "torch"))
+    assert [t.build for t in (ks, python, torch)] == ["pybind11", "python-capi", "torch"]
+    assert [t.arena_per_call for t in (ks, python, torch)] == [False, True, True]
+    assert [t.release_gil_always for t in (ks, python, torch)] == [False, False, True]
+    assert [t.tensor_classes for t in (ks, python, torch)] == [True, False, False]
+    assert [t.torch_library for t in (ks, python, torch)] == [False, False, True]
+    assert [t.stub_imports for t in (ks, python, torch)] == [(), (), ("import torch",)]
+    assert [t.compiled_name("m") for t in (ks, python, torch)] == ["m", "m", "m_ext"]
+    assert [t.beside("m") for t in (ks, python, torch)] == [["m.pyi"], ["m.pyi"],
+                                                            ["m.pyi", "m.py", "m_ksbind_runtime.py"]]
+    assert ks.extra_context([], ModuleOptions()) == {}
+
+
+def test_unknown_target() -> None:
+    with pytest.raises(ConfigError, match=r"unknown target 'pytorch' \(did you mean 'torch'\?\)"):
+        get_target("pytorch")
+
+
+def _names_target(node: ast.expr) -> bool:
+    """``target``, ``spec.target``, ``target_name``...: an expression whose last name says target."""
+    if isinstance(node, ast.Name):
+        return "target" in node.id.lower()
+    if isinstance(node, ast.Attribute):
+        return "target" in node.attr.lower()
+    return False
+
+
+def _is_target_name(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value in TARGETS
+
+
+def _is_target_names(node: ast.expr) -> bool:
+    """``TARGETS`` (or any name saying targets), or a literal collection holding a target's name."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_is_target_name(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return any(k is not None and _is_target_name(k) for k in node.keys)
+    return _names_target(node)
+
+
+def _is_constant_like(node: ast.expr) -> bool:
+    """A string literal, or a CONSTANT (which may hold a target's name)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return bool(name) and name.isupper()
+
+
+def name_comparisons(source: str, filename: str = "<string>") -> list[str]:
+    """Each place ``source`` decides by a target's name: ``== "torch"`` (any operand),
+    ``target == CONSTANT``, ``target in TARGETS`` or ``in ("ks", ...)``, and
+    ``match target: case "torch"``. (A gdef's target, a structured name, is
+    compared with names, not constants: ksc/planner.py.)"""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for op, a, b in zip(node.ops, operands, operands[1:]):
+                if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+                    hit = (_is_target_name(a) or _is_target_name(b)
+                           or (_names_target(a) and _is_constant_like(b))
+                           or (_names_target(b) and _is_constant_like(a)))
+                elif isinstance(op, (ast.In, ast.NotIn)):
+                    hit = _names_target(a) and _is_target_names(b)
+                else:
+                    hit = False
+                if hit:
+                    found.append(f"{filename}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Match) and _names_target(node.subject):
+            found += [f"{filename}:{c.pattern.lineno}: case {ast.unparse(c.pattern)}" for c in node.cases
+                      if any(_is_target_name(v.value) for v in ast.walk(c.pattern) if isinstance(v, ast.MatchValue))]
+    return found
+
+
+def test_scan_finds_name_comparisons() -> None:
+    """The scan below is not vacuous: each form it forbids is found."""
+    forms = ['spec.target == "torch"', '"ks" != options.target', 'target in ("ks", "python")',
+             'target not in TARGETS', 'x.kind == "python"', 'spec.target == TORCH']
+    for form in forms:
+        assert name_comparisons(f"if {form}:\n    pass\n"), form
+    assert name_comparisons('match spec.target:\n    case "torch":\n        pass\n')
+    # A ks gdef's target (a structured name) compared with another is no target name.
+    assert not name_comparisons("if g.target != target or target in self.defs:\n    pass\n")
+
+
+def test_only_targets_and_backend_compare_target_names() -> None:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if any(path.is_relative_to(d) for d in KNOWS_NAMES):
+            continue
+        found += name_comparisons(path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE.parent)))
+    assert not found, "ask the target record (ksbind/codegen/targets/record.py) instead:\n" + "\n".join(found)
