@@ -5,8 +5,9 @@ out). Results are copied out of the arena, which is reset after every call.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
 from ksbind.codegen.targets.ks import SCALAR_PY

@@ -20,8 +20,9 @@ by ``extra_context`` here (see ksbind/torch_runtime.py).
 from __future__ import annotations
 
 import pprint
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Sequence, cast
+from typing import Any, cast
 
 from ksbind.binding import warn
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
