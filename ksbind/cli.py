@@ -65,8 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     def command(parent: argparse._SubParsersAction, name: str, help: str,  # type: ignore[type-arg]
                 description: str | None = None) -> argparse.ArgumentParser:
         text = textwrap.fill(description or help[:1].upper() + help[1:] + ".", 79)
-        return parent.add_parser(name, help=help, description=text,
-                                 parents=[common], epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub: argparse.ArgumentParser = parent.add_parser(
+            name, help=help, description=text, parents=[common], epilog=epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+        return sub
 
     p = argparse.ArgumentParser(prog="ksbind", description="Bind Knossos-compiled functions to Python and PyTorch.",
                                 parents=[common], epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar, overload
 
 import yaml
 
@@ -40,6 +40,8 @@ BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from", "release_gil", "l
 RUNTIME_KEYS = ("include_dirs", "sources")
 KSC_KEYS = ("path", "runtime", "timeout")
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "seq", "map")}
+
+_T = TypeVar("_T")
 
 
 
@@ -179,6 +181,12 @@ class _NodeReader:
         if not isinstance(node, yaml.ScalarNode):
             raise ConfigError(f"expected a single value, found {self.describe(node)}", self.loc(node))
         return self._scalar_loader.construct_object(node)
+
+    @overload
+    def typed(self, node: yaml.Node, kind: type[_T], what: str, expected: str) -> _T: ...
+
+    @overload
+    def typed(self, node: yaml.Node, kind: tuple[type, ...], what: str, expected: str) -> Any: ...
 
     def typed(self, node: yaml.Node, kind: type | tuple[type, ...], what: str, expected: str) -> Any:
         value = self.scalar(node) if isinstance(node, yaml.ScalarNode) else None

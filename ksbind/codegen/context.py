@@ -1,7 +1,8 @@
 """Builds the values templates see (documented in docs/templates.md).
 
 Everything that needs a decision (C++ types, conversions, names) is computed
-here and in targets/; templates only lay these values out.
+here and in codegen/targets/ (each target's record); templates only lay these
+values out.
 """
 from __future__ import annotations
 
