@@ -37,9 +37,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 KSC_DIR = Path(os.environ.get("KSBIND_SHARED", REPO.parent / "shared")) / "ksc"
@@ -160,7 +160,7 @@ def measure(work: Path, repeats: int, baseline: Path | None = None,
         shutil.copy(GMM, ks)
         name = f"gmm_cold{i}"
 
-        def config(binding: str, module: str = name) -> Path:
+        def config(binding: str, module: str = name, ks: Path = ks) -> Path:
             path = work / f"{module}.yaml"
             path.write_text(CONFIG.format(name=module, ks=ks, ksc=KSC, runtime=RUNTIME, binding=binding,
                                           out=work / "out" / module))

@@ -21,9 +21,9 @@ import pstats
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import ksbind
 from ksbind.binding import select_bindings

@@ -44,7 +44,12 @@ _FACE: dict[str, tuple[str, str, bool]] = {
     "load_ks": ("ksbind.load", "load_ks", True),
 }
 
-__all__ = ["__version__", *_FACE]
+__all__ = [
+    "__version__", "KsbindError", "KsbindWarning", "Location", "KsType", "parse_type", "FunctionDecl",
+    "StructuredName", "parse_ks", "read_ks", "ModuleSpec", "load_config", "RenderedModule", "render_module",
+    "generate", "build", "load_ks",
+]
+assert __all__[1:] == list(_FACE), "the face's names and __all__ must agree"
 
 
 def __getattr__(name: str) -> Any:

@@ -6,7 +6,7 @@ here, so renderers can trust them.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ksbind import errors
 from ksbind.errors import BindingError, KsbindError, KsbindWarning, Location, closest

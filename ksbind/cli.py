@@ -8,8 +8,9 @@ import signal
 import sys
 import textwrap
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ksbind._version import __version__
 from ksbind.errors import KsbindError, KsbindWarning

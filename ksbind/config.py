@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import yaml
 
@@ -262,7 +263,8 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
         templates=get("templates", lambda n: _paths(r, n, "'templates'", base, must_exist="dir"), ()),
         torch_library=torch_library,
         arena_bytes=get("arena_bytes", lambda n: _positive_int(r, n, "'arena_bytes'"), DEFAULT_ARENA_BYTES),
-        output=get("output", lambda n: _normal(base / r.typed(n, str, "'output'", "a path")), _normal(base / "build" / name)),
+        output=get("output", lambda n: _normal(base / r.typed(n, str, "'output'", "a path")),
+                   _normal(base / "build" / name)),
         layout=get("layout", lambda n: _choice(r, n, "'layout'", LAYOUTS), "split"),
         filters=get("filters", lambda n: _module_name(r, n), None),
         ksc=ksc,
@@ -398,7 +400,8 @@ def _bindings(r: _NodeReader, node: yaml.Node) -> tuple[BindingSpec, ...]:
         if "name" not in fields:
             raise ConfigError("a binding needs 'name:' (its Python name)", r.loc(item))
         name = r.typed(fields["name"][1], str, "a binding's 'name'", "a string")
-        function = r.typed(fields["function"][1], str, "'function'", "a function name") if "function" in fields else None
+        function = (r.typed(fields["function"][1], str, "'function'", "a function name")
+                    if "function" in fields else None)
         vjp = r.typed(fields["vjp"][1], str, "'vjp'", "a name for the vjp binding") if "vjp" in fields else None
         mode = _choice(r, fields["mode"][1], "'mode'", MODES) if "mode" in fields else "plain"
         vjp_from = _choice(r, fields["vjp_from"][1], "'vjp_from'", VJP_SOURCES) if "vjp_from" in fields else "auto"

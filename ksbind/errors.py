@@ -8,10 +8,11 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from types import FrameType
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, TypeVar
+from types import FrameType
+from typing import Any, TypeVar
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def warn(message: str, category: type[Warning] | None = None) -> None:
     warnings.warn(message, category or KsbindWarning, stacklevel=user_stacklevel())
 
 
-def closest(word: str, choices: "Iterable[str]") -> str:
+def closest(word: str, choices: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix for the choice closest to word, or ''."""
     import difflib
 

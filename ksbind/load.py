@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Mapping, Sequence, Union
 
 from ksbind.cache.layout import LOAD_KS_DIR, cache_root
 from ksbind.codegen.output import write_atomic
@@ -31,7 +31,7 @@ from ksbind.spec import (
 
 #: A binding as load_ks takes it: a function name (bound under itself), a mapping with
 #: BindingSpec's fields (name, function, vjp, mode, vjp_from), or a BindingSpec.
-BindingArg = Union[str, Mapping[str, str], BindingSpec]
+BindingArg = str | Mapping[str, str] | BindingSpec
 
 
 def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, target: str = "python",

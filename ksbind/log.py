@@ -24,7 +24,7 @@ import contextvars
 import logging
 import os
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 LOGGER_NAME = "ksbind"
 #: The stages' loggers (``ksbind.ksc`` is written by ksbind/ksc/driver.py and planner.py).

@@ -8,10 +8,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ksbind import log
 from ksbind.backend.build import build_module, prepare_build

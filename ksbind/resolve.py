@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ksbind.binding import declared_vjp, select_bindings
 from ksbind.errors import DeclarationError, KscError

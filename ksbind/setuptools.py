@@ -21,20 +21,20 @@ same ``setup()`` are built by setuptools as usual. See docs/packaging.md.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from setuptools import Extension
 from setuptools.command.build_ext import build_ext
+
+# setuptools' own copy of distutils' error classes (the stdlib has none from 3.12; setuptools >= 59).
+from setuptools.errors import CompileError
 
 from ksbind import log
 from ksbind.config import select_module
 from ksbind.errors import ConfigError, KsbindError, Location
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.standalone import build_into, compiled_name, files_for
-
-# setuptools' own copy of distutils' error classes (the stdlib has none from 3.12; setuptools >= 59).
-from setuptools.errors import CompileError
 
 
 class KsbindExtension(Extension):

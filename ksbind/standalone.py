@@ -20,8 +20,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ksbind.backend.build import standalone_units
 from ksbind.backend.compile import compile_objects, link

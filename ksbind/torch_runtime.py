@@ -26,8 +26,9 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType, SimpleNamespace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 

@@ -25,10 +25,11 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import pytest
 

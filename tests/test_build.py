@@ -247,7 +247,7 @@ def test_killed_build_then_two_concurrent_builds(tmp_path: Path) -> None:
     procs = [subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
-    for p, (stdout, stderr) in zip(procs, outs):
+    for p, (_, stderr) in zip(procs, outs):
         assert p.returncode == 0, stderr
     files = {o[0].splitlines()[0] for o in outs}
     assert len(files) == 1

@@ -17,9 +17,9 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

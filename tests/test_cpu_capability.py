@@ -10,9 +10,9 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterator
 
 import pytest
 import torch
@@ -90,9 +90,9 @@ def test_every_capability_gives_the_same_results(ops: ModuleType) -> None:
     for cap, got in results.items():
         for (name, _, exact), want, have in zip(_cases(), base, got):
             if exact:
-                torch.testing.assert_close(have, want, rtol=0, atol=0, msg=lambda m: f"{cap}, {name}: {m}")
+                torch.testing.assert_close(have, want, rtol=0, atol=0, msg=lambda m, cap=cap, name=name: f"{cap}, {name}: {m}")
             else:
-                torch.testing.assert_close(have, want, rtol=1e-6, atol=1e-6, msg=lambda m: f"{cap}, {name}: {m}")
+                torch.testing.assert_close(have, want, rtol=1e-6, atol=1e-6, msg=lambda m, cap=cap, name=name: f"{cap}, {name}: {m}")
 
 
 @pytest.mark.parametrize("xs, ys", [((3, 1, 5), (4, 1)), ((), (2, 3)), ((2, 3), ()), ((1,), (5, 1, 1)),
@@ -176,7 +176,7 @@ def test_fast_math_rownorm_is_a_softmax_on_every_capability(rownorm_fast: Module
         for cap in rownorm_fast.cpu_capabilities():
             assert rownorm_fast._set_cpu_capability(cap) == cap
             torch.testing.assert_close(rownorm_fast.rownorm(x), torch.softmax(x, dim=1), rtol=1e-5, atol=1e-7,
-                                       msg=lambda m: f"{cap}: {m}")
+                                       msg=lambda m, cap=cap: f"{cap}: {m}")
     finally:
         rownorm_fast._set_cpu_capability(before)
 

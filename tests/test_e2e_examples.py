@@ -4,8 +4,9 @@ against the bundled runtime and against ksc's (the session fixtures'
 `runtime`, tests/e2e_support.py)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest

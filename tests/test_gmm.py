@@ -16,9 +16,10 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 import torch

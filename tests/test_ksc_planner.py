@@ -9,8 +9,8 @@ import dataclasses
 import itertools
 import logging
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -39,7 +39,7 @@ def test_every_python_call_takes_this_threads_arena_then_converts() -> None:
     specs = [BindingSpec(n) for n in ("f", "s", "b", "t", "p")]
     files = ksbind.render_module(DECLS, "m", "python", bindings=specs).files
     fns = _functions(files["entry_points.cpp"])
-    for name, body in fns.items():
+    for body in fns.values():
         assert "ksbind::CallArena arena;" in body, body
         assert "ks::allocator& g_alloc = arena.allocator();" in body, body
         # every argument converted inside the guard, on this thread's arena

@@ -154,8 +154,8 @@ def test_set_arena_bytes(py_examples: ModuleType) -> None:
 
 def test_arena_size_from_environment(relu3_ks: ModuleType) -> None:
     path = relu3_ks.__file__
-    code = ("import importlib.util as u; s = u.spec_from_file_location(%r, %r); m = u.module_from_spec(s); "
-            "s.loader.exec_module(m); print(m.arena_bytes())" % (relu3_ks.__name__, path))
+    code = (f"import importlib.util as u; s = u.spec_from_file_location({relu3_ks.__name__!r}, {path!r}); m = u.module_from_spec(s); "
+            "s.loader.exec_module(m); print(m.arena_bytes())")
     out = run_python(code, env={"KSBIND_ARENA_BYTES": "123456"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "123456"

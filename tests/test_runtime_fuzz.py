@@ -4,8 +4,9 @@ never crash; afterwards every module still computes the right results."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -47,11 +47,11 @@ def ns(runtime: str, torch_lib: ModuleType) -> Any:
     return getattr(torch.ops, variant_name("ksbind_ops", runtime))
 
 
-def relu3_ref(x: "torch.Tensor") -> "torch.Tensor":
+def relu3_ref(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x < 0, torch.zeros_like(x), torch.where(x < 1, x * x * x / 3, x - 2.0 / 3.0))
 
 
-def away_from_kinks(*shape: int) -> "torch.Tensor":
+def away_from_kinks(*shape: int) -> torch.Tensor:
     """Random values not within eps of relu3's joins at 0 and 1 (finite differences)."""
     x = torch.rand(*shape) * 4 - 2
     x = torch.where((x.abs() < 0.05) | ((x - 1).abs() < 0.05), x + 0.2, x)
@@ -312,7 +312,7 @@ def test_torch_compile_fullgraph_on_registered_ops(lib: ModuleType, ns: Any) -> 
     """fullgraph=True fails on any graph break. backend aot_eager traces forward and
     backward through the fake implementations without inductor's C++ compile
     (inductor works too, about 25 s more on 2 cores)."""
-    def f(a: "torch.Tensor", b: "torch.Tensor") -> "torch.Tensor":
+    def f(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         h = lib.relu3(a) * 2 + ns.mulsin(a, b)  # the module's name for the op too
         return h.sum() + ns.vrelu3(b[0]).sum() + ns.vrelu3_rows(h).mean() + ns.scale_add(a[1], b[1], 3).sum()
 

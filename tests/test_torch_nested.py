@@ -181,7 +181,7 @@ def test_library_ops_for_scalar_tuple_and_nested_results(torch_lib: ModuleType, 
 
 
 def test_scalar_result_ops_under_torch_compile_fullgraph(torch_lib: ModuleType, ns: Any) -> None:
-    def f(rows: "torch.Tensor", w: "torch.Tensor") -> "torch.Tensor":
+    def f(rows: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         total, count, twice = ns.split_stats(w)
         return ns.weighted(rows, w, 2.0) + total * count + twice.sum() + ns.cube_sum(rows[None])
 

@@ -76,7 +76,7 @@ def test_tangent(text: str, tangent: str) -> None:
 @pytest.mark.parametrize("text", ["(LM Float Float)", "(Lam Float Float)", "(Tuple Float (LM Float Float))"])
 def test_no_tangent_for_functions_and_linear_maps(text: str) -> None:
     with pytest.raises(KsTypeError):
-        parse_type(text).tangent
+        _ = parse_type(text).tangent
 
 
 def test_lm_parses_but_has_no_mangling_or_cpp() -> None:
@@ -84,9 +84,9 @@ def test_lm_parses_but_has_no_mangling_or_cpp() -> None:
     assert t == LMType(TensorType(1, FLOAT), FLOAT)
     assert str(t) == "(LM (Tensor 1 Float) Float)"
     with pytest.raises(KsTypeError, match="LM"):
-        t.mangled
+        _ = t.mangled
     with pytest.raises(KsTypeError, match="LM"):
-        t.cpp
+        _ = t.cpp
     assert "linear map" in (t.unbindable_reason or "")
 
 

@@ -41,7 +41,7 @@ def _derived_cases() -> list[tuple[dict, dict]]:
         [d] = ksbind.parse_ks(r["edef"])
         by_name[(r["source"], d.name)] = (r, d)
     cases = []
-    for (source, name), (r, d) in by_name.items():
+    for (source, name), (r, _) in by_name.items():
         if name.is_derived and name.name in DERIVABLE and (source, name.inner) in by_name:
             cases.append((by_name[(source, name.inner)][0], r))
     return cases

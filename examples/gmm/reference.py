@@ -28,7 +28,7 @@ def tri(d: int) -> int:
     return d * (d - 1) // 2
 
 
-def make_q(q: torch.Tensor, l: torch.Tensor) -> torch.Tensor:
+def make_q(q: torch.Tensor, l: torch.Tensor) -> torch.Tensor:  # noqa: E741 (ADBench's name for it)
     """Q (..., D, D), lower triangular: exp(q) on the diagonal, l below it
     column by column (ADBench's packing; torch.tril_indices is row by row)."""
     d = q.shape[-1]

@@ -26,9 +26,10 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ksbind.backend import pch
 from ksbind.backend.runner import Runner, Stopped, Unit
@@ -336,4 +337,7 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
     log.debug("%sinstalled %s", prefix, entry.module_path)
 
 
-__all__ = ["Unit", "shared_copies", "shared_text", "init_unit", "module_name_flags", "PLACEHOLDER", "compile_objects", "link", "build_entry", "install_entry", "unit_key", "object_cache", "jobs", "OBJECT"]
+__all__ = [
+    "Unit", "shared_copies", "shared_text", "init_unit", "module_name_flags", "PLACEHOLDER", "compile_objects",
+    "link", "build_entry", "install_entry", "unit_key", "object_cache", "jobs", "OBJECT",
+]

@@ -9,7 +9,7 @@ function that is and where it was declared (usually an ``edef``).
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from ksbind.errors import BuildError, KsbindError, Location
 from ksbind.lang.model import FunctionDecl

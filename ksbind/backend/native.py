@@ -25,10 +25,10 @@ from __future__ import annotations
 import os
 import shlex
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Sequence
 
 from ksbind import log
 from ksbind.backend.compile import (

@@ -13,8 +13,8 @@ import shlex
 import shutil
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ksbind.cache.keys import Hasher
 from ksbind.spec import ModuleSpec

@@ -71,7 +71,8 @@ from ksbind.spec import ModuleSpec
 #: No -march: per-CPU code is chosen at run time (ksbind/cpu_capability.h);
 #: -ffp-contract=off keeps a*b+c two roundings in the AVX2/AVX-512 copies too
 #: (no FMA contraction), so every capability computes the same floats.
-CFLAGS = ("-O3", "-fno-trapping-math", "-fno-math-errno", "-ffp-contract=off", "-fopenmp", "-g0", "-fvisibility=hidden", "-Wno-unused-variable", *KS_FLAGS)
+CFLAGS = ("-O3", "-fno-trapping-math", "-fno-math-errno", "-ffp-contract=off", "-fopenmp", "-g0",
+          "-fvisibility=hidden", "-Wno-unused-variable", *KS_FLAGS)
 LDFLAGS = ("-fopenmp",)
 UNIT = "ks_unit.cpp"
 #: What torch.utils.cpp_extension adds for a Python extension (as it builds one).

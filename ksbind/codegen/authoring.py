@@ -8,9 +8,9 @@ built-ins into DIR, ready to use as an override directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import jinja2
 from jinja2 import nodes

@@ -6,9 +6,10 @@ values out.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, is_dataclass
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 from ksbind._version import TEMPLATE_API, __version__
 from ksbind.codegen.targets import get_target

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from ksbind.errors import Location, OutputError
 
@@ -71,7 +72,7 @@ def write_planned(planned: Iterable[PlannedFile]) -> list[Path]:
     return written
 
 
-def write_generated(out_dir: Path, rendered: "RenderedModule") -> list[Path]:
+def write_generated(out_dir: Path, rendered: RenderedModule) -> list[Path]:
     """Write a rendered module's files (only those that changed); returns all their paths."""
     planned = plan_files(out_dir, rendered.files)
     write_planned(planned)

@@ -9,10 +9,11 @@ import re
 import sys
 import traceback
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence, cast
+from typing import Any, cast
 
 import jinja2
 import jinja2.runtime

@@ -30,14 +30,14 @@ class StructuredName:
 
     name: str
     arg_type: KsType | None = None
-    inner: "StructuredName | None" = None
+    inner: StructuredName | None = None
 
     @staticmethod
-    def base(name: str, arg_type: KsType) -> "StructuredName":
+    def base(name: str, arg_type: KsType) -> StructuredName:
         return StructuredName(name, arg_type=arg_type)
 
     @staticmethod
-    def derived(derivation: str, inner: "StructuredName") -> "StructuredName":
+    def derived(derivation: str, inner: StructuredName) -> StructuredName:
         return StructuredName(derivation, inner=inner)
 
     @classmethod
@@ -58,7 +58,7 @@ class StructuredName:
         return self.inner is not None
 
     @property
-    def base_name(self) -> "StructuredName":
+    def base_name(self) -> StructuredName:
         """The innermost ``[f T]`` of a derived name (itself for a base name)."""
         n = self
         while n.inner is not None:
@@ -198,7 +198,7 @@ class FunctionDecl:
             params = "(" + " ".join(f"({n} : {t})" for n, t in zip(names, self.params)) + ")"
         return f"(def {self.name} {self.return_type} {params} {body})"
 
-    def derive(self, kind: str) -> "FunctionDecl":
+    def derive(self, kind: str) -> FunctionDecl:
         """The declaration of ``[kind NAME]`` computed from this signature."""
         s, t = self.arg_type, self.return_type
         arg: KsType

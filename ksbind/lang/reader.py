@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence, Union
 
 from ksbind.errors import (
     DeclarationError,
@@ -46,7 +46,7 @@ class GdefRequest:
 
 #: A call in a def's body as written: the callee (a plain name, or a structured name
 #: written in full, as in ``([f Float] x)``) and how many arguments it is given.
-CallSite = tuple[Union[str, StructuredName], int]
+CallSite = tuple[str | StructuredName, int]
 
 
 @dataclass(frozen=True)

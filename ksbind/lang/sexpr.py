@@ -9,9 +9,9 @@ from __future__ import annotations
 import bisect
 import gc
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Union
 
 from ksbind.errors import KsSyntaxError, Location
 
@@ -28,7 +28,7 @@ class Atom:
 
 @dataclass(frozen=True, slots=True)
 class SList:
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
     bracket: str  # "(" or "["
     loc: Location
 
@@ -37,7 +37,7 @@ class SList:
         return self.bracket + " ".join(str(i) for i in self.items) + close
 
 
-Node = Union[Atom, SList]
+Node = Atom | SList
 
 _CLOSERS = {"(": ")", "[": "]"}
 # Leading whitespace is part of every token match: one regex call per token.

@@ -6,9 +6,9 @@ type. ``.mangled`` and ``.cpp`` follow ksc exactly (see KNOSSOS.md): tensors are
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Iterator, Sequence
 
 from ksbind.errors import KsTypeError, Location, closest
 from ksbind.lang.sexpr import Atom, Node, SList, parse_sexprs
@@ -34,20 +34,20 @@ class KsType:
         return _cpp(self)
 
     @property
-    def tangent(self) -> "KsType":
+    def tangent(self) -> KsType:
         """The tangent type: Float->Float, discrete->(Tuple), structure kept."""
         return _tangent(self)
 
-    def children(self) -> tuple["KsType", ...]:
+    def children(self) -> tuple[KsType, ...]:
         return ()
 
-    def walk(self) -> Iterator["KsType"]:
+    def walk(self) -> Iterator[KsType]:
         """This type and every type nested in it, outermost first."""
         yield self
         for child in self.children():
             yield from child.walk()
 
-    def contains(self, predicate: Callable[["KsType"], bool]) -> bool:
+    def contains(self, predicate: Callable[[KsType], bool]) -> bool:
         return any(predicate(t) for t in self.walk())
 
     @property
