@@ -7,7 +7,7 @@ import sys
 
 from .conftest import REPO
 
-ROWS = ("render", "call overhead, ks target", "call overhead, python target",
+ROWS = ("import ksbind", "render", "call overhead, ks target", "call overhead, python target",
         "threads, python target", *(["strings, python target"] * 4),
         "call overhead, torch target", "size independence",
         "elementwise throughput",

@@ -1,0 +1,239 @@
+"""Build times of each target against its compiler alone (issue 23), side by
+side in one run: each repeat runs every case once, each build in a fresh
+process; the figures are medians.
+
+    python benchmarks/target_builds.py [--repeats N] [--baseline OLD_CHECKOUT]
+
+The cases:
+
+- ``gmm, TARGET``: ksc's GMM objective + vjp (``gmm.ks`` through ksc) built
+  for TARGET as a module never built before (its own name, so no object of it
+  is cached), with the shared parts warm: other modules of the same target and
+  toolchain were built first (ksc's ``ex1.ks``) and their shared precompiled
+  headers finished. Against ``g++ alone``: the compiler (``CXX``, default
+  g++) on the module's user C++ (ksc's output) with the flags the target gives
+  that C++.
+- ``elementwise, torch``: one elementwise binding (relu3 over a tensor) on the
+  torch target, shared parts warm, against ``torch.utils.cpp_extension.load_inline``
+  of the same function written by hand, cold (its own fresh build folder).
+- ``first build ever, TARGET``: the GMM module in an empty cache, this ksbind
+  against ``--baseline DIR`` (an older checkout, e.g. ``git worktree add DIR
+  4401fea``: the commit before issue 23); without it, this ksbind with
+  ``KSBIND_OBJECT_CACHE=0 KSBIND_PCH=0``.
+
+Needs ../shared/ksc and torch. benchmarks/run.py shows these as rows.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from ksc_gmm_build import GMM, KSC, RUNTIME, WARMUP_KS, available, build  # noqa: E402
+
+REPO = HERE.parent
+TARGETS = ("ks", "python", "torch")
+
+GMM_CONFIG = """\
+name: {name}
+target: {target}
+ks: [{ks}]
+ksc: {{path: {ksc}, runtime: {runtime}}}
+bindings:
+  - {{name: objective, function: gmm_knossos_gmm_objective, vjp: objective_vjp}}
+output: {out}
+"""
+WARMUP = """\
+name: {name}
+target: {target}
+ks: [{ks}]
+ksc: {{path: {ksc}, runtime: {runtime}}}
+bindings:
+  - {{name: g, function: g, vjp: g_vjp}}
+output: {out}
+"""
+ELEMENTWISE = """\
+name: {name}
+target: torch
+declarations: |
+  (edef relu3 Float (Float))
+cpp: [{cpp}]
+bindings:
+  - {{name: relu3, function: relu3, mode: elementwise}}
+output: {out}
+"""
+#: The ks function (as ksc writes one) the elementwise module binds.
+RELU3_CPP = """\
+#include "knossos.h"
+namespace ks {
+inline Float relu3(allocator *, Float x) {
+  if (x < 0.0f) return 0.0f;
+  if (x < 1.0f) return x * x * x / 3.0f;
+  return x - 2.0f / 3.0f;
+}
+}
+"""
+#: The same by hand for load_inline: an elementwise loop over a float tensor.
+HAND_TORCH = """\
+#include <torch/extension.h>
+static float relu3(float x) {
+  if (x < 0.0f) return 0.0f;
+  if (x < 1.0f) return x * x * x / 3.0f;
+  return x - 2.0f / 3.0f;
+}
+torch::Tensor relu3_t(torch::Tensor t) {
+  auto c = t.contiguous();
+  auto out = torch::empty_like(c);
+  const float* a = c.data_ptr<float>();
+  float* b = out.data_ptr<float>();
+  for (int64_t i = 0; i < c.numel(); ++i) b[i] = relu3(a[i]);
+  return out;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("relu3", &relu3_t); }
+"""
+
+
+def cases() -> list[str]:
+    out = [f"gxx_{t}" for t in TARGETS] + [f"cold_{t}" for t in TARGETS]
+    out += ["elementwise", "load_inline"]
+    out += [f"first_{w}_{t}" for t in TARGETS for w in ("new", "old")]
+    return out
+
+
+@dataclass
+class Times:
+    wall: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in cases()})
+    baseline: str = ""
+
+    def median(self, name: str) -> float:
+        return statistics.median(self.wall[name])
+
+
+def user_flags(target: str) -> list[str]:
+    """The flags the target gives the module's user C++ (less include folders)."""
+    from ksbind.backend.toolchain import BASE_FLAGS
+
+    if target != "torch":
+        return list(BASE_FLAGS)
+    import torch
+
+    from ksbind.backend.torch_build import CFLAGS, TORCH_CFLAGS
+    abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(bool(torch._C._GLIBCXX_USE_CXX11_ABI))}"
+    return [*TORCH_CFLAGS, abi, *CFLAGS]
+
+
+def compiler_alone(cache: Path, name: str, target: str) -> float:
+    """The compiler on the module's user C++ (ksc's output, from the cache)."""
+    (cpp,) = [p for d in cache.glob(f"ksc-{name}-*") for p in d.glob(f"{name}.cpp")]
+    cxx = shlex.split(os.environ.get("CXX", "g++"))
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        subprocess.run([*cxx, *user_flags(target), f"-I{RUNTIME}", f"-I{cpp.parent}", "-c", str(cpp), "-o",
+                        str(Path(tmp) / "user.o")], check=True)
+        return time.perf_counter() - start
+
+
+def load_inline_cold(build_dir: Path) -> float:
+    shutil.rmtree(build_dir, ignore_errors=True)
+    build_dir.mkdir(parents=True)
+    code = ("import time; t0 = time.perf_counter(); "
+            "from torch.utils.cpp_extension import load_inline; "
+            f"load_inline('hand_relu3', cpp_sources=[{HAND_TORCH!r}], extra_cflags=['-O3'], "
+            f"build_directory={str(build_dir)!r}); print(time.perf_counter() - t0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=build_dir)
+    if proc.returncode != 0:
+        raise RuntimeError(f"load_inline failed:\n{proc.stderr[-3000:]}")
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def measure(work: Path, repeats: int, baseline: Path | None = None,
+            log: Callable[[str], None] = lambda s: None) -> Times:
+    work.mkdir(parents=True, exist_ok=True)
+    times = Times(baseline=f"ksbind at {baseline}" if baseline else
+                  "this ksbind with KSBIND_OBJECT_CACHE=0 KSBIND_PCH=0")
+    warm = work / "warm-cache"
+    cpp = write(work / "relu3.cpp", RELU3_CPP)
+    log("warming the shared parts: two modules per target (ksc's ex1.ks), two elementwise torch modules")
+    for target in TARGETS:
+        for i in range(2):
+            name = f"warm_{target}_{i}"
+            build(write(work / f"{name}.yaml", WARMUP.format(name=name, target=target, ks=WARMUP_KS, ksc=KSC,
+                                                             runtime=RUNTIME, out=work / "out" / name)), warm, work)
+    for i in range(2):
+        name = f"warm_ew_{i}"
+        build(write(work / f"{name}.yaml", ELEMENTWISE.format(name=name, cpp=cpp, out=work / "out" / name)),
+              warm, work)
+    old_env = {} if baseline else {"KSBIND_OBJECT_CACHE": "0", "KSBIND_PCH": "0"}
+    for r in range(repeats):
+        log(f"repeat {r + 1} of {repeats}")
+        for target in TARGETS:
+            name = f"gmm_{target}_{r}"
+            config = write(work / f"{name}.yaml", GMM_CONFIG.format(
+                name=name, target=target, ks=GMM, ksc=KSC, runtime=RUNTIME, out=work / "out" / name))
+            times.wall[f"cold_{target}"].append(build(config, warm, work)[0])
+            times.wall[f"gxx_{target}"].append(compiler_alone(warm, name, target))
+            for label, env, path in (("new", {}, None), ("old", old_env, baseline)):
+                cache = work / f"empty-{label}-{target}-{r}"
+                first = write(work / f"first_{label}_{name}.yaml", GMM_CONFIG.format(
+                    name=f"first_{name}", target=target, ks=GMM, ksc=KSC, runtime=RUNTIME,
+                    out=work / "out" / f"first_{label}_{name}"))
+                times.wall[f"first_{label}_{target}"].append(build(first, cache, work, env, path)[0])
+                shutil.rmtree(cache, ignore_errors=True)
+        name = f"ew_{r}"
+        config = write(work / f"{name}.yaml", ELEMENTWISE.format(name=name, cpp=cpp, out=work / "out" / name))
+        times.wall["elementwise"].append(build(config, warm, work)[0])
+        times.wall["load_inline"].append(load_inline_cold(work / f"inline-{r}"))
+    return times
+
+
+def report(t: Times) -> str:
+    lines = [f"{'case':52} {'median s':>9}  ratio"]
+    for target in TARGETS:
+        lines.append(f"{'gmm, ' + target + ', g++ alone on its user C++':52} {t.median('gxx_' + target):9.2f}")
+        lines.append(f"{'gmm, ' + target + ', new module, shared parts warm':52} {t.median('cold_' + target):9.2f}"
+                     f"  {t.median('cold_' + target) / t.median('gxx_' + target):.2f} x g++ alone")
+    lines.append(f"{'elementwise torch module, shared parts warm':52} {t.median('elementwise'):9.2f}"
+                 f"  {t.median('elementwise') / t.median('load_inline'):.2f} x load_inline")
+    lines.append(f"{'load_inline of the same by hand, cold':52} {t.median('load_inline'):9.2f}")
+    for target in TARGETS:
+        new, old = t.median(f"first_new_{target}"), t.median(f"first_old_{target}")
+        lines.append(f"{'gmm, ' + target + ', first build ever':52} {new:9.2f}  {new / old:.2f} x baseline "
+                     f"({old:.2f} s)")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--baseline", type=Path, help="an older ksbind checkout for the first-build-ever rows")
+    args = ap.parse_args()
+    why = available()
+    if why:
+        print(f"skipped: {why}")
+        return
+    with tempfile.TemporaryDirectory(prefix="ksbind-targets-") as tmp:
+        t = measure(Path(tmp), args.repeats, args.baseline, lambda s: print(f"... {s}", file=sys.stderr))
+    print(f"medians of {args.repeats}, {os.cpu_count()} cores, CXX={os.environ.get('CXX', 'g++')}; "
+          f"baseline: {t.baseline}")
+    print(report(t))
+
+
+if __name__ == "__main__":
+    main()
