@@ -36,6 +36,7 @@ import import_time  # noqa: E402
 import inductor_rows  # noqa: E402
 import ksc_gmm_build  # noqa: E402
 import render_bench  # noqa: E402
+import target_builds  # noqa: E402
 
 import ksbind  # noqa: E402
 
@@ -394,6 +395,26 @@ def gmm_rows(tmp: Path, repeats: int, baseline: Path | None, log: Callable[[str]
     ]
 
 
+def target_rows(tmp: Path, repeats: int, baseline: Path | None, log: Callable[[str], None]) -> list[Row]:
+    """Each target's build against its compiler alone, and the torch target against
+    load_inline (benchmarks/target_builds.py, issue 23), side by side."""
+    t = target_builds.measure(tmp, repeats, baseline, log)
+    print(target_builds.report(t), file=sys.stderr)
+    rows = []
+    for target, bound in (("torch", "<= 2.0"), ("python", "<= 1.5"), ("ks", "<= 1.5")):
+        rows.append(Row(f"gmm build, {target} target", f"GMM module via ksc, {target} target, new module, shared "
+                        "parts warm", "the compiler alone on its user C++, the target's flags",
+                        t.median(f"cold_{target}"), t.median(f"gxx_{target}"), "s", bound))
+    rows.append(Row("elementwise build, torch target", "one elementwise binding, torch target, shared parts warm",
+                    "load_inline of the same by hand, cold", t.median("elementwise"), t.median("load_inline"),
+                    "s", "<= 0.33"))
+    for target in ("torch", "python", "ks"):
+        rows.append(Row(f"first build ever, {target} target", f"GMM module via ksc, {target} target, empty cache",
+                        f"the same, {t.baseline}", t.median(f"first_new_{target}"), t.median(f"first_old_{target}"),
+                        "s", "<= 1.0"))
+    return rows
+
+
 # ---------------------------------------------------------------- reporting
 
 def machine() -> str:
@@ -441,11 +462,13 @@ def main(argv: list[str] | None = None) -> int:
     log = lambda what: print(f"... {what}", file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="ksbind-benchmarks-") as d:
         rows = measure(sizes, Path(d), log)
-        skipped = "--quick (they build the GMM module 6 ways, 3 times)" if args.quick else ksc_gmm_build.available()
+        skipped = ("--quick (they build the GMM module many ways, 3 times)" if args.quick
+                   else ksc_gmm_build.available())
         if skipped:
             print(f"GMM build rows skipped: {skipped}")
         else:
             rows += gmm_rows(Path(d) / "gmm", GMM_REPEATS, args.baseline, log)
+            rows += target_rows(Path(d) / "targets", GMM_REPEATS, args.baseline, log)
     text = table(rows)
     about = (f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/run.py{' --quick' if args.quick else ''}`"
              f" in {time.perf_counter() - start:.0f} s on: {machine()}.")

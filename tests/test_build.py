@@ -462,7 +462,7 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
 
             from ksbind.backend.torch_build import include_dirs_for
 
-            dirs = [*include_dirs_for(spec, spec.output), *map(Path, cpp_extension.include_paths()),
+            dirs = [*include_dirs_for(spec), *map(Path, cpp_extension.include_paths()),
                     Path(sysconfig.get_paths()["include"])]
             cmd = ["g++", "-std=c++17", *KS_FLAGS, *(f"-I{d}" for d in dirs)]
             units = [p for p in generated if p.suffix == ".cpp"]

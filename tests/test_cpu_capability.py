@@ -196,7 +196,7 @@ def test_fast_math_flags_reach_only_the_users_ks_code(tmp_path: Path) -> None:
     [spec] = load_config(REPO / "configs" / "torch_rownorm_fast.yaml")
     spec = dataclasses.replace(spec, output=tmp_path / "torch")
     generated = write_generated(spec.output, render_spec(spec))
-    tc = build_torch.toolchain(build_torch.include_dirs_for(spec, spec.output), *build_torch.flags())
+    tc = build_torch.toolchain(build_torch.include_dirs_for(spec), *build_torch.flags())
     units = {u.source.name: u for u in build_torch.torch_units(spec, generated, tc, "m_ext", None)}
     assert set(FAST_MATH_FLAGS) <= set(units["ks_unit.cpp"].flags)
     assert not set(FAST_MATH_FLAGS) & set(units["module.cpp"].flags)

@@ -68,6 +68,17 @@ def build_module(prepared: PreparedBuild, root: Path) -> ModuleType:
     return build_plan(prepared.plan, prepared.rendered, root)
 
 
+def module_toolchain(spec: ModuleSpec) -> Toolchain:
+    """The toolchain ``spec``'s units compile with (the same for every module of
+    its target, runtime, compiler and flags: its shared precompiled header's)."""
+    if _is_torch(spec):
+        from ksbind.backend import torch_build
+
+        cflags, ldflags = torch_build.flags()
+        return torch_build.toolchain(torch_build.include_dirs_for(spec), cflags, ldflags)
+    return plan_toolchain(compile_plan(spec, []))
+
+
 def standalone_units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
     """The units and toolchain that build ``spec``'s generated files (in
     ``spec.output``) outside the cache: no object cache, no shared copies."""
@@ -75,7 +86,7 @@ def standalone_units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit
         from ksbind.backend import torch_build
 
         cflags, ldflags = torch_build.flags()
-        tc = torch_build.toolchain(torch_build.include_dirs_for(spec, spec.output), cflags, ldflags)
+        tc = torch_build.toolchain(torch_build.include_dirs_for(spec), cflags, ldflags)
         return torch_build.torch_units(spec, generated, tc, get_target(spec.target).compiled_name(spec.name),
                                        None), tc
     plan = compile_plan(spec, generated)

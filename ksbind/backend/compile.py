@@ -167,18 +167,27 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     (in parallel) and stored there; with ``objects=None``, compiled into ``work``.
 
     On the first failure the other compiles are stopped and the failure that
-    comes first in unit order is raised. The shared precompiled header, when
-    the generated units use one and it is not built yet, is built alongside,
-    by default in a process of its own at low priority that this build does
-    not wait for (so a first build is no slower for it; with
-    ``background_pch=False``, in this build's pool, waited for). Its failure
-    only means it is not used. ``label`` (the module's name) starts each log line.
+    comes first in unit order is raised. A shared precompiled header the units
+    ask for that is not built yet is built once this build's compiles are done,
+    in a process of its own at low priority that this build does not wait for
+    (so a first build is no slower for it; with ``background_pch=False``, in
+    this build's pool, alongside, waited for). Its failure only means it is not
+    used. ``label`` (the module's name) starts each log line.
     """
     prefix = f"{label}: " if label else ""
     n_jobs = jobs()  # a bad KSBIND_JOBS fails every build that compiles
     runner = Runner(prefix)
     use_pch = objects is not None and bool(tc.pch_includes) and any(u.pch for u in units) and _env_flag("KSBIND_PCH")
-    shared = pch.lookup(tc, objects.root) if use_pch and objects is not None else None
+    # One shared precompiled header per set of the units' own meaning flags (ksbind/backend/pch.py).
+    shared: dict[int, pch.SharedPch] = {}
+    variants: dict[tuple[str, ...], pch.SharedPch] = {}
+    if use_pch and objects is not None:
+        for i, u in enumerate(units):
+            if u.pch:
+                flags = pch.meaning_flags(u.flags)
+                if flags not in variants:
+                    variants[flags] = pch.lookup(tc, objects.root, flags)
+                shared[i] = variants[flags]
     to_compile: list[int] = []
     found: dict[int, Path] = {}
     keys: dict[int, str] = {}
@@ -186,7 +195,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         if objects is None:
             to_compile.append(i)
             continue
-        keys[i] = unit_key(u, tc, shared.key if (shared is not None and u.pch) else "")
+        keys[i] = unit_key(u, tc, shared[i].key if i in shared else "")
         hit = objects.find(keys[i])
         if hit is not None:
             found[i] = hit.file(OBJECT)
@@ -210,15 +219,31 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         started = time.monotonic()
         extra: list[str] = []
         pch_deps: tuple[tuple[str, str], ...] = ()
-        if u.pch and shared is not None:
-            extra = ["-include", str(shared.include)]
-            pch_deps = shared.deps
+        # Only a built precompiled header is forced in: the units include its headers
+        # themselves, so until it exists they compile exactly as they would without one.
+        header = shared.get(i)
+        if header is not None and header.stored is not None:
+            extra = ["-include", str(header.include)]
+            pch_deps = header.deps
         cmd_head = [*launcher(), *tc.cxx, *tc.compile_args(u.flags), *extra]
         if objects is None:
             obj = work / f"{i}_{u.source.stem}.o"
             runner.run([*cmd_head, "-c", str(u.source), "-o", str(obj)], u, "compiling", log_dir)
             report(u, started)
             return obj
+
+        def run(cmd: list[str]) -> None:
+            try:
+                runner.run(cmd, u, "compiling", log_dir)
+            except BuildError as e:
+                if header is None or header.stored is None or not _refused_pch(e.message):
+                    raise
+                # clang refuses a precompiled header that does not match (g++ ignores
+                # one): the same unit with the plain header means the same, slower.
+                log.warning("%s%s: the precompiled header %s was refused (%s); compiling without it",
+                            prefix, u.source.name, header.include.parent, e.message.split(": ", 1)[-1])
+                at = cmd.index("-include")
+                runner.run(cmd[:at] + cmd[at + 2:], u, "compiling", log_dir)
         key = keys[i]
         with objects.lock(key, what=u.source.name):
             hit = objects.find(key)  # another process may have compiled it while we waited
@@ -227,8 +252,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
                 return hit.file(OBJECT)
             with objects.staging() as tmp:
                 dep = tmp / "unit.d"
-                runner.run([*cmd_head, "-MD", "-MF", str(dep), "-c", str(u.source), "-o", str(tmp / OBJECT)],
-                           u, "compiling", log_dir)
+                run([*cmd_head, "-MD", "-MF", str(dep), "-c", str(u.source), "-o", str(tmp / OBJECT)])
                 deps = dependency_records(parse_depfile(dep.read_text(encoding="utf-8", errors="replace")))
                 merged = tuple(dict.fromkeys([*deps, *pch_deps]))
                 dep.unlink()
@@ -247,27 +271,22 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
             runner.stop_all()
             return e
 
-    build_pch = shared is not None and shared.stored is None
-    if build_pch and background_pch and shared is not None and objects is not None:
-        # Built once a second build wants it: one module alone (a test's private
-        # cache, a one-off build) never pays for a header it would not reuse.
-        if pch.wanted_before(objects.root, shared.key):
-            pch.start_background(tc, objects.root)
-        build_pch = False
-    n_workers = max(1, min(n_jobs, len(to_compile) + (1 if build_pch else 0)))
+    missing = [v for v in variants.values() if v.stored is None]
+    build_pch = bool(missing) and not background_pch
+    n_workers = max(1, min(n_jobs, len(to_compile) + (len(missing) if build_pch else 0)))
     results: dict[int, Path | BuildError | None] = {}
     if to_compile or build_pch:
         with ThreadPoolExecutor(max_workers=n_workers) as pool:
             try:
                 # Each in a copy of this context: a quiet build's threads stay quiet (ksbind.log.QUIET).
                 futures = {i: pool.submit(contextvars.copy_context().run, guarded, i) for i in to_compile}
-                pch_future: Future[None] | None = None
-                if build_pch and shared is not None and objects is not None:
-                    pch_future = pool.submit(pch.build, tc, objects.root, shared, runner)
-                _wait_interruptibly([*futures.values(), *([pch_future] if pch_future is not None else [])])
+                pch_futures: list[Future[None]] = []
+                if build_pch and objects is not None:
+                    pch_futures = [pool.submit(pch.build, tc, objects.root, v, runner) for v in missing]
+                _wait_interruptibly([*futures.values(), *pch_futures])
                 results = {i: f.result() for i, f in futures.items()}
-                if pch_future is not None:
-                    pch_future.result()
+                for f in pch_futures:
+                    f.result()
             except BaseException:  # Ctrl-C: stop the compilers now, not when they finish
                 runner.stop_all()
                 raise
@@ -275,6 +294,11 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         r = results.get(i)
         if isinstance(r, BuildError):
             raise r
+    if missing and background_pch and objects is not None:
+        # Built now, once per machine, in a process of its own at low priority: this
+        # build's compiles are done, so it is no slower for it; later builds use it.
+        for v in missing:
+            pch.start_background(tc, objects.root, v)
     out: list[Path] = []
     for i in range(len(units)):
         if i in found:
@@ -285,6 +309,11 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
             raise BuildError(f"compiling {units[i].source} was stopped", Location(str(units[i].source)))
         out.append(r)
     return out
+
+
+def _refused_pch(message: str) -> bool:
+    """Whether a compile failed because clang refused the precompiled header."""
+    return any(w in message for w in ("precompiled header", "PCH file", "AST file"))
 
 
 def _wait_interruptibly(futures: Sequence[Future[Any]]) -> None:

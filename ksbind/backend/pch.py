@@ -1,27 +1,30 @@
 """The shared precompiled header: pybind11's and ksbind's headers (and torch's,
-for the torch target) parsed once per machine, toolchain and runtime, and
+for the torch target) parsed once per machine, toolchain and flags, and
 loaded by every generated unit instead of being parsed again.
 
 The header (``ksbind_pch.h``: one ``#include`` per ``Toolchain.pch_includes``)
-is forced into the generated units with ``-include``. g++ uses the ``.gch``
-beside it when that is valid and otherwise reads the header itself, so a unit
-means the same with or without it: a missing or rejected .gch costs time,
-never correctness. Its key is the toolchain's (compiler identity, flags,
-include path, versions) and the header's text; the headers it pulled in are
-recorded with their sha256, as an object's are (ksbind/cache/objects.py), and a
-unit compiled with it records them too.
+is forced into the units that ask for it with ``-include`` once its
+precompiled file (``.gch`` for g++, ``.pch`` for clang++) is built; the units
+include those headers themselves, so a unit means the same with or without
+it: a missing or rejected precompiled header costs time, never correctness
+(g++ ignores one that does not match; clang refuses it with an error, and the
+unit is then compiled again without it, ksbind/backend/compile.py).
+
+Its key is what its content depends on and nothing else: the compiler's
+identity, the toolchain's flags and include path (never a module's own
+folder: no module-specific folder is on a toolchain's include path), the
+unit's own flags that change a header's meaning (``-f``/``-O``/``-m`` flags such
+as ``fast_math``'s; ``-D`` defines like the module's name are left out: they
+are given to units whose code uses them, after the header), versions, and the
+header's text. The headers it pulled in are recorded with their sha256, as an
+object's are (cache/objects.py), and a unit compiled with it records them too.
 
 Layout: ``pch/KEY16/ksbind_pch.h`` (the header alone: what units include until
-the .gch exists) and ``pch/KEY16/DEPS16/{ksbind_pch.h, ksbind_pch.h.gch,
-deps.json}``. It is built once, when a second build wants it (one module
-alone never pays for a header it would not reuse), in a process of its own at
-low priority that the build does not wait for (units compiled before it
-exists read the header); ``KSBIND_PCH=0`` turns it off.
-
-Measured (docs/building.md): it saves the parse of pybind11 (~1.5 s of a
-generated unit's 5-7 s on the GMM module); the rest of a generated unit's
-time is code generation for pybind11's support code, which no precompiled
-header removes.
+the precompiled one exists) and ``pch/KEY16/DEPS16/{ksbind_pch.h,
+ksbind_pch.h.gch|.pch, deps.json}``. It is built once per machine: when a build
+finds it missing, a process of its own builds it at low priority after that
+build's compiles are done (so the build is no slower for it), and every later
+build uses it; ``KSBIND_PCH=0`` turns it off.
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,8 +58,29 @@ HEADER = "ksbind_pch.h"
 class SharedPch:
     key: str
     include: Path                 # what the units -include: the built one's header, else the plain one
-    stored: Stored | None         # the built .gch's folder, when valid
+    plain: Path                   # the plain header: what the precompiled one is built from
+    stored: Stored | None         # the built precompiled header's folder, when valid
     deps: tuple[tuple[str, str], ...]  # the headers it holds (with sha256): part of each unit's record
+    flags: tuple[str, ...] = ()   # the units' own flags it was built with (meaning_flags)
+
+
+def meaning_flags(flags: Sequence[str]) -> tuple[str, ...]:
+    """The flags of a unit a precompiled header must be built with: all but
+    -D/-U (a header's meaning does not depend on a macro it never uses, and
+    both compilers accept extra defines after a precompiled header)."""
+    return tuple(f for f in flags if not f.startswith(("-D", "-U")))
+
+
+def suffix(tc: Toolchain) -> str:
+    """The precompiled file's suffix each compiler looks for beside an -include'd header."""
+    return ".pch" if tc.family == "clang" else ".gch"
+
+
+def build_flags(tc: Toolchain) -> tuple[str, ...]:
+    """Flags for building the precompiled header besides the units' own. clang
+    records each header's modification time and refuses the header when one
+    changed (a reinstall, a copy); the recorded sha256s check content instead."""
+    return ("-Xclang", "-fno-pch-timestamp") if tc.family == "clang" else ()
 
 
 def header_text(tc: Toolchain) -> str:
@@ -63,20 +89,22 @@ def header_text(tc: Toolchain) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pch_key(tc: Toolchain) -> str:
+def pch_key(tc: Toolchain, flags: Sequence[str] = ()) -> str:
     h = Hasher.with_environment()
     for label, value in tc.key_parts:
         h.add_text(f"part:{label}", value)
     h.add_text("compiler", compiler_identity(tc.cxx))
-    h.add_text("args", "\0".join(tc.compile_args()))
+    h.add_text("args", "\0".join(tc.compile_args(meaning_flags(flags))))
+    h.add_text("build", "\0".join(build_flags(tc)))
     h.add_text("header", header_text(tc))
     return h.hexdigest()
 
 
-def lookup(tc: Toolchain, root: Path) -> SharedPch:
-    """The shared precompiled header of this toolchain: the built one when it is
-    valid, else the plain header (written if missing)."""
-    key = pch_key(tc)
+def lookup(tc: Toolchain, root: Path, flags: Sequence[str] = ()) -> SharedPch:
+    """The shared precompiled header of this toolchain and these unit flags: the
+    built one when it is valid, else the plain header (written if missing)."""
+    flags = meaning_flags(flags)
+    key = pch_key(tc, flags)
     store = ObjectCache(root, PCH_DIR)
     plain = store.unit_dir(key) / HEADER
     text = header_text(tc)
@@ -87,24 +115,28 @@ def lookup(tc: Toolchain, root: Path) -> SharedPch:
     if current != text:
         write_atomic(plain, text)
     stored = store.find(key)
-    if stored is not None:
-        return SharedPch(key, stored.file(HEADER), stored, stored.deps)
-    return SharedPch(key, plain, None, ())
+    if stored is not None and stored.file(HEADER + suffix(tc)).is_file():
+        return SharedPch(key, stored.file(HEADER), plain, stored, stored.deps, flags)
+    return SharedPch(key, plain, plain, None, (), flags)
 
 
 def build(tc: Toolchain, root: Path, shared: SharedPch, runner: Runner) -> None:
-    """Build the .gch, unless another process is building it (then this build goes without)."""
+    """Build the precompiled header, unless another process is building it (then this build goes without)."""
 
     store = ObjectCache(root, PCH_DIR)
     with store.try_lock(shared.key) as held:
         if not held or store.find(shared.key) is not None:
             return
         with store.staging() as tmp:
-            header = tmp / HEADER
-            header.write_text(header_text(tc), encoding="utf-8")
+            (tmp / HEADER).write_text(header_text(tc), encoding="utf-8")  # what units -include
+            # Compiled from the plain header's lasting path, not the staging copy's: clang
+            # records the file a precompiled header was made from and refuses it once that
+            # file is gone (the staging folder is renamed into the store).
+            header = shared.plain
             dep = tmp / "pch.d"
-            cmd = [*launcher(), *tc.cxx, *tc.compile_args(), "-x", "c++-header", str(header), "-MD", "-MF", str(dep),
-                   "-o", str(tmp / f"{HEADER}.gch")]
+            out = HEADER + suffix(tc)
+            cmd = [*launcher(), *tc.cxx, *tc.compile_args(shared.flags), *build_flags(tc), "-x", "c++-header",
+                   str(header), "-MD", "-MF", str(dep), "-o", str(tmp / out)]
             try:
                 runner.run(cmd, Unit(header), "precompiling", tmp, quiet_failure=True)
             except Stopped:
@@ -112,36 +144,35 @@ def build(tc: Toolchain, root: Path, shared: SharedPch, runner: Runner) -> None:
             names = [d for d in parse_depfile(dep.read_text(encoding="utf-8", errors="replace"))
                      if os.path.abspath(d) != str(header)]
             dep.unlink()
-            store.store(shared.key, tmp, [HEADER, f"{HEADER}.gch"], dependency_records(names), str(header))
+            store.store(shared.key, tmp, [HEADER, out], dependency_records(names), str(header))
 
 
-WANTED = "wanted"
 BUILDING = "building"
+#: A "building" marker older than this is a build that died: another may start.
+BUILDING_STALE_SECONDS = 1800.0
 
 
-def wanted_before(root: Path, key: str) -> bool:
-    """Whether an earlier build wanted this precompiled header (then it is worth
-    building); notes that this one does."""
-    marker = ObjectCache(root, PCH_DIR).unit_dir(key) / WANTED
-    if marker.exists():
-        return True
+def building(root: Path, key: str) -> bool:
+    """Whether a process is building this precompiled header now."""
+    marker = ObjectCache(root, PCH_DIR).unit_dir(key) / BUILDING
+    try:
+        return time.time() - marker.stat().st_mtime < BUILDING_STALE_SECONDS
+    except OSError:
+        return False
+
+
+def start_background(tc: Toolchain, root: Path, shared: SharedPch) -> None:
+    """Build the precompiled header in a process of its own, at low priority, not
+    waited for: the build that starts it goes on without it, later builds use it."""
+    if building(root, shared.key):
+        return
+    fields = {f.name: getattr(tc, f.name) for f in dataclasses.fields(tc)}
+    args = json.dumps({"root": str(root), "toolchain": _jsonable(fields), "flags": list(shared.flags)})
+    # Marks a build in progress (removed by it when done): what benchmarks and tests wait on.
+    marker = ObjectCache(root, PCH_DIR).unit_dir(shared.key) / BUILDING
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
-    except OSError:
-        pass
-    return False
-
-
-def start_background(tc: Toolchain, root: Path) -> None:
-    """Build the .gch in a process of its own, at low priority, not waited for:
-    the build that starts it goes on without it, later builds use it."""
-    fields = {f.name: getattr(tc, f.name) for f in dataclasses.fields(tc)}
-    args = json.dumps({"root": str(root), "toolchain": _jsonable(fields)})
-    # Marks a build in progress (removed by it when done): what benchmarks wait on.
-    building = ObjectCache(root, PCH_DIR).unit_dir(pch_key(tc)) / BUILDING
-    try:
-        building.touch()
     except OSError:
         pass
     try:
@@ -170,7 +201,7 @@ def _main(argv: list[str]) -> int:
                    tuple(f["pch_includes"]), tuple((str(a), str(b)) for a, b in f["key_parts"]),
                    bool(f["two_phase_init"]))
     root = Path(args["root"])
-    shared = lookup(tc, root)
+    shared = lookup(tc, root, tuple(args.get("flags", ())))
     try:
         if shared.stored is None:
             build(tc, root, shared, Runner())
@@ -182,7 +213,8 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["SharedPch", "lookup", "build", "start_background", "wanted_before", "pch_key", "header_text", "HEADER"]
+__all__ = ["SharedPch", "lookup", "build", "start_background", "building", "pch_key", "header_text", "HEADER",
+           "meaning_flags", "suffix"]
 
 
 if __name__ == "__main__":

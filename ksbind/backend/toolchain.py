@@ -67,6 +67,11 @@ class Toolchain:
     two_phase_init: bool = False  # its pybind11's PYBIND11_MODULE names the module from the import
 
 
+    @property
+    def family(self) -> str:
+        """"clang" or "gcc": how its precompiled headers are named and built."""
+        return compiler_family(self.cxx)
+
     def include_flags(self) -> list[str]:
         return [f"-I{d}" for d in self.include_dirs] + [a for d in self.system_include_dirs
                                                          for a in ("-isystem", str(d))]
@@ -131,6 +136,14 @@ def compiler_identity(cxx: Sequence[str]) -> str:
     return identity
 
 
+def compiler_family(cxx: Sequence[str]) -> str:
+    """"clang" when the compiler says it is clang (its --version text), else "gcc":
+    g++ and clang++ take the same flags ksbind gives, but name and check
+    precompiled headers differently (ksbind/backend/pch.py)."""
+    version = compiler_identity(cxx).split("\0", 2)[-1]
+    return "clang" if "clang" in version.lower() else "gcc"
+
+
 def ks_include_dirs(spec: ModuleSpec) -> tuple[Path, ...]:
     """The runtime's folder(s) (the bundled one for `runtime: bundled`), then ksbind's."""
     runtime = (RUNTIME_DIR,) if spec.runtime.bundled else tuple(spec.runtime.include_dirs)
@@ -162,5 +175,5 @@ def first_error(output: str) -> str:
 
 
 __all__ = ["INCLUDE_DIR", "RUNTIME_DIR", "KS_FLAGS", "BASE_FLAGS", "FAST_MATH_FLAGS", "compiler", "ks_include_dirs",
-           "hash_include_path", "first_error", "Toolchain", "launcher", "compiler_identity",
+           "hash_include_path", "first_error", "Toolchain", "launcher", "compiler_identity", "compiler_family",
            "pybind11_two_phase"]

@@ -90,9 +90,11 @@ def flags() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return CFLAGS + extra, LDFLAGS
 
 
-def include_dirs_for(spec: ModuleSpec, out_dir: Path) -> tuple[Path, ...]:
-    """The generated files' folder, the runtime's folder(s), then ksbind's."""
-    return tuple(dict.fromkeys([out_dir.resolve(), *ks_include_dirs(spec)]))
+def include_dirs_for(spec: ModuleSpec) -> tuple[Path, ...]:
+    """The runtime's folder(s), then ksbind's: never the module's own folder (the
+    generated files include each other by "relative" path), so the toolchain and
+    its shared precompiled header are the same for every module (issue 23)."""
+    return ks_include_dirs(spec)
 
 
 def unit_text(spec: ModuleSpec, entry_unit: Path) -> str:
@@ -124,14 +126,14 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, include_dirs: tuple[Pa
         h.add_file(src, f"source{i}:{src.name}")
     for d in dict.fromkeys(s.parent for s in sources):
         h.add_dir_headers(d)
-    hash_include_path(h, include_dirs[1:])
+    hash_include_path(h, include_dirs)
     return h.hexdigest()
 
 
 def module_key(spec: ModuleSpec, rendered: RenderedModule) -> str:
     """The cache key build_torch_module will use for this module."""
     cflags, ldflags = flags()
-    return cache_key(spec, rendered, include_dirs_for(spec, spec.output), cflags, ldflags)
+    return cache_key(spec, rendered, include_dirs_for(spec), cflags, ldflags)
 
 
 def toolchain(include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: tuple[str, ...]) -> Toolchain:
@@ -152,8 +154,7 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
     """Generate, compile (or reuse the cache) and import a torch-target module
     (progress: ksbind/log.py; a quiet build sets log.QUIET)."""
     generated = write_generated(spec.output, rendered)
-    out_dir = spec.output
-    include_dirs = include_dirs_for(spec, out_dir)
+    include_dirs = include_dirs_for(spec)
     cflags, ldflags = flags()
     root = Path(cache_dir) if cache_dir is not None else cache_root()
     ext = ext_name(spec.name)
@@ -237,7 +238,9 @@ def torch_units(spec: ModuleSpec, generated: list[Path], tc: Toolchain, ext: str
     parts = tuple((copies[g], g) for g in sources if g.suffix == ".cpp")
     # The user's ks code and the kernels inlining it: the one unit `fast_math` applies to.
     ks_flags = FAST_MATH_FLAGS if spec.fast_math else ()
-    units = [Unit(unit, (name if entry_unit.name == "module.cpp" else ()) + ks_flags, parts=parts)]
+    # Both generated units start with the shared precompiled header: torch's and ksbind's
+    # headers (ATen's core among them, which the entry points include) parsed once per machine.
+    units = [Unit(unit, (name if entry_unit.name == "module.cpp" else ()) + ks_flags, pch=True, parts=parts)]
     if entry_unit.name != "module.cpp":
         units.append(Unit(copies[by_name["module.cpp"]], name, pch=True, parts=parts))
     units += [Unit(Path(s)) for s in runtime_sources]

@@ -1,0 +1,101 @@
+"""A second compiler (issue 23): ``CXX=clang++`` builds a module of every
+target, and a wheel, with its own toolchain key and its own shared
+precompiled header (``.pch``, which clang, unlike g++, refuses rather than
+ignores when it does not match: none may be refused here).
+
+Needs clang++ (clang 14 here: ``.ci/run`` installs Debian's clang-14 and
+libomp-14-dev). Without it these tests skip, except in CI (``CI`` set), where
+a missing clang is a failure, not a skip."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .pch_support import build_in_new_process, included_headers, used_precompiled, wait_for_background_pch
+
+REPO = Path(__file__).resolve().parents[1]
+CLANG = shutil.which("clang++") or shutil.which("clang++-14")
+
+if CLANG is None and os.environ.get("CI"):
+    raise RuntimeError("CI needs clang++ for tests/test_clang.py (.ci/run installs clang-14 and libomp-14-dev)")
+pytestmark = pytest.mark.skipif(CLANG is None, reason="clang++ is not installed (Debian: clang-14 libomp-14-dev)")
+
+
+@pytest.fixture(scope="module")
+def clang_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for this file's clang builds (and none of g++'s)."""
+    return tmp_path_factory.mktemp("clang-cache")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["ks", "python", "torch"])
+def test_clang_builds_every_target_and_its_next_module_uses_the_pch(
+        target: str, clang_cache: Path, tmp_path: Path) -> None:
+    if target == "torch":
+        pytest.importorskip("torch")
+    env = {"CXX": str(CLANG)}
+    first = build_in_new_process(tmp_path, clang_cache, target, f"clang_{target}_a", env)
+    assert first.values == pytest.approx([0.5 ** 3 / 3, 2 - 2 / 3], rel=1e-6)
+    assert all(Path(cmd[0]).name.startswith("clang++") or "clang++" in " ".join(cmd[:3]) for cmd in first.commands)
+    wait_for_background_pch(clang_cache)
+    assert list(clang_cache.glob("pch/*/*/ksbind_pch.h.pch")), "clang's precompiled header was not built"
+    assert not list(clang_cache.glob("pch/*/*/ksbind_pch.h.gch"))
+
+    second = build_in_new_process(tmp_path, clang_cache, target, f"clang_{target}_b", env)
+    assert second.values == first.values
+    assert "refused" not in second.log, second.log[-3000:]
+    used = included_headers(second)
+    assert used and all((Path(h).parent / "ksbind_pch.h.pch").is_file() for h in used.values())
+    unit = next(c for c in second.commands if "-include" in c)
+    assert used_precompiled(unit, ".pch")
+
+
+@pytest.mark.slow
+def test_a_clang_precompiled_header_that_no_longer_fits_costs_time_not_the_build(
+        clang_cache: Path, tmp_path: Path) -> None:
+    """clang refuses a .pch whose headers changed size (g++ would ignore it): the
+    unit is compiled again with the plain header, said in a warning."""
+    env = {"CXX": str(CLANG)}
+    build_in_new_process(tmp_path, clang_cache, "python", "clang_fit_a", env)
+    wait_for_background_pch(clang_cache)
+    built = [p for p in clang_cache.glob("pch/*/*/ksbind_pch.h.pch")]
+    assert built
+    for p in built:  # a .pch that no longer matches what the units are compiled with
+        p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])
+    second = build_in_new_process(tmp_path, clang_cache, "python", "clang_fit_b", env)
+    assert second.values == pytest.approx([0.5 ** 3 / 3, 2 - 2 / 3], rel=1e-6)
+    assert "was refused" in second.log and "compiling without it" in second.log
+
+
+@pytest.mark.slow
+def test_a_wheel_builds_with_clang(tmp_path: Path) -> None:
+    """The example package's python-target module as a wheel, compiled by clang++."""
+    pkg = tmp_path / "pkg"
+    shutil.copytree(REPO / "examples" / "package", pkg,
+                    ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+    (pkg / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "from ksbind.setuptools import BuildExt, KsbindExtension\n"
+        "setup(ext_modules=[KsbindExtension('ksbind.yaml', module='_softsign', package='ks_softsign')],\n"
+        "      cmdclass={'build_ext': BuildExt})\n")
+    env = {**os.environ, "CXX": str(CLANG), "KSBIND_VERBOSE": "2"}
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+                           "-v", "-w", str(tmp_path / "dist"), str(pkg)], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "clang++" in proc.stdout + proc.stderr  # the compile commands logged name it
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+    code = ("import ks_softsign._softsign as m; print(m.vsoftsign([-3.0, 0.5]))")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(target)},
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    values = [float(x) for x in out.stdout.strip().strip("[]").split(",")]
+    assert values == pytest.approx([-3 / 4, 0.5 / 1.5], rel=1e-6)

@@ -1,0 +1,67 @@
+"""The shared precompiled header (issue 23) is keyed by what its content depends
+on, never a module's name or folder, is built once per toolchain after a first
+build, and the next module of that toolchain, in another process, uses it:
+the torch target's units that include torch's headers among them."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from ksbind.backend import pch
+from ksbind.backend.build import module_toolchain
+from ksbind.backend.toolchain import Toolchain
+from ksbind.config import load_config
+
+from .pch_support import RELU3, build_in_new_process, included_headers, used_precompiled, wait_for_background_pch
+
+CONFIG = """\
+name: {name}
+target: {target}
+ks: [{relu3}/relu3.ks]
+cpp: [{relu3}/relu3.cpp]
+output: {out}
+"""
+
+
+def toolchain_of(tmp_path: Path, target: str, name: str) -> Toolchain:
+    config = tmp_path / f"{name}.yaml"
+    config.write_text(CONFIG.format(name=name, target=target, relu3=RELU3, out=tmp_path / "elsewhere" / name))
+    (spec,) = load_config(config)
+    return module_toolchain(spec)
+
+
+@pytest.mark.parametrize("target", ["ks", "python", "torch"])
+def test_the_key_does_not_depend_on_the_modules_name_or_folder(tmp_path: Path, target: str) -> None:
+    if target == "torch":
+        pytest.importorskip("torch")
+    a = toolchain_of(tmp_path, target, "first_module")
+    b = toolchain_of(tmp_path, target, "another_name")
+    assert pch.pch_key(a) == pch.pch_key(b)
+    assert not any("first_module" in arg or "elsewhere" in arg for arg in a.compile_args())
+    # What changes a header's meaning does change it: the units' own -f flags, the compiler.
+    assert pch.pch_key(a, ("-ffinite-math-only",)) != pch.pch_key(a)
+    assert pch.pch_key(a, ("-DTORCH_EXTENSION_NAME=x",)) == pch.pch_key(a)
+    assert pch.pch_key(dataclasses.replace(a, cxx=("clang++-14",))) != pch.pch_key(a)
+
+
+@pytest.mark.slow
+def test_the_second_torch_module_uses_the_precompiled_header_built_after_the_first(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    cache = tmp_path / "cache"
+    first = build_in_new_process(tmp_path, cache, "torch", "pch_first", {"CXX": "g++"})
+    assert first.values == pytest.approx([0.5 ** 3 / 3, 2 - 2 / 3], rel=1e-6)
+    # The first build found none, compiled as without one, and started one in the background.
+    assert included_headers(first) == {}
+    wait_for_background_pch(cache)
+    (gch,) = cache.glob("pch/*/*/ksbind_pch.h.gch")
+
+    second = build_in_new_process(tmp_path, cache, "torch", "pch_second", {"CXX": "g++"})
+    assert second.values == first.values
+    used = included_headers(second)
+    assert set(used) == {"ks_unit.cpp", "module.cpp"}  # both units holding torch's headers
+    assert set(used.values()) == {str(gch.with_suffix(""))}
+    assert "refused" not in second.log
+    module_cpp = next(c for c in second.commands if c[c.index("-c") + 1].endswith("module.cpp"))
+    assert used_precompiled(module_cpp, ".gch")
