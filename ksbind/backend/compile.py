@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
+import functools
 import hashlib
 import os
 import tempfile
@@ -162,7 +164,8 @@ def unit_key(unit: Unit, tc: Toolchain, pch_key: str) -> str:
 
 
 def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCache | None, work: Path,
-                    log_dir: Path, label: str = "", background_pch: bool = True) -> list[Path]:
+                    log_dir: Path, label: str = "", background_pch: bool = True,
+                    after: list[Callable[[], None]] | None = None) -> list[Path]:
     """Every unit's object, in order: from ``objects`` when there, else compiled
     (in parallel) and stored there; with ``objects=None``, compiled into ``work``.
 
@@ -172,22 +175,28 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     in a process of its own at low priority that this build does not wait for
     (so a first build is no slower for it; with ``background_pch=False``, in
     this build's pool, alongside, waited for). Its failure only means it is not
-    used. ``label`` (the module's name) starts each log line.
+    used. ``label`` (the module's name) starts each log line. With ``after``,
+    starting those background builds is appended to it instead, for the caller
+    to run once its module is installed.
     """
     prefix = f"{label}: " if label else ""
     n_jobs = jobs()  # a bad KSBIND_JOBS fails every build that compiles
     runner = Runner(prefix)
-    use_pch = objects is not None and bool(tc.pch_includes) and any(u.pch for u in units) and _env_flag("KSBIND_PCH")
-    # One shared precompiled header per set of the units' own meaning flags (ksbind/backend/pch.py).
+    use_pch = objects is not None and any(u.pch and (u.pch_includes or tc.pch_includes) for u in units) \
+        and _env_flag("KSBIND_PCH")
+    # One shared precompiled header per header set and set of the units' own meaning
+    # flags (ksbind/backend/pch.py), each with the toolchain that builds it.
     shared: dict[int, pch.SharedPch] = {}
-    variants: dict[tuple[str, ...], pch.SharedPch] = {}
+    variants: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Toolchain, pch.SharedPch]] = {}
     if use_pch and objects is not None:
         for i, u in enumerate(units):
-            if u.pch:
-                flags = pch.meaning_flags(u.flags)
-                if flags not in variants:
-                    variants[flags] = pch.lookup(tc, objects.root, flags)
-                shared[i] = variants[flags]
+            includes = u.pch_includes or tc.pch_includes
+            if u.pch and includes:
+                variant = (includes, pch.meaning_flags(u.flags))
+                if variant not in variants:
+                    vtc = dataclasses.replace(tc, pch_includes=includes)
+                    variants[variant] = (vtc, pch.lookup(vtc, objects.root, variant[1]))
+                shared[i] = variants[variant][1]
     to_compile: list[int] = []
     found: dict[int, Path] = {}
     keys: dict[int, str] = {}
@@ -271,7 +280,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
             runner.stop_all()
             return e
 
-    missing = [v for v in variants.values() if v.stored is None]
+    missing = [(vtc, v) for vtc, v in variants.values() if v.stored is None]
     build_pch = bool(missing) and not background_pch
     n_workers = max(1, min(n_jobs, len(to_compile) + (len(missing) if build_pch else 0)))
     results: dict[int, Path | BuildError | None] = {}
@@ -282,7 +291,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
                 futures = {i: pool.submit(contextvars.copy_context().run, guarded, i) for i in to_compile}
                 pch_futures: list[Future[None]] = []
                 if build_pch and objects is not None:
-                    pch_futures = [pool.submit(pch.build, tc, objects.root, v, runner) for v in missing]
+                    pch_futures = [pool.submit(pch.build, vtc, objects.root, v, runner) for vtc, v in missing]
                 _wait_interruptibly([*futures.values(), *pch_futures])
                 results = {i: f.result() for i, f in futures.items()}
                 for f in pch_futures:
@@ -295,10 +304,16 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         if isinstance(r, BuildError):
             raise r
     if missing and background_pch and objects is not None:
-        # Built now, once per machine, in a process of its own at low priority: this
-        # build's compiles are done, so it is no slower for it; later builds use it.
-        for v in missing:
-            pch.start_background(tc, objects.root, v)
+        # Built once per machine, in a process of its own at low priority, after this
+        # build's compiles (or, with ``after``, its install): so it is no slower for
+        # it; later builds use it.
+        root = objects.root
+        starts = [functools.partial(pch.start_background, vtc, root, v) for vtc, v in missing]
+        if after is not None:
+            after.extend(starts)
+        else:
+            for start_one in starts:
+                start_one()
     out: list[Path] = []
     for i in range(len(units)):
         if i in found:
@@ -355,12 +370,15 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                   before_install: Callable[[Path], None] | None = None) -> None:
     """build_entry's work, for a caller already holding the entry's lock."""
     start = time.monotonic()
+    after: list[Callable[[], None]] = []
     with entry.staging() as tmp:
-        objs = compile_objects(units, tc, objects=objects, work=tmp, log_dir=log_dir, label=label)
+        objs = compile_objects(units, tc, objects=objects, work=tmp, log_dir=log_dir, label=label, after=after)
         out = link(objs, tc, tmp / entry.module_path.name, units[0].source, log_dir, label)
         if before_install is not None:
             before_install(tmp)
         entry.install(out)
+    for start_pch in after:  # the shared precompiled headers this build lacked
+        start_pch()
     prefix = f"{label}: " if label else ""
     log.info("%sbuilt in %.1f s", prefix, time.monotonic() - start)
     log.debug("%sinstalled %s", prefix, entry.module_path)

@@ -33,6 +33,8 @@ class Unit:
     flags: tuple[str, ...] = ()
     pch: bool = False
     parts: tuple[tuple[Path, Path], ...] = ()
+    #: The headers of its precompiled header when not the toolchain's (``Toolchain.pch_includes``).
+    pch_includes: tuple[str, ...] = ()
 
 
 
