@@ -122,8 +122,9 @@ def build(config: Path, cache: Path, cwd: Path, env: dict[str, str] | None = Non
 
 
 def wait_for_background(cache: Path, timeout: float = 900) -> None:
-    """Wait until no process builds a precompiled header in this cache (a second
-    build starts one in the background, marked by pch/KEY/building: ksbind/backend/pch.py)."""
+    """Wait until no process builds a precompiled header in this cache (a build that
+    finds one missing starts it in the background, marked by pch/KEY/building:
+    ksbind/backend/pch.py)."""
     deadline = time.monotonic() + timeout
     while list(cache.glob("pch/*/building")) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -149,7 +150,7 @@ def measure(work: Path, repeats: int, baseline: Path | None = None,
                   "this ksbind with KSBIND_OBJECT_CACHE=0 KSBIND_PCH=0")
     warm = work / "warm-cache"
     log("gmm: warming the shared parts (two other modules)")
-    for name in ("warm_ex1", "warm_ex1b"):  # the second one builds the precompiled header
+    for name in ("warm_ex1", "warm_ex1b"):  # the first starts the precompiled header's build; build() waits for it
         (work / f"{name}.yaml").write_text(WARMUP.format(name=name, ks=WARMUP_KS, ksc=KSC, runtime=RUNTIME,
                                                                      out=work / "out" / name))
         build(work / f"{name}.yaml", warm, work)
