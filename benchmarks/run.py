@@ -271,7 +271,8 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
     medians = import_time.measure(runs=5 if sizes is QUICK else 21, commands={
         "bare": "pass", "ksbind": "import ksbind"})
     rows.append(Row("import ksbind", "start-up added by `import ksbind` (median, fresh processes)",
-                    "the 30 ms budget (issue 22)", medians["ksbind"] - medians["bare"], 0.030, "s", "<= 1.0"))
+                    "the 30 ms budget (issue 22)", max(0.0, medians["ksbind"] - medians["bare"]), 0.030, "s",
+                    "<= 1.0"))  # 0: below the noise of a process start
 
     log("render")
     cases = render_bench.render_cases(sizes.render_bindings)

@@ -26,7 +26,8 @@ def test_benchmark_runner_prints_every_row(tmp_path) -> None:
     assert [line.split(" | ")[0].removeprefix("| ") for line in table] == list(ROWS)
     for line in table:
         ratio = float(line.split(" | ")[5])
-        assert ratio >= 0 if line.startswith("| strings") else ratio > 0  # no RSS growth is 0
+        # no RSS growth is 0, and so is an import cost below the noise of starting a process
+        assert ratio >= 0 if line.startswith(("| strings", "| import ksbind")) else ratio > 0
     assert "GMM binding-overhead rows skipped: --quick" in proc.stdout  # said, not silently left out
     text = doc.read_text()
     assert "STALE-TABLE" not in text and "intro" in text and "after" in text and "| render |" in text
