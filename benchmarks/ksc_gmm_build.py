@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,16 +130,18 @@ def wait_for_background(cache: Path, timeout: float = 900) -> None:
         time.sleep(0.1)
 
 
-def gxx_alone(cache: Path, name: str) -> tuple[float, float]:
-    """g++ on the module's user C++ (ksc's output, from the cache) with ksbind's flags."""
+def gxx_alone(cache: Path, name: str, flags: Sequence[str] | None = None,
+              cxx: Sequence[str] = ("g++",)) -> tuple[float, float]:
+    """The compiler (g++) on the module's user C++ (ksc's output, from the cache) with
+    ``flags`` (ksbind's BASE_FLAGS): wall and CPU seconds."""
     sys.path.insert(0, str(REPO))
     from ksbind.backend.toolchain import BASE_FLAGS
 
     (cpp,) = [p for d in cache.glob(f"ksc-{name}-*") for p in d.glob(f"{name}.cpp")]
     with tempfile.TemporaryDirectory() as tmp:
         start, cpu = time.perf_counter(), _children_cpu()
-        subprocess.run(["g++", *BASE_FLAGS, f"-I{RUNTIME}", f"-I{cpp.parent}", "-c", str(cpp), "-o",
-                        str(Path(tmp) / "user.o")], check=True)
+        subprocess.run([*cxx, *(BASE_FLAGS if flags is None else flags), f"-I{RUNTIME}", f"-I{cpp.parent}", "-c",
+                        str(cpp), "-o", str(Path(tmp) / "user.o")], check=True)
         return time.perf_counter() - start, _children_cpu() - cpu
 
 

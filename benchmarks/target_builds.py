@@ -33,7 +33,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from ksc_gmm_build import GMM, KSC, RUNTIME, WARMUP_KS, available, build  # noqa: E402
+from ksc_gmm_build import GMM, KSC, RUNTIME, WARMUP_KS, available, build, gxx_alone  # noqa: E402
 
 REPO = HERE.parent
 TARGETS = ("ks", "python", "torch")
@@ -135,14 +134,8 @@ def user_flags(target: str) -> list[str]:
 
 
 def compiler_alone(cache: Path, name: str, target: str) -> float:
-    """The compiler on the module's user C++ (ksc's output, from the cache)."""
-    (cpp,) = [p for d in cache.glob(f"ksc-{name}-*") for p in d.glob(f"{name}.cpp")]
-    cxx = shlex.split(os.environ.get("CXX", "g++"))
-    with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        subprocess.run([*cxx, *user_flags(target), f"-I{RUNTIME}", f"-I{cpp.parent}", "-c", str(cpp), "-o",
-                        str(Path(tmp) / "user.o")], check=True)
-        return time.perf_counter() - start
+    """The compiler (``CXX``) on the module's user C++ (ksc's output, from the cache)."""
+    return gxx_alone(cache, name, user_flags(target), shlex.split(os.environ.get("CXX", "g++")))[0]
 
 
 def load_inline_cold(build_dir: Path) -> float:
