@@ -439,12 +439,18 @@ def table(rows: list[Row]) -> str:
              "| eager median | ratio to eager |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        eager = (f"{_fmt(r.eager_value)} {r.unit} | {r.ksbind_value / r.eager_value:.3f}"
+        eager = (f"{_fmt(r.eager_value)} {r.unit} | {_fmt_ratio(r.ksbind_value / r.eager_value)}"
                  if r.eager_value else " | ")
         lines.append(f"| {r.name} | {r.ksbind} | {r.reference} | {_fmt(r.ksbind_value)} {r.unit} | "
-                     f"{_fmt(r.reference_value)} {r.unit} | {r.ratio:.3f} | {r.target} | "
+                     f"{_fmt(r.reference_value)} {r.unit} | {_fmt_ratio(r.ratio)} | {r.target} | "
                      f"{'yes' if r.met else 'NO'} | {eager} |")
     return "\n".join(lines)
+
+
+def _fmt_ratio(r: float) -> str:
+    """Three decimals; a ratio below 0.001 (a reference slowed by a loaded machine) keeps two
+    significant digits rather than printing as 0.000."""
+    return f"{r:.3f}" if r == 0 or r >= 0.001 else f"{r:.2g}"
 
 
 def _fmt(v: float) -> str:
