@@ -327,8 +327,12 @@ class KsbindEditableFinder:
     def find_spec(fullname, path=None, target=None):
         if fullname not in MODULES:
             return None
-        from ksbind.editable import module_spec
-
+        try:
+            from ksbind.editable import module_spec
+        except ImportError as e:
+            raise ImportError(f"{{fullname}} is a ksbind module of an editable install of {name}, built on "
+                              f"import by ksbind, which this Python cannot import ({{e}}): pip install ksbind",
+                              name=fullname) from None
         return module_spec(fullname, PROJECT, MODULES[fullname])
 
     @staticmethod
