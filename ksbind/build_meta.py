@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 from ksbind import log
 from ksbind.errors import BuildError, ConfigError, KsbindError, Location
-from ksbind.project import ALWAYS_EXCLUDED, Project, load_project
+from ksbind.project import ALWAYS_EXCLUDED, TOP_EXCLUDED, Project, load_project
 
 _log = log.get_logger()
 _T = TypeVar("_T")
@@ -130,21 +130,33 @@ def _tag() -> str:
 
 
 def _excluded(rel: Path, extra: tuple[str, ...] = ()) -> bool:
-    parts = rel.parts
-    if any(fnmatch.fnmatch(p, pat) for p in parts for pat in ALWAYS_EXCLUDED):
+    """Whether the sdist leaves out ``rel`` (a path relative to the project)."""
+    if any(fnmatch.fnmatch(p, pat) for p in rel.parts for pat in ALWAYS_EXCLUDED):
+        return True
+    if rel.parts and rel.parts[0] in TOP_EXCLUDED:
         return True
     return any(fnmatch.fnmatch(rel.as_posix(), pat) for pat in extra)
 
 
 def _copy_packages(project: Project, staging: Path) -> None:
+    """The Python packages' files, but bytecode and the compiled modules an
+    in-place build may have left (the wheel gets this build's own)."""
+    from ksbind.standalone import compiled_name
+
+    ours = {compiled_name(m.spec) for m in project.modules}
     for package in project.packages:
         source = project.root / package
         for path in sorted(source.rglob("*")):
             rel = path.relative_to(source)
-            if path.is_file() and not _excluded(rel):
-                dest = staging / package.name / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, dest)
+            if not path.is_file() or any(p == "__pycache__" for p in rel.parts) or path.suffix == ".pyc":
+                continue
+            if path.suffix == ".so" and path.name.split(".")[0] in ours:
+                _log.info("%s: not shipped (a compiled module of this project's; the wheel gets this build's)",
+                          path)
+                continue
+            dest = staging / package.name / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest)
 
 
 def _build_wheel(root: Path, out: Path, config_settings: ConfigSettings) -> str:

@@ -28,9 +28,11 @@ from ksbind.spec import ModuleSpec
 TOOL_KEYS = ("config", "modules", "package", "packages", "templates", "sdist", "wheel")
 SDIST_KEYS = ("include", "exclude")
 WHEEL_KEYS = ("repair", "exclude-libs")
-#: Never in an sdist or a wheel's package folders: version control, build outputs, caches, venvs.
-ALWAYS_EXCLUDED = (".git", ".hg", ".svn", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache",
-                   ".ruff_cache", ".venv*", "*.egg-info", "*.pyc", "*.so", ".tox", ".nox")
+#: Never in an sdist, at any depth: version control, caches, venvs, compiled files.
+ALWAYS_EXCLUDED = (".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv*",
+                   "*.egg-info", "*.pyc", "*.so", ".tox", ".nox")
+#: Never in an sdist, at its top: build outputs (ksbind's ``output:`` default, setuptools', build's).
+TOP_EXCLUDED = ("build", "dist")
 #: Libraries a repaired wheel must not carry: torch's (loaded by ``import torch`` before an extension is)
 #: and Python's own. docs/packaging.md says why and what libgomp is.
 REPAIR_EXCLUDES = ("libc10.so", "libtorch.so", "libtorch_cpu.so", "libtorch_python.so", "libtorch_global_deps.so",
@@ -213,4 +215,4 @@ def _discover_packages(root: Path, data: dict[str, Any]) -> tuple[Path, ...]:
     return ()
 
 
-__all__ = ["Project", "ProjectModule", "load_project", "ALWAYS_EXCLUDED", "REPAIR_EXCLUDES"]
+__all__ = ["Project", "ProjectModule", "load_project", "ALWAYS_EXCLUDED", "TOP_EXCLUDED", "REPAIR_EXCLUDES"]
