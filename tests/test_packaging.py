@@ -261,7 +261,7 @@ def test_a_broken_cpp_file_fails_the_wheel_build_with_ksbinds_error(tmp_path: Pa
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not EVERYTHING, reason="three more wheel builds of the torch example (~5 min): scripts/test.sh --all")
+@pytest.mark.skipif(not EVERYTHING, reason="three more isolated builds of the torch example (torch installed in each build environment; 5-20 min): scripts/test.sh --all")
 @pytest.mark.parametrize("how", ["pip-isolated", "build-isolated", "pip-install"])
 def test_the_other_ways_to_build(how: str, ksbind_wheels: Path, fresh_python: Path, tmp_path: Path) -> None:
     src = copy_example(tmp_path / "package")
