@@ -72,7 +72,12 @@ def select_module(path: str | os.PathLike[str], name: str | None, how_to_choose:
 def load_config(path: str | os.PathLike[str]) -> list[ModuleSpec]:
     """Every module a config file describes (one, or a list under ``modules:``)."""
     config_path = Path(path)
-    text = read_text(config_path, "config file")
+    return load_config_text(read_text(config_path, "config file"), config_path)
+
+
+def load_config_text(text: str, config_path: Path) -> list[ModuleSpec]:
+    """``load_config`` of YAML text standing for ``config_path`` (its paths are
+    relative to that file's folder; errors name it)."""
     root = _compose(text, str(config_path))
     if root is None:
         raise ConfigError("config is empty: expected a mapping with at least 'name:' and 'ks:' or "
@@ -426,4 +431,4 @@ def _tensor_types(r: _NodeReader, node: yaml.Node) -> tuple[tuple[int, str], ...
     return tuple(out)
 
 
-__all__ = ["ModuleSpec", "RuntimeSpec", "InlineDeclarations", "load_config"]
+__all__ = ["load_config_text", "ModuleSpec", "RuntimeSpec", "InlineDeclarations", "load_config"]

@@ -64,7 +64,10 @@ def build_into(spec: ModuleSpec, module_path: Path, work: Path, *, package: str 
 
     work = Path(work).resolve()
     spec = dataclasses.replace(spec, output=work / "generated")
-    resolved = resolve_spec(spec, work)  # runs ksc when the config names it; its output goes under work
+    # The same resolve step as ``ksbind build``: with ``ksc:``, ksc runs (its output under ``work``) and the
+    # resolved spec carries ksc's C++ (compiled before the config's ``cpp:``) and its runtime's include path.
+    resolved = resolve_spec(spec, work)
+    spec = resolved.spec
     try:
         rendered = render_spec(resolved, templates, standalone=True, package=package)
         generated = write_generated(spec.output, rendered)

