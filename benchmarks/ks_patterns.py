@@ -40,16 +40,21 @@ PROGRAMS = KSC_DIR / "programs"
 CONFIG = textwrap.dedent("""\
     name: bench_ks_patterns
     target: torch
-    ks: [{here}/mlp_forms.ks, {gmm}/gmm_fast.ks, {programs}/gmm.ks]
+    ks: [{sources}]
     ksc: {{path: {ksc}, runtime: {runtime}}}
     bindings:
-      - {{name: mlp_index, vjp: mlp_index_vjp}}
-      - {{name: mlp_mul, vjp: mlp_mul_vjp}}
-      - {{name: mlp_map, vjp: mlp_map_vjp}}
-      - {{name: gmm_ksc, function: gmm_knossos_gmm_objective, vjp: gmm_ksc_vjp}}
-      - {{name: gmm_fast, function: gmm_objective, vjp: gmm_fast_vjp}}
+    {bindings}
     output: {out}
     """)
+
+#: Each form's binding (name: function), its source, and its vjp's name.
+BINDINGS = {
+    "mlp_index": ("mlp_index", HERE / "mlp_forms.ks"),
+    "mlp_mul": ("mlp_mul", HERE / "mlp_forms.ks"),
+    "mlp_map": ("mlp_map", HERE / "mlp_forms.ks"),
+    "gmm_ksc": ("gmm_knossos_gmm_objective", PROGRAMS / "gmm.ks"),
+    "gmm_fast": ("gmm_objective", GMM / "gmm_fast.ks"),
+}
 
 #: Big enough for every case's arena (ksc's gmm.ks at N=2000 needs about 1 GB);
 #: pages are touched only as they are used.
@@ -73,9 +78,12 @@ class Case:
     h: int        # MLP: hidden units; GMM: components K
 
     @property
+    def sizes(self) -> str:
+        return f"N={self.n:,} D={self.d} H={self.h}" if self.model == "mlp" else f"N={self.n:,} K={self.h} D={self.d}"
+
+    @property
     def label(self) -> str:
-        sizes = f"N={self.n:,} D={self.d} H={self.h}" if self.model == "mlp" else f"N={self.n:,} K={self.h} D={self.d}"
-        return f"{self.model}, {FORMS[self.form]}, {sizes}"
+        return f"{self.model}, {FORMS[self.form]}, {self.sizes}"
 
 
 FORMS = {"mlp_index": "build/index form", "mlp_mul": "matrix-vector mul, points indexed",
@@ -87,8 +95,9 @@ FULL = (Case("mlp", "mlp_index", 64, 16, 32), Case("mlp", "mlp_index", 128, 16, 
         Case("mlp", "mlp_map", 128, 16, 32), Case("mlp", "mlp_map", 1024, 16, 32),
         Case("gmm", "gmm_ksc", 1000, 8, 10), Case("gmm", "gmm_ksc", 2000, 8, 10),
         Case("gmm", "gmm_fast", 1000, 8, 10), Case("gmm", "gmm_fast", 10000, 8, 10))
+#: --quick (CI): the forms run.py's rows need, at tiny sizes (a module of three bindings).
 QUICK = (Case("mlp", "mlp_index", 8, 3, 4), Case("mlp", "mlp_map", 8, 3, 4),
-         Case("gmm", "gmm_ksc", 20, 3, 2), Case("gmm", "gmm_fast", 20, 3, 2), Case("gmm", "gmm_fast", 200, 3, 2))
+         Case("gmm", "gmm_fast", 20, 3, 2), Case("gmm", "gmm_fast", 200, 3, 2))
 
 
 @dataclass
@@ -99,13 +108,17 @@ class Result:
     peak: int       # arena bytes
 
 
-def build(tmp: Path, cache: Path | None = None) -> Any:
+def build(tmp: Path, forms: set[str], cache: Path | None = None) -> Any:
+    """One torch module binding the given forms (only those: --quick builds fewer)."""
     import ksbind
 
     tmp.mkdir(parents=True, exist_ok=True)
+    chosen = [f for f in BINDINGS if f in forms]
+    sources = list(dict.fromkeys(str(BINDINGS[f][1]) for f in chosen))
+    bindings = "\n".join(f"  - {{name: {f}, function: {BINDINGS[f][0]}, vjp: {f}_vjp}}" for f in chosen)
     config = tmp / "ks_patterns.yaml"
-    config.write_text(CONFIG.format(here=HERE, gmm=GMM, programs=PROGRAMS, ksc=KSC, runtime=KSC_DIR / "runtime",
-                                    out=tmp / "out"))
+    config.write_text(CONFIG.format(sources=", ".join(sources), bindings=bindings, ksc=KSC,
+                                    runtime=KSC_DIR / "runtime", out=tmp / "out"))
     return ksbind.build(config, cache_dir=cache or tmp / "cache", quiet=True)
 
 
@@ -195,13 +208,14 @@ def measure(tmp: Path, quick: bool, cache: Path | None = None,
             log: Callable[[str], None] = lambda s: None) -> list[Result]:
     import torch
 
-    log("ks patterns: building the torch module (MLP forms, both GMMs)")
-    module = build(tmp, cache)
+    cases = QUICK if quick else FULL
+    log("ks patterns: building the torch module")
+    module = build(tmp, {c.form for c in cases}, cache)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         results = []
-        for case in QUICK if quick else FULL:
+        for case in cases:
             log(f"ks patterns: {case.label}")
             results.append(measure_case(module, case, 3 if quick else 7))
     finally:
@@ -212,22 +226,20 @@ def measure(tmp: Path, quick: bool, cache: Path | None = None,
 def rows(tmp: Path, quick: bool, cache: Path | None, log: Callable[[str], None], row: Callable[..., Any]) -> list[Any]:
     """benchmarks/run.py's rows (row: its Row class): the fast GMM against eager and its
     scaling, and the MLP's build/index form against its map form (the trap stays a trap)."""
-    by = {(r.case.form, r.case.n): r for r in measure(tmp, quick, cache, log)}
-    fast = [r for r in by.values() if r.case.form == "gmm_fast"]
-    small, big = fast[0], fast[-1]
-    index = next(r for r in by.values() if r.case.form == "mlp_index" and r.case.n == max(
-        c.n for c in by if c[0] == "mlp_index"))
+    results = measure(tmp, quick, cache, log)
+    by = {(r.case.form, r.case.n): r for r in results}
+    small, big = (r for r in results if r.case.form == "gmm_fast")  # N and 10 N
+    index = [r for r in results if r.case.form == "mlp_index"][-1]  # its largest N, which map has too
     mapped = by[("mlp_map", index.case.n)]
     return [
-        row(f"ks patterns: gmm_fast objective+gradient, N={small.case.n:,}",
-            "examples/gmm/gmm_fast.ks, torch target, .backward()", "eager PyTorch (reference.py), 1 thread",
-            small.ksbind * 1e3, small.eager * 1e3, "ms", "<= 2.0"),
-        row(f"ks patterns: gmm_fast scaling, N={big.case.n:,} vs N={small.case.n:,}",
-            f"gmm_fast objective+gradient, N={big.case.n:,}", f"the same, N={small.case.n:,}",
-            big.ksbind * 1e3, small.ksbind * 1e3, "ms", f"<= {1.2 * big.case.n / small.case.n:g}"),
-        row(f"ks patterns: mlp Adam step, build/index form vs map form, N={index.case.n:,}",
-            "benchmarks/mlp_forms.ks's mlp_index", "its mlp_map (the same loss)",
-            index.ksbind * 1e3, mapped.ksbind * 1e3, "ms", ">= 5.0" if not quick else ">= 1.0"),
+        row("ks patterns: gmm_fast vs eager", f"gmm_fast.ks objective+gradient, {small.case.sizes}",
+            "eager PyTorch (reference.py), 1 thread", small.ksbind * 1e3, small.eager * 1e3, "ms", "<= 2.0"),
+        row("ks patterns: gmm_fast, 10x the points", f"gmm_fast.ks objective+gradient, N={big.case.n:,}",
+            f"the same, N={small.case.n:,}", big.ksbind * 1e3, small.ksbind * 1e3, "ms",
+            f"<= {1.2 * big.case.n / small.case.n:g}"),
+        row("ks patterns: mlp build/index form vs map form", f"mlp_index Adam step, {index.case.sizes}",
+            "mlp_map (the same loss, the same step)", index.ksbind * 1e3, mapped.ksbind * 1e3, "ms",
+            ">= 5.0" if not quick else ">= 1.0"),
     ]
 
 
