@@ -25,7 +25,7 @@ def test_benchmark_runner_prints_every_row(tmp_path) -> None:
     doc = tmp_path / "performance.md"
     doc.write_text("# Performance\n\nintro\n\n<!-- benchmarks:begin -->\nSTALE-TABLE\n<!-- benchmarks:end -->\n\nafter\n")
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--quick", "--write-doc", str(doc)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = [line for line in proc.stdout.splitlines() if line.startswith("| ") and not line.startswith("| row")]
     assert [line.split(" | ")[0].removeprefix("| ") for line in table] == list(ROWS)
