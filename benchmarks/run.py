@@ -34,6 +34,7 @@ import call_rows  # noqa: E402
 import gmm_overhead  # noqa: E402
 import import_time  # noqa: E402
 import inductor_rows  # noqa: E402
+import ks_patterns  # noqa: E402
 import ksc_gmm_build  # noqa: E402
 import render_bench  # noqa: E402
 import target_builds  # noqa: E402
@@ -357,6 +358,14 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
               "python benchmarks/gmm_overhead.py --quick runs them)")
     else:
         rows += gmm_overhead.gmm_rows(tmp / "gmm-overhead", quick, cache, log, Row)
+
+    # Issue 29: docs/ks.md's "Fast vjps" figures (gmm_fast.ks against eager, its scaling, and
+    # the MLP's build/index trap), on a torch module of three bindings under --quick.
+    missing = ks_patterns.available()
+    if missing:
+        print(f"ks pattern rows skipped: {missing}")
+    else:
+        rows += ks_patterns.rows(tmp / "ks-patterns", quick, cache, log, Row)
 
     rows.append(Row("cached build", "ksbind.build, unchanged module, new process",
                     "cold build of the same", t_cached, t_cold, "s", "<= 0.05"))

@@ -101,8 +101,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--out-dir", metavar="DIR", required=True, help="the folder to write NAME.pyi into")
     s.add_argument("--templates", action="append", default=[], metavar="DIR", help=_TEMPLATES_HELP)
 
-    d = command(sub, "decls", "list the functions a .ks/.kso file declares")
-    d.add_argument("file", metavar="FILE", help="a .ks or .kso file")
+    d = command(sub, "decls", "list the functions a .ks/.kso file declares, or ksc's prelude (--prelude)")
+    d.add_argument("file", metavar="FILE", nargs="?", help="a .ks or .kso file")
+    d.add_argument("--prelude", action="store_true",
+                   help="list the functions of the prelude.ks of ksc's runtime (found as --ksc-runtime, "
+                        "$KSC_RUNTIME, else runtime/ beside ksc: --ksc PATH, $KSC, ksc on PATH), each "
+                        "with its ks signature and the derivatives the prelude writes for it")
     d.add_argument("--ksc", nargs="?", const="", metavar="PATH",
                    help="compile the .ks file with ksc first and list what its .kso states (PATH: the ksc "
                         "binary; default $KSC, then ksc on PATH)")
@@ -174,10 +178,47 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     print(prefix + text, file=sys.stderr)
 
 
+def _prelude_listing(args: argparse.Namespace) -> str:
+    """``ksbind decls --prelude``: the runtime's prelude.ks, one line per function it
+    defines or edefs, with the derivatives it writes by hand (those ksc does not derive)."""
+    from ksbind.ksc.driver import ksc_runtime
+    from ksbind.lang.reader import read_text, scan_ks
+    from ksbind.spec import KscSpec
+
+    if args.file is not None:
+        raise KsbindError(f"decls --prelude takes no FILE (given {args.file}): it lists ksc's prelude.ks")
+    runtime = ksc_runtime(KscSpec(Path(args.ksc) if args.ksc else None,
+                                  Path(args.ksc_runtime) if args.ksc_runtime else None, set_by="cli"))
+    prelude = runtime / "prelude.ks"
+    source = scan_ks(read_text(prelude), str(prelude))
+    written: dict[str, set[str]] = {}
+    for d in source.decls:
+        if d.name.is_derived:  # [rev [f T]] or [rev f]: keyed by [f T], else by f
+            inner = d.name.base_name
+            written.setdefault(str(inner) if inner.arg_type is not None else inner.name, set()).add(
+                d.name.derivations[0])
+    asked = {str(g.target): {x.kind for x in source.gdefs if x.target == g.target} for g in source.gdefs}
+    lines = [f"# {prelude}: def|edef [NAME ARGUMENT-TYPE] -> RESULT-TYPE; the derivatives it writes by hand, "
+             "and those it asks ksc for (gdef)"]
+    for d in source.decls:
+        if d.name.is_derived:
+            continue
+        notes = []
+        own = written.get(str(d.name), set()) | written.get(d.name.name, set())
+        if own:
+            notes.append("written: " + ", ".join(sorted(own)))
+        if str(d.name) in asked:
+            notes.append("gdef: " + ", ".join(sorted(asked[str(d.name)])))
+        lines.append(f"{d.origin} {d.name} -> {d.return_type}" + (f"  ({'; '.join(notes)})" if notes else ""))
+    return "\n".join(lines)
+
+
 def _decls(args: argparse.Namespace) -> list[FunctionDecl]:
     """A file's declarations; with --ksc, those of the .kso ksc writes for it (the file's own functions)."""
     from ksbind.lang.reader import read_ks
 
+    if args.file is None:
+        raise KsbindError("decls needs a FILE (a .ks or .kso file), or --prelude")
     if args.ksc is None:
         return read_ks(args.file)
     from ksbind.resolve import resolve_spec
@@ -281,6 +322,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "stubs":
         for path in pipeline.write_stubs(args.configs, args.out_dir, args.templates):
             print(f"wrote {path}")
+        return 0
+    if args.command == "decls" and args.prelude:
+        print(_prelude_listing(args))
         return 0
     if args.command == "decls":
         for d in _decls(args):

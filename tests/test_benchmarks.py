@@ -7,12 +7,17 @@ import sys
 
 from .conftest import REPO
 
+#: benchmarks/ks_patterns.py's rows need ksc (../shared/ksc); without it run.py says so.
+KSC_PRESENT = (REPO.parent / "shared" / "ksc" / "bin" / "ksc").is_file()
+
 ROWS = ("import ksbind", "render", "call overhead, ks target", "call overhead, python target",
         "threads, python target", *(["strings, python target"] * 4),
         "call overhead, torch target", "size independence",
         "elementwise throughput",
         *(f"vs inductor: {row}, {n} thr" for n in (2, 1)
           for row in ("relu3 forward", "relu3 forward+backward", "broadcast muladd_relu", "vmap rownorm")),
+        *(("ks patterns: gmm_fast vs eager", "ks patterns: gmm_fast, 10x the points",
+           "ks patterns: mlp build/index form vs map form") if KSC_PRESENT else ()),
         "cached build", "build cost", "memory, python target", "memory, torch target")
 
 
@@ -20,7 +25,7 @@ def test_benchmark_runner_prints_every_row(tmp_path) -> None:
     doc = tmp_path / "performance.md"
     doc.write_text("# Performance\n\nintro\n\n<!-- benchmarks:begin -->\nSTALE-TABLE\n<!-- benchmarks:end -->\n\nafter\n")
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--quick", "--write-doc", str(doc)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = [line for line in proc.stdout.splitlines() if line.startswith("| ") and not line.startswith("| row")]
     assert [line.split(" | ")[0].removeprefix("| ") for line in table] == list(ROWS)
@@ -29,5 +34,6 @@ def test_benchmark_runner_prints_every_row(tmp_path) -> None:
         # no RSS growth is 0, and so is an import cost below the noise of starting a process
         assert ratio >= 0 if line.startswith(("| strings", "| import ksbind")) else ratio > 0, line
     assert "GMM binding-overhead rows skipped: --quick" in proc.stdout  # said, not silently left out
+    assert KSC_PRESENT or "ks pattern rows skipped: " in proc.stdout
     text = doc.read_text()
     assert "STALE-TABLE" not in text and "intro" in text and "after" in text and "| render |" in text

@@ -75,7 +75,67 @@ def test_decls(capsys: pytest.CaptureFixture[str]) -> None:
     assert "ks::Float relu3$af(ks::allocator *, ks::Float)" in out
 
 
+PRELUDE = """\
+(edef twice Float (Float))
+(def [suffwdpass twice] (Tuple Float (Tuple)) (x : Float) (tuple (twice x) (tuple)))
+(def [sufrevpass [twice Float]] Float ((d : Float) (b : Tuple)) (mul 2.0 d))
+(def vtwice (Vec Float) (v : Vec Float) (build (size v) (lam (i : Integer) (twice (index i v)))))
+(gdef suffwdpass [vtwice (Vec Float)])
+(gdef sufrevpass [vtwice (Vec Float)])
+"""
+
+
+def _fake_ksc(root: Path) -> Path:
+    """ksc's layout, bin/ksc beside runtime/, with a small prelude.ks (nothing is run)."""
+    (root / "bin").mkdir()
+    (root / "runtime").mkdir()
+    exe = root / "bin" / "ksc"
+    exe.write_text("#!/bin/sh\nexit 1\n")
+    exe.chmod(0o755)
+    (root / "runtime" / "prelude.ks").write_text(PRELUDE)
+    (root / "runtime" / "knossos.h").write_text("")
+    return exe
+
+
+def test_decls_prelude_finds_the_runtime_beside_ksc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`ksbind decls --prelude`: each function the prelude defines or edefs, its ks signature,
+    the SUF passes it writes and the derivatives it asks ksc for; the runtime found as ksc: finds it."""
+    exe = _fake_ksc(tmp_path)
+    monkeypatch.delenv("KSC_RUNTIME", raising=False)
+    monkeypatch.setenv("KSC", str(exe))
+    assert main(["decls", "--prelude"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"# {tmp_path / 'runtime' / 'prelude.ks'}: ")
+    assert lines[1:] == ["edef [twice Float] -> Float  (written: suffwdpass, sufrevpass)",
+                         "def [vtwice (Tensor 1 Float)] -> (Tensor 1 Float)  (gdef: suffwdpass, sufrevpass)"]
+    # --ksc-runtime wins over the one beside ksc
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "prelude.ks").write_text("(edef half Float (Float))\n")
+    (other / "knossos.h").write_text("")
+    assert main(["decls", "--prelude", "--ksc-runtime", str(other)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["edef [half Float] -> Float"]
+
+
+@pytest.mark.skipif(not (REPO.parent / "shared" / "ksc" / "runtime" / "prelude.ks").is_file(),
+                    reason="ksc's runtime is not in ../shared/ksc (shared/ksc absent)")
+def test_decls_prelude_of_ksc_own_runtime() -> None:
+    r = run("decls", "--prelude", "--ksc-runtime", REPO.parent / "shared" / "ksc" / "runtime")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) > 40
+    # the matrix-vector product docs/ks.md recommends, with its hand-written SUF passes
+    mul = next(line for line in lines if line.startswith("edef [mul (Tuple (Tensor 2 Float) (Tensor 1 Float))]"))
+    assert mul.startswith("edef [mul (Tuple (Tensor 2 Float) (Tensor 1 Float))] -> (Tensor 1 Float)  (written: ")
+    assert "suffwdpass" in mul and "sufrevpass" in mul
+    assert "edef [tanh Float] -> Float  (written: D, fwd, rev, suffwdpass, sufrevpass)" in lines
+
+
 @pytest.mark.parametrize("args,fragment", [
+    (["decls"], "decls needs a FILE (a .ks or .kso file), or --prelude"),
+    (["decls", "--prelude", "{tmp}/x.ks"], "decls --prelude takes no FILE"),
+    (["decls", "--prelude", "--ksc", "{tmp}/nope"], "ksc not found at"),
     (["decls", "{tmp}/missing.ks"], "missing.ks: declaration file not found"),
     (["generate", "{tmp}/missing.yaml"], "missing.yaml: config file not found"),
     (["check", "{tmp}/bad.yaml"], "bad.yaml:1:1: unknown key 'nmae' (did you mean 'name'?)"),

@@ -56,14 +56,16 @@ def _build(config: Path, name: str) -> ModuleType:
 
 
 def _ksc_gmm(folder: Path, target: str) -> ModuleType:
-    """ksc's own programs/gmm.ks objective, compiled by ksc, on ksc's runtime."""
+    """ksc's own programs/gmm.ks objective (`objective`) and examples/gmm/gmm_fast.ks's
+    (`fast`), compiled by ksc, on ksc's runtime: one module, one build."""
     if not KSC.is_file():
         pytest.skip(f"ksc is not in {KSC.parent.parent} (shared/ksc absent)")
     name = f"ksc_gmm_{target}"
     cfg = folder / f"{name}.yaml"
     cfg.write_text(f"name: {name}\ntarget: {target}\n"
-                   f"ks: [{PROGRAMS / 'gmm.ks'}]\nksc: {{path: {KSC}, runtime: {RUNTIME}}}\n"
-                   "bindings:\n  - {name: objective, function: gmm_knossos_gmm_objective, vjp: objective_vjp}\n")
+                   f"ks: [{PROGRAMS / 'gmm.ks'}, {GMM / 'gmm_fast.ks'}]\nksc: {{path: {KSC}, runtime: {RUNTIME}}}\n"
+                   "bindings:\n  - {name: objective, function: gmm_knossos_gmm_objective, vjp: objective_vjp}\n"
+                   "  - {name: fast, function: gmm_objective, vjp: fast_vjp}\n")
     return _build(cfg, name)
 
 
@@ -151,6 +153,45 @@ def test_ksc_own_gmm_on_the_torch_target(ksc_gmm_torch: ModuleType) -> None:
     writes it), so the same reference holds for it."""
     errors = _check_torch_against_reference(ksc_gmm_torch.objective, SIZES[:2])
     print(f"ksc's gmm.ks (torch) vs reference: largest relative error {max(errors):.2e}")
+
+
+#: gmm_fast.ks against the float64 reference: what the example promises.
+FAST_RTOL = 1e-5
+
+
+def test_fast_gmm_matches_the_reference_to_1e5(ksc_gmm_torch: ModuleType) -> None:
+    """examples/gmm/gmm_fast.ks (the form docs/ks.md teaches), through ksc and the torch
+    target: objective and every gradient (.backward(), gamma's too) within 1e-5 of
+    float64 PyTorch, on sizes up to N=300, D=8, K=10 (and D=1: no lower triangle)."""
+    errors = []
+    for seed, (n, d, k) in enumerate([*SIZES, (300, 8, 10), (7, 1, 3)]):
+        inputs = R.random_inputs(n, d, k, seed=seed, wishart=WISHART)
+        leaves = [t.to(torch.float32).requires_grad_() for t in inputs[:5]]
+        gamma = torch.tensor(WISHART[0], requires_grad=True)
+        value = ksc_gmm_torch.fast(*leaves, (gamma, WISHART[1]))
+        (value * 0.75).backward()
+        expected, grads = _reference_and_grads(inputs, dret=0.75)
+        errors.append(abs(value.item() - expected) / abs(expected))
+        assert errors[-1] < FAST_RTOL, ((n, d, k), value.item(), expected)
+        for name, leaf, ref in zip(["x", "alphas", "means", "qs", "ls", "gamma"], [*leaves, gamma], grads):
+            assert leaf.grad is not None and leaf.grad.shape == leaf.shape, name
+            errors.append(_rel(leaf.grad, ref) if ref.numel() else 0.0)
+            assert errors[-1] < FAST_RTOL, ((n, d, k), name, leaf.grad, ref)
+    print(f"gmm_fast.ks (torch) vs reference: largest relative error {max(errors):.2e}")
+
+
+def test_fast_gmm_agrees_with_ksc_own_gmm(ksc_gmm_torch: ModuleType) -> None:
+    """The same objective and gradients as ksc's programs/gmm.ks, to 1e-5 (both float32)."""
+    inputs = R.random_inputs(50, 5, 4, seed=11, wishart=WISHART)
+    args = [t.to(torch.float32) for t in inputs[:5]]
+    ours, theirs = ksc_gmm_torch.fast(*args, WISHART), ksc_gmm_torch.objective(*args, WISHART)
+    assert ours.item() == pytest.approx(theirs.item(), rel=FAST_RTOL)
+    g_ours = ksc_gmm_torch.fast_vjp(*args, WISHART, 1.0)
+    g_theirs = ksc_gmm_torch.objective_vjp(*args, WISHART, 1.0)
+    for a, b in zip(g_ours[:5], g_theirs[:5]):
+        assert a.shape == b.shape
+        assert _rel(a, b.to(torch.float64)) < FAST_RTOL
+    assert g_ours[5][0].item() == pytest.approx(g_theirs[5][0].item(), rel=FAST_RTOL)  # d gamma
 
 
 def test_the_two_ks_objectives_agree(gmm_torch: ModuleType, ksc_gmm_torch: ModuleType) -> None:
