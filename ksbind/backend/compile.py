@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ksbind.backend import pch
-from ksbind.backend.runner import Runner, Stopped, Unit
+from ksbind.backend.runner import Runner, Stopped, Unit, jobs
 from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher
@@ -139,16 +139,6 @@ def object_cache(root: Path) -> ObjectCache | None:
     return ObjectCache(root) if _env_flag("KSBIND_OBJECT_CACHE") else None
 
 
-def jobs() -> int:
-    """KSBIND_JOBS: how many compilers run at once (0 or unset: one per core)."""
-    text = os.environ.get("KSBIND_JOBS", "").strip()
-    if not text:
-        return os.cpu_count() or 1
-    if not text.isdigit():
-        raise BuildError(f"KSBIND_JOBS must be a whole number of parallel compiles, found {text!r}")
-    return int(text) or os.cpu_count() or 1
-
-
 def unit_key(unit: Unit, tc: Toolchain, pch_key: str) -> str:
     """What an object depends on, less the headers it includes (checked after: cache/objects.py)."""
     h = Hasher.with_environment()
@@ -217,15 +207,15 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     done = [0]  # units compiled so far, for each line's [k/n]
     done_lock = threading.Lock()
 
-    def report(u: Unit, started: float) -> None:
+    def report(u: Unit, seconds: float) -> None:
         with done_lock:
             done[0] += 1
             k = done[0]
-        log.info("%s[%d/%d] %s %.1f s", prefix, k, len(to_compile), u.source.name, time.monotonic() - started)
+        log.info("%s[%d/%d] %s %.1f s", prefix, k, len(to_compile), u.source.name, seconds)
 
     def compile_one(i: int) -> Path:
         u = units[i]
-        started = time.monotonic()
+        ran = [0.0]  # seconds its compiler ran (without waiting for a slot or a lock)
         extra: list[str] = []
         pch_deps: tuple[tuple[str, str], ...] = ()
         # Only a built precompiled header is forced in: the units include its headers
@@ -237,13 +227,13 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         cmd_head = [*launcher(), *tc.cxx, *tc.compile_args(u.flags), *extra]
         if objects is None:
             obj = work / f"{i}_{u.source.stem}.o"
-            runner.run([*cmd_head, "-c", str(u.source), "-o", str(obj)], u, "compiling", log_dir)
-            report(u, started)
+            ran[0] += runner.run([*cmd_head, "-c", str(u.source), "-o", str(obj)], u, "compiling", log_dir)
+            report(u, ran[0])
             return obj
 
         def run(cmd: list[str]) -> None:
             try:
-                runner.run(cmd, u, "compiling", log_dir)
+                ran[0] += runner.run(cmd, u, "compiling", log_dir)
             except BuildError as e:
                 if header is None or header.stored is None or not _refused_pch(e.message):
                     raise
@@ -252,12 +242,12 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
                 log.warning("%s%s: the precompiled header %s was refused (%s); compiling without it",
                             prefix, u.source.name, header.include.parent, e.message.split(": ", 1)[-1])
                 at = cmd.index("-include")
-                runner.run(cmd[:at] + cmd[at + 2:], u, "compiling", log_dir)
+                ran[0] += runner.run(cmd[:at] + cmd[at + 2:], u, "compiling", log_dir)
         key = keys[i]
         with objects.lock(key, what=u.source.name):
             hit = objects.find(key)  # another process may have compiled it while we waited
             if hit is not None:
-                report(u, started)
+                report(u, ran[0])
                 return hit.file(OBJECT)
             with objects.staging() as tmp:
                 dep = tmp / "unit.d"
@@ -266,7 +256,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
                 merged = tuple(dict.fromkeys([*deps, *pch_deps]))
                 dep.unlink()
                 stored = objects.store(key, tmp, [OBJECT], merged, str(u.source)).file(OBJECT)
-                report(u, started)
+                report(u, ran[0])
                 return stored
 
     def guarded(i: int) -> Path | BuildError | None:
