@@ -16,10 +16,10 @@ from types import ModuleType
 from typing import Any
 
 from ksbind import log
-from ksbind.batch import build_many
 from ksbind.backend.build import build_module, prepare_build
 from ksbind.backend.loader import needs_version, note_loaded, versioned_spec
 from ksbind.backend.missing import explain_missing
+from ksbind.batch import build_many
 from ksbind.cache.layout import cache_root
 from ksbind.codegen.output import (
     PlannedFile,
@@ -82,7 +82,7 @@ def _import_filters(spec: ModuleSpec, local: Path) -> dict[str, Callable[..., An
             mod = importlib.util.module_from_spec(module_spec)
             module_spec.loader.exec_module(mod)
         else:
-            mod = importlib.import_module(spec.filters)
+            mod = importlib.import_module(str(spec.filters))
     except Exception as e:
         raise ConfigError(f"cannot import filters module {spec.filters!r}: {type(e).__name__}: {e}",
                           spec.location) from None
