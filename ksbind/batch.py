@@ -9,7 +9,8 @@ their order (the second gets a versioned name when its code differs:
 ksbind/backend/loader.py decides that from what was loaded before).
 
 Progress: one INFO line on the ``ksbind`` logger per module finished,
-``[k/N] NAME built in 1.2 s`` (or ``[k/N] NAME failed (CONFIG:LINE)``). A
+``[k/N] NAME done in 1.2 s`` (built, or found in the cache), or ``[k/N] NAME
+failed (CONFIG:LINE)``. A
 failing module does not stop the others; once all are done, the failures are
 raised together as one ``BatchBuildError`` naming each module's config and
 line. Each thread runs in a copy of the caller's context (``ksbind.log.QUIET``
@@ -18,6 +19,7 @@ is a context variable, which threads do not inherit by themselves).
 from __future__ import annotations
 
 import contextvars
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -48,15 +50,18 @@ def build_many(specs: Sequence[ModuleSpec], build_one: Callable[[ModuleSpec], Mo
     failures: dict[int, ModuleFailure] = {}
     other: list[BaseException] = []
     done = [0]
+    done_lock = threading.Lock()
     stopping: list[bool] = []  # non-empty once Ctrl-C came: start no further module
 
     def finished(i: int, started: float, error: KsbindError | None) -> None:
-        done[0] += 1
+        with done_lock:
+            done[0] += 1
+            k = done[0]
         s = specs[i]
         if error is None:
-            log.info("[%d/%d] %s built in %.1f s", done[0], total, s.name, time.monotonic() - started)
+            log.info("[%d/%d] %s done in %.1f s", k, total, s.name, time.monotonic() - started)
         else:
-            log.info("[%d/%d] %s failed (%s)", done[0], total, s.name, s.location or s.config_path)
+            log.info("[%d/%d] %s failed (%s)", k, total, s.name, s.location or s.config_path)
 
     def build_group(indices: list[int]) -> None:
         for i in indices:

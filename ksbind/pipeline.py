@@ -215,7 +215,11 @@ def build_configs(configs: str | os.PathLike[str] | Sequence[str | os.PathLike[s
     paths = [configs] if isinstance(configs, (str, os.PathLike)) else list(configs)
     specs = [s for p in paths for s in load_config(p)]
     log.setup()  # once, before the build threads start
-    modules = build_many(specs, lambda s: build_spec(s, templates=templates, cache_dir=cache_dir, quiet=quiet))
+    token = log.QUIET.set(quiet or log.QUIET.get())  # the threads' contexts are copies of this one
+    try:
+        modules = build_many(specs, lambda s: build_spec(s, templates=templates, cache_dir=cache_dir, quiet=quiet))
+    finally:
+        log.QUIET.reset(token)
     return [(s.name, m) for s, m in zip(specs, modules)]
 
 

@@ -33,7 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from ksbind.backend import pch
+from ksbind.backend import pch, sccache
 from ksbind.backend.runner import Runner, Stopped, Unit, jobs
 from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher
 from ksbind.cache.entries import CacheEntry
@@ -172,8 +172,14 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     prefix = f"{label}: " if label else ""
     n_jobs = jobs()  # a bad KSBIND_JOBS fails every build that compiles
     runner = Runner(prefix)
+    launch = launcher()
+    # sccache: paths in the cache folder made the same on every machine, and no
+    # precompiled header (its -include exists on one machine before another):
+    # every machine then runs the same command, and one's compile is the others' hit.
+    shared_cache = sccache.is_sccache(launch)
+    env = sccache.compile_env(objects.root) if shared_cache and objects is not None else None
     use_pch = objects is not None and any(u.pch and (u.pch_includes or tc.pch_includes) for u in units) \
-        and _env_flag("KSBIND_PCH")
+        and _env_flag("KSBIND_PCH") and not shared_cache
     # One shared precompiled header per header set and set of the units' own meaning
     # flags (ksbind/backend/pch.py), each with the toolchain that builds it.
     shared: dict[int, pch.SharedPch] = {}
@@ -204,6 +210,8 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     if to_compile:
         log.info("%scompiling %d of %d units with %s", prefix, len(to_compile), len(units),
                  os.path.basename(tc.cxx[0]))
+        if env is not None and objects is not None:
+            sccache.check_server(launch, objects.root, env)
     done = [0]  # units compiled so far, for each line's [k/n]
     done_lock = threading.Lock()
 
@@ -224,16 +232,16 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         if header is not None and header.stored is not None:
             extra = ["-include", str(header.include)]
             pch_deps = header.deps
-        cmd_head = [*launcher(), *tc.cxx, *tc.compile_args(u.flags), *extra]
+        cmd_head = [*launch, *tc.cxx, *tc.compile_args(u.flags), *extra]
         if objects is None:
             obj = work / f"{i}_{u.source.stem}.o"
-            ran[0] += runner.run([*cmd_head, "-c", str(u.source), "-o", str(obj)], u, "compiling", log_dir)
+            ran[0] += runner.run([*cmd_head, "-c", str(u.source), "-o", str(obj)], u, "compiling", log_dir, env=env)
             report(u, ran[0])
             return obj
 
         def run(cmd: list[str]) -> None:
             try:
-                ran[0] += runner.run(cmd, u, "compiling", log_dir)
+                ran[0] += runner.run(cmd, u, "compiling", log_dir, env=env)
             except BuildError as e:
                 if header is None or header.stored is None or not _refused_pch(e.message):
                     raise
@@ -242,7 +250,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
                 log.warning("%s%s: the precompiled header %s was refused (%s); compiling without it",
                             prefix, u.source.name, header.include.parent, e.message.split(": ", 1)[-1])
                 at = cmd.index("-include")
-                ran[0] += runner.run(cmd[:at] + cmd[at + 2:], u, "compiling", log_dir)
+                ran[0] += runner.run(cmd[:at] + cmd[at + 2:], u, "compiling", log_dir, env=env)
         key = keys[i]
         with objects.lock(key, what=u.source.name):
             hit = objects.find(key)  # another process may have compiled it while we waited

@@ -127,7 +127,8 @@ class Runner:
             for proc in self.running:
                 kill_group(proc)
 
-    def run(self, cmd: list[str], unit: Unit, what: str, log_dir: Path, quiet_failure: bool = False) -> float:
+    def run(self, cmd: list[str], unit: Unit, what: str, log_dir: Path, quiet_failure: bool = False,
+            env: dict[str, str] | None = None) -> float:
         """Run one compiler or linker process (in one of the process-wide slots);
         returns the seconds it ran (not counting the wait for a slot)."""
         with SLOTS.slot():
@@ -137,7 +138,8 @@ class Runner:
             started = time.monotonic()
             try:
                 proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
+                                        errors="replace", stdin=subprocess.DEVNULL, start_new_session=True,
+                                        env=env)
             except OSError as e:
                 raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
                                  Location(str(unit.source))) from None
