@@ -33,6 +33,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("CXX", "the C++ compiler, may carry arguments (default g++)"),
     ("KSBIND_CXXFLAGS", "extra compiler flags (part of the cache key)"),
     ("KSBIND_CCACHE", "a compiler launcher, or 0 for none (default: ccache when installed)"),
+    ("SCCACHE_BASEDIRS", "with KSBIND_CCACHE=sccache: folders sccache strips from paths (ksbind adds its cache "
+                         "folder for the compiles it runs; docs/building.md)"),
     ("KSBIND_OBJECT_CACHE", "0: no per-unit object cache"),
     ("KSBIND_PCH", "0: no precompiled header"),
     ("KSBIND_ARENA_BYTES", "a built module's allocator arena size, read when it loads"),

@@ -50,7 +50,7 @@ def compile_env(root: Path) -> dict[str, str]:
     """The compiles' environment: SCCACHE_BASEDIRS with the cache folder in it."""
     env = dict(os.environ)
     real = os.path.realpath(root)
-    dirs = [d for d in env.get(BASEDIRS, "").split(os.pathsep) if d]
+    dirs = [d for d in os.environ.get("SCCACHE_BASEDIRS", "").split(os.pathsep) if d]
     if not _covered(real, dirs):
         env[BASEDIRS] = os.pathsep.join([*dirs, real])
     return env
