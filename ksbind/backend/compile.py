@@ -13,9 +13,11 @@ build's start, one line per compiled unit (``NAME: [2/3] entry_points.cpp
 0.7 s``) and its end; DEBUG, each compiler and linker command line and each
 object found in the cache.
 
-Environment: ``KSBIND_JOBS`` (parallel compiles, default: one per CPU),
+Environment: ``KSBIND_JOBS`` (compiler processes at once in this Python
+process, across all modules: runner.SLOTS; default: one per CPU),
 ``KSBIND_OBJECT_CACHE=0`` (no object cache), ``KSBIND_PCH=0`` (no precompiled
-header), ``KSBIND_CCACHE`` (a compiler launcher; default: ccache when installed).
+header), ``KSBIND_CCACHE`` (a compiler launcher; default: ccache when
+installed; sccache: see backend/sccache.py).
 """
 from __future__ import annotations
 
