@@ -10,12 +10,16 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from ksbind.errors import BatchBuildError, BuildError
+from ksbind.batch import build_many
+from ksbind.errors import BatchBuildError, BuildError, Location
 from ksbind.pipeline import build_configs
+from ksbind.spec import ModuleSpec
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -143,3 +147,42 @@ def test_build_configs_all_good_returns_names_and_modules_in_order(batch, caplog
     assert out[0][1].f_3(1.0) == pytest.approx(4.0) and out[1][1].f_1(1.0) == pytest.approx(2.0)
     assert sorted(r.getMessage().split("]")[0] for r in caplog.records if r.getMessage().startswith("[")) \
         == ["[1/2", "[2/2"]
+
+
+# ------------------------------------------------------------ scheduling (no compiler: build_one is the test's)
+
+def _specs(*names: str) -> list[ModuleSpec]:
+    return [ModuleSpec(name=n, config_path=Path(f"/cfg/{i}_{n}.yaml"), location=Location(f"/cfg/{i}_{n}.yaml", 1, 1))
+            for i, n in enumerate(names)]
+
+
+def test_modules_of_one_name_are_built_one_after_another_in_order(monkeypatch) -> None:
+    monkeypatch.setenv("KSBIND_JOBS", "2")
+    times: dict[str, tuple[float, float]] = {}
+
+    def build_one(spec: ModuleSpec) -> ModuleType:
+        start = time.monotonic()
+        time.sleep(0.2)
+        times[spec.config_path.name] = (start, time.monotonic())
+        return ModuleType(spec.config_path.name)
+
+    out = build_many(_specs("a", "b", "a"), build_one)
+    assert [m.__name__ for m in out] == ["0_a.yaml", "1_b.yaml", "2_a.yaml"]
+    assert times["0_a.yaml"][1] <= times["2_a.yaml"][0]  # the same name: in order, never at once
+    assert times["1_b.yaml"][0] < times["0_a.yaml"][1]   # another name: alongside
+
+
+def test_a_bug_in_one_module_is_raised_as_itself_once_the_others_are_done(monkeypatch) -> None:
+    monkeypatch.setenv("KSBIND_JOBS", "2")
+    done: list[str] = []
+
+    def build_one(spec: ModuleSpec) -> ModuleType:
+        if spec.name == "bug":
+            raise ValueError("a bug")
+        time.sleep(0.1)
+        done.append(spec.name)
+        return ModuleType(spec.name)
+
+    with pytest.raises(ValueError, match="a bug"):
+        build_many(_specs("x", "bug", "y", "z"), build_one)
+    assert sorted(done) == ["x", "y", "z"]
