@@ -49,7 +49,6 @@ class Slots:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self.running = 0
-        self.peak = 0  # the most processes that ever ran at once (tests read it)
 
     @contextmanager
     def slot(self) -> Iterator[None]:
@@ -58,7 +57,6 @@ class Slots:
             while self.running >= limit:
                 self._cond.wait()
             self.running += 1
-            self.peak = max(self.peak, self.running)
         try:
             yield
         finally:
