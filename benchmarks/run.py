@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import batch_build  # noqa: E402
 import call_rows  # noqa: E402
 import gmm_overhead  # noqa: E402
 import import_time  # noqa: E402
@@ -154,10 +155,11 @@ class Sizes:
     elements: int         # size of the "large" tensors
     memory_calls: int
     cached_builds: int
+    batch_modules: int    # modules of the batch-build row (benchmarks/batch_build.py)
 
 
-FULL = Sizes(10_000, 5, 20_000, 21, 1_000_000, 100_000, 5)
-QUICK = Sizes(200, 2, 200, 3, 10_000, 1_000, 2)
+FULL = Sizes(10_000, 5, 20_000, 21, 1_000_000, 100_000, 5, 40)
+QUICK = Sizes(200, 2, 200, 3, 10_000, 1_000, 2, 4)
 #: Repeats of the GMM build rows (each repeat builds it six ways: about a minute on 2 cores).
 GMM_REPEATS = 3
 
@@ -371,6 +373,11 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
                     "cold build of the same", t_cached, t_cold, "s", "<= 0.05"))
     rows.append(Row("build cost", "cold build, ks-target module",
                     "cold load_inline of an equivalent torch extension", t_cold, t_inline_cold, "s", "<= 0.5"))
+
+    log(f"batch build ({sizes.batch_modules} modules, fresh processes)")
+    t_one, t_each = batch_build.measure(tmp / "batch", sizes.batch_modules, 1)
+    rows.append(Row("batch build", f"`ksbind build` of {sizes.batch_modules} small modules, one command",
+                    "the same, one command per module, one after another", t_one, t_each, "s", "<= 0.6"))
 
     log("memory")
     py_mod = ksbind.build(config, name="bench_py", cache_dir=cache, quiet=True)

@@ -29,16 +29,21 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("KSBIND_CACHE_DIR", "the build cache (default $XDG_CACHE_HOME/ksbind, else ~/.cache/ksbind)"),
     ("XDG_CACHE_HOME", "see KSBIND_CACHE_DIR"),
     ("KSBIND_CACHE_MAX_BYTES", "the cache's size cap, e.g. 500M (default 2G)"),
-    ("KSBIND_JOBS", "parallel compiles (default: one per CPU)"),
+    ("KSBIND_JOBS", "compiler processes at once, across all modules of a build (default: one per CPU)"),
     ("CXX", "the C++ compiler, may carry arguments (default g++)"),
     ("KSBIND_CXXFLAGS", "extra compiler flags (part of the cache key)"),
     ("KSBIND_CCACHE", "a compiler launcher, or 0 for none (default: ccache when installed)"),
+    ("SCCACHE_BASEDIRS", "with KSBIND_CCACHE=sccache: folders sccache strips from paths (ksbind adds its cache "
+                         "folder for the compiles it runs; docs/building.md)"),
     ("KSBIND_OBJECT_CACHE", "0: no per-unit object cache"),
     ("KSBIND_PCH", "0: no precompiled header"),
     ("KSBIND_ARENA_BYTES", "a built module's allocator arena size, read when it loads"),
     ("KSBIND_GIL_RELEASE_ELEMENTS", "a built module releases the GIL for calls on at least this many elements"),
     ("KSBIND_CPU_CAPABILITY", "torch modules: cap the SIMD kernels used (default, avx2, avx512)"),
 )
+
+#: ``ksbind build`` of several modules where some failed (each one is reported; the others were built).
+PARTIAL_FAILURE = 3
 
 _CONFIG_HELP = "a YAML config file (one module, or several under modules:; see docs/config.md)"
 _TEMPLATES_HELP = "a template override folder, searched before the built-in templates (repeatable)"
@@ -50,7 +55,8 @@ def _epilog() -> str:
     for name, text in ENVIRONMENT:
         lines += textwrap.wrap(text, 79, initial_indent=f"  {name.ljust(width)}  ",
                                subsequent_indent=" " * (width + 4))
-    return "\n".join(lines) + "\n\nexit status: 0 ok, 1 --check found changes, 2 bad input, 130 interrupted."
+    return "\n".join(lines) + ("\n\nexit status: 0 ok, 1 --check found changes, 2 bad input, 3 some modules of a build "
+                               "failed (the others were built), 130 interrupted.")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -315,8 +321,20 @@ def _run(args: argparse.Namespace) -> int:
                   f"target {m.spec.target})")
         return 0
     if args.command == "build":
+        from ksbind.errors import BatchBuildError
         from ksbind.pipeline import build_configs
-        for name, module in build_configs(args.configs, templates=args.templates):
+        try:
+            built = build_configs(args.configs, templates=args.templates)
+        except BatchBuildError as e:
+            for name, module in e.built:
+                print(f"{name}: built {getattr(module, '__file__', module)}")
+            sys.stdout.flush()
+            for f in e.failures:
+                print(f"ksbind: error: {f.config}: module {f.module}: {f.error}".replace("\n", " "),
+                      file=sys.stderr)
+            print(f"ksbind: {len(e.failures)} of {e.total} modules failed to build", file=sys.stderr)
+            return PARTIAL_FAILURE
+        for name, module in built:
             print(f"{name}: built {getattr(module, '__file__', module)}")
         return 0
     if args.command == "stubs":

@@ -102,6 +102,30 @@ class BuildError(KsbindError):
     kind = "build error"
 
 
+@dataclass(frozen=True)
+class ModuleFailure:
+    """One module of a batch that failed: its name, its config's file and line, the error."""
+
+    module: str
+    config: str
+    error: KsbindError
+
+
+class BatchBuildError(BuildError):
+    """Some modules of a batch (``ksbind build`` of several, ``build_configs``)
+    failed; the others were built. ``failures``: each failed module, in the
+    configs' order; ``built``: ``[(name, module)]`` of those that were built."""
+
+    kind = "build error"
+
+    def __init__(self, failures: list[ModuleFailure], total: int, built: list[tuple[str, Any]]) -> None:
+        self.failures = list(failures)
+        self.total = total
+        self.built = list(built)
+        each = "; ".join(f"{f.config}: module {f.module}: {f.error}" for f in self.failures)
+        super().__init__(f"{len(self.failures)} of {total} modules failed to build ({len(self.built)} built): {each}")
+
+
 class KscError(BuildError):
     """The Knossos compiler ksc is missing or rejected the module's ks sources."""
 

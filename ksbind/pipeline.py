@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from ksbind import log
 from ksbind.backend.build import build_module, prepare_build
 from ksbind.backend.loader import needs_version, note_loaded, versioned_spec
 from ksbind.backend.missing import explain_missing
+from ksbind.batch import build_many
 from ksbind.cache.layout import cache_root
 from ksbind.codegen.output import (
     PlannedFile,
@@ -32,6 +34,9 @@ from ksbind.resolve import ResolvedModule, resolve_spec
 from ksbind.spec import Binding, ModuleOptions, ModuleSpec
 
 ConfigArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+_sys_path_lock = threading.RLock()
 
 
 @dataclass
@@ -60,9 +65,13 @@ def load_filters(spec: ModuleSpec) -> dict[str, Callable[..., Any]]:
     """Filters a config's ``filters:`` module adds (its FILTERS dict)."""
     if not spec.filters:
         return {}
-    import importlib.util
-    import sys
     local = spec.config_path.parent / (spec.filters.replace(".", os.sep) + ".py")
+    with _sys_path_lock:  # modules of a batch render in threads: one sys.path change at a time
+        return _import_filters(spec, local)
+
+
+def _import_filters(spec: ModuleSpec, local: Path) -> dict[str, Callable[..., Any]]:
+    import importlib.util
     sys.path.insert(0, str(spec.config_path.parent))
     try:
         if local.is_file():
@@ -73,7 +82,7 @@ def load_filters(spec: ModuleSpec) -> dict[str, Callable[..., Any]]:
             mod = importlib.util.module_from_spec(module_spec)
             module_spec.loader.exec_module(mod)
         else:
-            mod = importlib.import_module(spec.filters)
+            mod = importlib.import_module(str(spec.filters))
     except Exception as e:
         raise ConfigError(f"cannot import filters module {spec.filters!r}: {type(e).__name__}: {e}",
                           spec.location) from None
@@ -195,10 +204,23 @@ def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | No
 def build_configs(configs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
                   templates: Sequence[str] = (), cache_dir: str | os.PathLike[str] | None = None,
                   quiet: bool = False) -> list[tuple[str, ModuleType]]:
-    """Build every module of every config (``ksbind build``); all are rendered first."""
+    """Build every module of every config (``ksbind build``): every config is
+    read first (a bad one fails before anything is built), then the modules
+    are built concurrently, sharing KSBIND_JOBS compiler processes
+    (ksbind/batch.py), with a ``[k/N]`` line as each one finishes. Returns
+    ``[(name, module)]`` in the configs' order. When some modules fail, the
+    others are still built, and then a ``BatchBuildError`` lists each failure
+    with its config's file and line (its ``built`` holds the others); a single
+    module's failure is raised as it is."""
     paths = [configs] if isinstance(configs, (str, os.PathLike)) else list(configs)
     specs = [s for p in paths for s in load_config(p)]
-    return [(s.name, build_spec(s, templates=templates, cache_dir=cache_dir, quiet=quiet)) for s in specs]
+    log.setup()  # once, before the build threads start
+    token = log.QUIET.set(quiet or log.QUIET.get())  # the threads' contexts are copies of this one
+    try:
+        modules = build_many(specs, lambda s: build_spec(s, templates=templates, cache_dir=cache_dir, quiet=quiet))
+    finally:
+        log.QUIET.reset(token)
+    return [(s.name, m) for s, m in zip(specs, modules)]
 
 
 def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),

@@ -18,7 +18,7 @@ ROWS = ("import ksbind", "render", "call overhead, ks target", "call overhead, p
           for row in ("relu3 forward", "relu3 forward+backward", "broadcast muladd_relu", "vmap rownorm")),
         *(("ks patterns: gmm_fast vs eager", "ks patterns: gmm_fast, 10x the points",
            "ks patterns: mlp build/index form vs map form") if KSC_PRESENT else ()),
-        "cached build", "build cost", "memory, python target", "memory, torch target")
+        "cached build", "build cost", "batch build", "memory, python target", "memory, torch target")
 
 
 def test_benchmark_runner_prints_every_row(tmp_path) -> None:

@@ -13,9 +13,11 @@ build's start, one line per compiled unit (``NAME: [2/3] entry_points.cpp
 0.7 s``) and its end; DEBUG, each compiler and linker command line and each
 object found in the cache.
 
-Environment: ``KSBIND_JOBS`` (parallel compiles, default: one per CPU),
+Environment: ``KSBIND_JOBS`` (compiler processes at once in this Python
+process, across all modules: runner.SLOTS; default: one per CPU),
 ``KSBIND_OBJECT_CACHE=0`` (no object cache), ``KSBIND_PCH=0`` (no precompiled
-header), ``KSBIND_CCACHE`` (a compiler launcher; default: ccache when installed).
+header), ``KSBIND_CCACHE`` (a compiler launcher; default: ccache when
+installed; sccache: see backend/sccache.py).
 """
 from __future__ import annotations
 
@@ -33,8 +35,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from ksbind.backend import pch
-from ksbind.backend.runner import Runner, Stopped, Unit
+from ksbind.backend import pch, sccache
+from ksbind.backend.runner import Runner, Stopped, Unit, jobs
 from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher
@@ -139,16 +141,6 @@ def object_cache(root: Path) -> ObjectCache | None:
     return ObjectCache(root) if _env_flag("KSBIND_OBJECT_CACHE") else None
 
 
-def jobs() -> int:
-    """KSBIND_JOBS: how many compilers run at once (0 or unset: one per core)."""
-    text = os.environ.get("KSBIND_JOBS", "").strip()
-    if not text:
-        return os.cpu_count() or 1
-    if not text.isdigit():
-        raise BuildError(f"KSBIND_JOBS must be a whole number of parallel compiles, found {text!r}")
-    return int(text) or os.cpu_count() or 1
-
-
 def unit_key(unit: Unit, tc: Toolchain, pch_key: str) -> str:
     """What an object depends on, less the headers it includes (checked after: cache/objects.py)."""
     h = Hasher.with_environment()
@@ -182,8 +174,14 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     prefix = f"{label}: " if label else ""
     n_jobs = jobs()  # a bad KSBIND_JOBS fails every build that compiles
     runner = Runner(prefix)
+    launch = launcher()
+    # sccache: paths in the cache folder made the same on every machine, and no
+    # precompiled header (its -include exists on one machine before another):
+    # every machine then runs the same command, and one's compile is the others' hit.
+    shared_cache = sccache.is_sccache(launch)
+    env = sccache.compile_env(objects.root) if shared_cache and objects is not None else None
     use_pch = objects is not None and any(u.pch and (u.pch_includes or tc.pch_includes) for u in units) \
-        and _env_flag("KSBIND_PCH")
+        and _env_flag("KSBIND_PCH") and not shared_cache
     # One shared precompiled header per header set and set of the units' own meaning
     # flags (ksbind/backend/pch.py), each with the toolchain that builds it.
     shared: dict[int, pch.SharedPch] = {}
@@ -214,18 +212,20 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     if to_compile:
         log.info("%scompiling %d of %d units with %s", prefix, len(to_compile), len(units),
                  os.path.basename(tc.cxx[0]))
+        if env is not None and objects is not None:
+            sccache.check_server(launch, objects.root, env)
     done = [0]  # units compiled so far, for each line's [k/n]
     done_lock = threading.Lock()
 
-    def report(u: Unit, started: float) -> None:
+    def report(u: Unit, seconds: float) -> None:
         with done_lock:
             done[0] += 1
             k = done[0]
-        log.info("%s[%d/%d] %s %.1f s", prefix, k, len(to_compile), u.source.name, time.monotonic() - started)
+        log.info("%s[%d/%d] %s %.1f s", prefix, k, len(to_compile), u.source.name, seconds)
 
     def compile_one(i: int) -> Path:
         u = units[i]
-        started = time.monotonic()
+        ran = [0.0]  # seconds its compiler ran (without waiting for a slot or a lock)
         extra: list[str] = []
         pch_deps: tuple[tuple[str, str], ...] = ()
         # Only a built precompiled header is forced in: the units include its headers
@@ -234,16 +234,16 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         if header is not None and header.stored is not None:
             extra = ["-include", str(header.include)]
             pch_deps = header.deps
-        cmd_head = [*launcher(), *tc.cxx, *tc.compile_args(u.flags), *extra]
+        cmd_head = [*launch, *tc.cxx, *tc.compile_args(u.flags), *extra]
         if objects is None:
             obj = work / f"{i}_{u.source.stem}.o"
-            runner.run([*cmd_head, "-c", str(u.source), "-o", str(obj)], u, "compiling", log_dir)
-            report(u, started)
+            ran[0] += runner.run([*cmd_head, "-c", str(u.source), "-o", str(obj)], u, "compiling", log_dir, env=env)
+            report(u, ran[0])
             return obj
 
         def run(cmd: list[str]) -> None:
             try:
-                runner.run(cmd, u, "compiling", log_dir)
+                ran[0] += runner.run(cmd, u, "compiling", log_dir, env=env)
             except BuildError as e:
                 if header is None or header.stored is None or not _refused_pch(e.message):
                     raise
@@ -252,12 +252,12 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
                 log.warning("%s%s: the precompiled header %s was refused (%s); compiling without it",
                             prefix, u.source.name, header.include.parent, e.message.split(": ", 1)[-1])
                 at = cmd.index("-include")
-                runner.run(cmd[:at] + cmd[at + 2:], u, "compiling", log_dir)
+                ran[0] += runner.run(cmd[:at] + cmd[at + 2:], u, "compiling", log_dir, env=env)
         key = keys[i]
         with objects.lock(key, what=u.source.name):
             hit = objects.find(key)  # another process may have compiled it while we waited
             if hit is not None:
-                report(u, started)
+                report(u, ran[0])
                 return hit.file(OBJECT)
             with objects.staging() as tmp:
                 dep = tmp / "unit.d"
@@ -266,7 +266,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
                 merged = tuple(dict.fromkeys([*deps, *pch_deps]))
                 dep.unlink()
                 stored = objects.store(key, tmp, [OBJECT], merged, str(u.source)).file(OBJECT)
-                report(u, started)
+                report(u, ran[0])
                 return stored
 
     def guarded(i: int) -> Path | BuildError | None:

@@ -1,7 +1,15 @@
 """Running the compiler: one translation unit's record (Unit) and the Runner
 that starts compiler processes, stops them all on the first failure and turns
 that failure into a BuildError pointing at the user's file. Used by the
-compile step and by the precompiled header's build."""
+compile step and by the precompiled header's build.
+
+Every compiler and linker process of this Python process takes one of
+KSBIND_JOBS slots (``SLOTS``, like make's jobserver) while it runs, whichever
+module's build started it: several modules built at once (``ksbind build`` of
+many configs, pipeline.build_configs) share the machine's cores instead of
+each starting one compiler per core. A slot is taken only around the process
+itself, never while a thread waits for a cache lock, so a thread holding a
+lock always gets a slot eventually and no wait can be circular."""
 from __future__ import annotations
 
 import os
@@ -10,6 +18,10 @@ import shlex
 import signal
 import subprocess
 import threading
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +30,63 @@ from ksbind.errors import BuildError, Location
 from ksbind.log import get_logger
 
 log = get_logger("compile")
+
+
+def jobs() -> int:
+    """KSBIND_JOBS: how many compilers run at once (0 or unset: one per core)."""
+    text = os.environ.get("KSBIND_JOBS", "").strip()
+    if not text:
+        return os.cpu_count() or 1
+    if not text.isdigit():
+        raise BuildError(f"KSBIND_JOBS must be a whole number of parallel compiles, found {text!r}")
+    return int(text) or os.cpu_count() or 1
+
+
+class Slots:
+    """A counting semaphore whose size is read when a slot is asked for
+    (``jobs()``, so a changed KSBIND_JOBS counts from the next process on)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.running = 0
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        limit = jobs()
+        with self._cond:
+            while self.running >= limit:
+                self._cond.wait()
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.running -= 1
+                self._cond.notify()
+
+
+#: The process-wide compiler slots (see the module's docstring).
+SLOTS = Slots()
+_runners: weakref.WeakSet[Runner] = weakref.WeakSet()
+_runners_lock = threading.Lock()
+
+
+#: Set while a batch is being stopped: no new compiler starts, in any build.
+_stopping = threading.Event()
+
+
+def stop_every_runner() -> None:
+    """Stop every compiler this process runs, in every build, and start no new
+    one until resume_runners() (Ctrl-C during a batch)."""
+    _stopping.set()
+    with _runners_lock:
+        runners = list(_runners)
+    for r in runners:
+        r.stop_all()
+
+
+def resume_runners() -> None:
+    _stopping.clear()
 
 
 @dataclass(frozen=True)
@@ -47,6 +116,8 @@ class Runner:
         self.failed = threading.Event()
         self.running: set[subprocess.Popen[str]] = set()
         self.lock = threading.Lock()
+        with _runners_lock:
+            _runners.add(self)
 
     def stop_all(self) -> None:
         self.failed.set()
@@ -54,29 +125,37 @@ class Runner:
             for proc in self.running:
                 kill_group(proc)
 
-    def run(self, cmd: list[str], unit: Unit, what: str, log_dir: Path, quiet_failure: bool = False) -> None:
-        log.debug("%s$ %s", self.prefix, shlex.join(cmd))
-        try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
-        except OSError as e:
-            raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
-                             Location(str(unit.source))) from None
-        with self.lock:
-            self.running.add(proc)
-            if self.failed.is_set():  # stop_all ran while this one was starting
-                kill_group(proc)
-        try:
-            output, _ = proc.communicate()
-        except BaseException:
-            kill_group(proc)
-            proc.wait()
-            raise
-        finally:
+    def run(self, cmd: list[str], unit: Unit, what: str, log_dir: Path, quiet_failure: bool = False,
+            env: dict[str, str] | None = None) -> float:
+        """Run one compiler or linker process (in one of the process-wide slots);
+        returns the seconds it ran (not counting the wait for a slot)."""
+        with SLOTS.slot():
+            if self.failed.is_set() or _stopping.is_set():  # stopped while this one waited for a slot
+                raise Stopped()
+            log.debug("%s$ %s", self.prefix, shlex.join(cmd))
+            started = time.monotonic()
+            try:
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        errors="replace", stdin=subprocess.DEVNULL, start_new_session=True,
+                                        env=env)
+            except OSError as e:
+                raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
+                                 Location(str(unit.source))) from None
             with self.lock:
-                self.running.discard(proc)
+                self.running.add(proc)
+                if self.failed.is_set():  # stop_all ran while this one was starting
+                    kill_group(proc)
+            try:
+                output, _ = proc.communicate()
+            except BaseException:
+                kill_group(proc)
+                proc.wait()
+                raise
+            finally:
+                with self.lock:
+                    self.running.discard(proc)
         if proc.returncode == 0:
-            return
+            return time.monotonic() - started
         if quiet_failure or self.failed.is_set():
             raise Stopped()  # stopped because another file failed (that one is reported), or optional
         raise failure(cmd, output, proc.returncode, unit, what, log_dir)
