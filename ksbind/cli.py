@@ -40,6 +40,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("KSBIND_ARENA_BYTES", "a built module's allocator arena size, read when it loads"),
     ("KSBIND_GIL_RELEASE_ELEMENTS", "a built module releases the GIL for calls on at least this many elements"),
     ("KSBIND_CPU_CAPABILITY", "torch modules: cap the SIMD kernels used (default, avx2, avx512)"),
+    ("PATH", "where ksc, the compiler and its launcher are found; a wheel build (ksbind.build_meta) puts its "
+             "Python's scripts folder first to run auditwheel"),
 )
 
 #: ``ksbind build`` of several modules where some failed (each one is reported; the others were built).
