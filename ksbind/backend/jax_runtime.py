@@ -99,6 +99,7 @@ class Binding:
             self.probe_fn = fn
         self._shapes: dict[tuple[Shape, ...], list[Shape]] = {}
         self._shapes_lock = threading.Lock()
+        self._given = threading.local()
         self.call = self._make_call()
 
     # -------------------------------------------------------- arguments
@@ -203,14 +204,24 @@ class Binding:
             shapes = self._probed_shapes(tuple(step))
         return [batch + s for s in shapes]
 
+    def _scalar_values(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The scalar arguments' values where they are known (not traced)."""
+        given = dict(zip((p["name"] for p in self.params), args), **kwargs)
+        out: dict[str, Any] = {}
+        for p in self.params:
+            if p["tree"]["kind"] == "leaf" and p["tree"]["rank"] == 0 and not p["batched"]:
+                try:
+                    out[p["name"]] = np.asarray(given.get(p["name"])).item()
+                except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError, TypeError):
+                    out[p["name"]] = _Traced(self.name, p["name"])
+        return out
+
     def _expression_shapes(self, values: Sequence[Any]) -> list[Shape]:
+        known = getattr(self._given, "values", None) or {}
         env: dict[str, Any] = {}
         for p, v in zip(self.params, values):
             if p["tree"]["kind"] == "leaf" and p["tree"]["rank"] == 0 and not p["batched"]:
-                try:
-                    env[p["name"]] = np.asarray(v).item()
-                except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError, TypeError):
-                    env[p["name"]] = _Traced(self.name, p["name"])
+                env[p["name"]] = known.get(p["name"], _Traced(self.name, p["name"]))
             else:
                 env[p["name"]] = jax.tree_util.tree_map(lambda x: tuple(jnp.shape(x)), v)
         expr = self.info["result_shape"]
@@ -274,7 +285,8 @@ class Binding:
         if not shapes:
             return []
         out_types = [jax.ShapeDtypeStruct(s, d) for s, d in zip(shapes, dtypes)]
-        res = jax.ffi.ffi_call(target, out_types, vmap_method=VMAP_METHODS[self.mode])(*leaves)
+        empty = any(0 in s for s in shapes)
+        res = jax.ffi.ffi_call(target, out_types, vmap_method=VMAP_METHODS[self.mode], has_side_effect=empty)(*leaves)
         return list(res)
 
     def _arg_leaves(self, values: Sequence[Any]) -> list[Any]:
@@ -291,8 +303,7 @@ class Binding:
     def backward(self, values: Sequence[Any], g: Any) -> tuple[Any, ...]:
         assert self.vjp_target is not None
         # dret: the cotangent's float leaves (Integer and Bool parts have none in ks).
-        g_leaves = [x for x, leaf in zip(jax.tree_util.tree_leaves(g), self.result_leaves)
-                    if leaf["dtype"] == "float32"]
+        g_leaves = _float_parts(self.result, g)
         leaves = self._arg_leaves(values)
         if self.mode == "elementwise":
             shape = jnp.broadcast_shapes(*(jnp.shape(x) for x in leaves))
@@ -343,11 +354,30 @@ class Binding:
         fwd_fn.defvjp(fwd, bwd)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return fwd_fn(*self.check(args, kwargs))
+            checked = self.check(args, kwargs)
+            if self.info["result_shape"] is None:
+                return fwd_fn(*checked)
+            # custom_vjp traces its function: the values of the scalars the
+            # expression reads are taken here, before (static under jit, or eager).
+            self._given.values = self._scalar_values(args, kwargs)
+            try:
+                return fwd_fn(*checked)
+            finally:
+                self._given.values = None
 
         call.__name__ = call.__qualname__ = name
         call.__doc__ = f"{self.info['signature']} (ks {self.info['ks_name']}, mode {self.mode})"
         return call
+
+
+def _float_parts(t: Tree, g: Any) -> list[Any]:
+    """The cotangent's Float leaves, in order: ks's tangent of the result (Integer and Bool parts,
+    float0 or () here, have none)."""
+    if t["kind"] == "leaf":
+        return [g] if t["dtype"] == "float32" else []
+    if t["kind"] == "tuple":
+        return [x for p, v in zip(t["parts"], g) for x in _float_parts(p, v)]
+    return []
 
 
 def _tangent_tree(t: Tree) -> Tree:
