@@ -13,6 +13,7 @@ ROWS = ("import ksbind", "render", "call overhead, ks target", "call overhead, p
         "elementwise throughput",
         *(f"vs inductor: {row}, {n} thr" for n in (2, 1)
           for row in ("relu3 forward", "relu3 forward+backward", "broadcast muladd_relu", "vmap rownorm")),
+        "jax call, 10-element vrelu3", "jax elementwise relu3 forward", "jax relu3 forward+backward",
         "cached build", "build cost", "memory, python target", "memory, torch target")
 
 
@@ -29,5 +30,6 @@ def test_benchmark_runner_prints_every_row(tmp_path) -> None:
         # no RSS growth is 0, and so is an import cost below the noise of starting a process
         assert ratio >= 0 if line.startswith(("| strings", "| import ksbind")) else ratio > 0
     assert "GMM binding-overhead rows skipped: --quick" in proc.stdout  # said, not silently left out
+    assert "jax GMM rows skipped: --quick" in proc.stdout
     text = doc.read_text()
     assert "STALE-TABLE" not in text and "intro" in text and "after" in text and "| render |" in text
