@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.test_gmm import GMM, R, WISHART, _build, gmm_torch  # noqa: F401  (gmm_torch: a fixture)
+from tests.test_gmm import GMM, WISHART, R, _build, gmm_torch  # noqa: F401  (gmm_torch: a fixture)
 
 jax = pytest.importorskip("jax") if not os.environ.get("CI") else __import__("jax")
 import jax.numpy as jnp  # noqa: E402

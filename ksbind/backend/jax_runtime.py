@@ -107,8 +107,9 @@ class Binding:
     def _leaf(self, value: Any, leaf: Tree, where: str, ks: str, batched: bool) -> Any:
         dtype = leaf["dtype"]
         rank = leaf["rank"] + (1 if batched else 0)
-        if isinstance(value, (bool, int, float)) and not isinstance(value, np.ndarray) and rank == 0:
-            ok = {"float32": not isinstance(value, bool), "int32": isinstance(value, int) and not isinstance(value, bool),
+        if isinstance(value, (bool, int, float)) and rank == 0:
+            ok = {"float32": not isinstance(value, bool),
+                  "int32": isinstance(value, int) and not isinstance(value, bool),
                   "bool": isinstance(value, bool)}[dtype]
             if ok:
                 return jnp.asarray(value, dtype=dtype)
@@ -137,7 +138,8 @@ class Binding:
                                 f"got {type(value).__name__}")
             for i, (v, p) in enumerate(zip(value, parts)):
                 self._flatten(v, p, f"{where}[{i}]", ks, batched, out)
-        elif value not in ((), None) and not (isinstance(value, (tuple, list)) and not jax.tree_util.tree_leaves(value)):
+        elif value not in ((), None) and not (isinstance(value, (tuple, list))
+                                              and not jax.tree_util.tree_leaves(value)):
             raise TypeError(f"{self.name}: argument {where} (ks {ks}) holds no number (a tangent of discrete "
                             f"values): pass ()")
 
@@ -284,7 +286,7 @@ class Binding:
     def _ffi(self, target: str, leaves: Sequence[Any], shapes: Sequence[Shape], dtypes: Sequence[Any]) -> list[Any]:
         if not shapes:
             return []
-        out_types = [jax.ShapeDtypeStruct(s, d) for s, d in zip(shapes, dtypes)]
+        out_types = [jax.ShapeDtypeStruct(s, d) for s, d in zip(shapes, dtypes)]  # type: ignore[no-untyped-call]
         empty = any(0 in s for s in shapes)
         res = jax.ffi.ffi_call(target, out_types, vmap_method=VMAP_METHODS[self.mode], has_side_effect=empty)(*leaves)
         return list(res)
@@ -311,11 +313,11 @@ class Binding:
             grads = self._ffi(self.vjp_target, [*leaves, *gl], [shape] * len(leaves), ["float32"] * len(leaves))
             return tuple(_unbroadcast(d, jnp.shape(v)) for d, v in zip(grads, values))
         float_leaves = [x for x in leaves if np.dtype(x.dtype) == np.float32]
-        grads = iter(self._ffi(self.vjp_target, [*leaves, *g_leaves], [tuple(jnp.shape(x)) for x in float_leaves],
+        grads_it = iter(self._ffi(self.vjp_target, [*leaves, *g_leaves], [tuple(jnp.shape(x)) for x in float_leaves],
                                ["float32"] * len(float_leaves)))
         out = []
         for p, v in zip(self.params, values):
-            parts = [next(grads) if np.dtype(x.dtype) == np.float32 else
+            parts = [next(grads_it) if np.dtype(x.dtype) == np.float32 else
                      np.zeros(jnp.shape(x), dtype=jax.dtypes.float0) for x in jax.tree_util.tree_leaves(v)]
             out.append(unflatten(p["tree"], parts))
         return tuple(out)
@@ -422,7 +424,8 @@ def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[st
                 target = f"ksbind.{tag}.{symbol}"
                 names[symbol] = target
                 if target not in _registered:
-                    jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
+                    capsule = jax.ffi.pycapsule(getattr(lib, symbol))  # type: ignore[no-untyped-call]
+                    jax.ffi.register_ffi_target(target, capsule, platform="cpu")
                     _registered.add(target)
     made = {}
     for info in bindings:

@@ -15,7 +15,8 @@ from ksbind.codegen.targets import torch as torch_target
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import ConfigError, Location, closest
 
-TARGETS: dict[str, Target] = {t.name: t for t in (ks_target.TARGET, python_target.TARGET, torch_target.TARGET, jax_target.TARGET)}
+TARGETS: dict[str, Target] = {t.name: t for t in (ks_target.TARGET, python_target.TARGET, torch_target.TARGET,
+                                                  jax_target.TARGET)}
 
 
 def get_target(name: str, where: Location | None = None) -> Target:
