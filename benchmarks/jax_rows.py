@@ -196,6 +196,8 @@ def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[...
         mj = ksbind.build(GMM / "gmm.yaml", name="gmm_jax", cache_dir=cache, quiet=True)
         mt = ksbind.build(GMM / "gmm.yaml", name="gmm_torch", cache_dir=cache, quiet=True)
         n, dd, k = (50, 3, 4) if quick else (1000, 10, 25)
+        for mod in (mj, mt):  # the vjp's tape at this size is more than the default 100 MB arena
+            mod.set_arena_bytes(1 << 30)
         inputs = reference.random_inputs(n, dd, k, dtype=torch.float32, wishart=(1.3, 2))
         arrays = [jnp.asarray(t.numpy()) for t in inputs[:5]]
         wishart = (jnp.float32(1.3), jnp.int32(2))

@@ -294,3 +294,23 @@ def test_result_shape_is_a_config_key(tmp_path: Path) -> None:
                    "bindings:\n  - {name: f, result_shape: [3]}\n")
     with pytest.raises(ConfigError, match="'result_shape'"):
         load_config(cfg)
+
+
+def test_load_ks_target_jax_with_ksc_and_result_shape() -> None:
+    from tests.test_ksc import KSC, RUNTIME
+
+    if not KSC.is_file():
+        pytest.skip(f"ksc is not at {KSC} (shared/ksc absent)")
+    text = """
+(def cube Float (x : Float) (mul x (mul x x)))
+(def twice (Vec Float) (v : Vec Float) (build (size v) (lam (i : Integer) (mul 2.0 (index i v)))))
+(def ones (Vec Float) (n : Integer) (build n (lam (i : Integer) 1.0)))
+"""
+    m = ksbind.load_ks(text, bindings=[{"name": "cube", "vjp": "cube_vjp"}, {"name": "twice", "vjp": "twice_vjp"},
+                                       {"name": "ones", "result_shape": "(n,)"}],
+                       target="jax", ksc=KSC, ksc_runtime=RUNTIME, quiet=True)
+    assert float(jax.grad(m.cube)(jnp.float32(2))) == 12.0
+    v = f32(1, 2, 3)
+    np.testing.assert_allclose(jax.jit(m.twice)(v), [2, 4, 6])
+    np.testing.assert_allclose(jax.grad(lambda a: m.twice(a).sum())(v), [2, 2, 2])
+    np.testing.assert_allclose(m.ones(4), np.ones(4))

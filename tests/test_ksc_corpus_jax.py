@@ -1,0 +1,81 @@
+"""ksc's own test programs on the jax target: with default bindings, every
+program generates except the two whose bound functions take or return
+strings (no jax array holds one: refused with a BindingError naming the
+binding). A fixed few programs build in CI (every program with
+``KSBIND_CORPUS=all``, as ``scripts/test.sh --all`` sets): each binding is
+called on random arguments of its types (through jax arrays, pytrees for
+tuples, stacked arrays for tensors of tensors), and each vjp over Float and
+tensors of Float is checked against central finite differences."""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from ksbind.errors import BindingError
+from ksbind.pipeline import render_spec
+from ksbind.resolve import resolve_spec
+from tests.e2e_support import session_cache_dir, session_output_dir
+from tests.ksc_corpus import (
+    KNOWN_WRONG_VJPS,
+    KSC,
+    all_programs,
+    build_program,
+    check_vjp,
+    checkable,
+    program_spec,
+    random_jax_value,
+)
+
+if not os.environ.get("CI"):
+    pytest.importorskip("jax")
+import jax  # noqa: E402
+
+pytestmark = [pytest.mark.skipif(not KSC.is_file(), reason=f"ksc is not at {KSC} (shared/ksc absent)")]
+EVERY_PROGRAM = os.environ.get("KSBIND_CORPUS") == "all"
+#: Programs whose default bindings take or return String.
+STRING_PROGRAMS = {"string", "syntax-primer"}
+#: What CI builds: vjps of every kind of value (activations), tuples and integers (ex5, tuple), GMM (gmm).
+CI_PROGRAMS = ["activations", "ex5", "gmm", "tuple"]
+#: Bindings that fail on the random arguments by design of the program (a ks error, never a crash).
+EXPECTED_CALL_ERRORS: dict[tuple[str, str], str] = {}
+
+
+@pytest.mark.parametrize("program", all_programs())
+def test_program_generates_on_the_jax_target(program: str) -> None:
+    spec = program_spec(program, "jax", session_output_dir() / "corpus_jax")
+    resolved = resolve_spec(spec, session_cache_dir())
+    if program in STRING_PROGRAMS:
+        with pytest.raises(BindingError, match=r"binding '\w+' .*String holds a String, which no jax array holds"):
+            render_spec(resolved)
+        return
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        rendered = render_spec(resolved)
+    assert resolved.bindings
+    assert not [str(w.message) for w in seen if "jax" in str(w.message)]
+    handlers = rendered.files["jax_handlers.cpp"]
+    for b in resolved.bindings:
+        assert f"ksbind_jax_{b.name}" in handlers, b.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", [p for p in all_programs() if p not in STRING_PROGRAMS
+                                     and (EVERY_PROGRAM or p in CI_PROGRAMS)])
+def test_program_builds_every_binding_runs_and_vjps_match_on_the_jax_target(program: str) -> None:
+    r = build_program(program, "jax", session_output_dir() / "corpus_jax", session_cache_dir())
+    assert r.error is None and r.module is not None, str(r.error)
+    failed_calls = []
+    for b in r.bindings:
+        rng = np.random.default_rng(0)
+        try:
+            jax.block_until_ready(getattr(r.module, b.name)(*[random_jax_value(t, rng) for t in b.decl.params]))
+        except Exception as e:  # a ks error must arrive as a Python exception naming the binding
+            if (program, b.name) not in EXPECTED_CALL_ERRORS:
+                failed_calls.append(f"{b.name}: {type(e).__name__}: {e}")
+    assert not failed_calls, failed_calls
+    checks = [check_vjp(r.module, b, target="jax") for b in r.bindings if checkable(b)]
+    failed = [f"{c.name}: {c.detail}" for c in checks if not c.ok and (program, c.name) not in KNOWN_WRONG_VJPS]
+    assert not failed, failed
