@@ -144,7 +144,7 @@ auto ks_index(const int64_t* dims) {
         return ks_size(dims[0]);
     } else {
         return [&]<size_t... I>(std::index_sequence<I...>) {
-            return typename ks::tensor<D, ks::Float>::index_type{ks_size(dims[I])...};
+            return ks::make_Tuple(ks_size(dims[I])...);
         }(std::make_index_sequence<D>());
     }
 }
@@ -154,7 +154,7 @@ void index_dims(const Index& size, int64_t* out) {
     if constexpr (D == 1) {
         out[0] = size;
     } else {
-        [&]<size_t... I>(std::index_sequence<I...>) { ((out[I] = std::get<I>(size)), ...); }(std::make_index_sequence<D>());
+        [&]<size_t... I>(std::index_sequence<I...>) { ((out[I] = ks::get<I>(size)), ...); }(std::make_index_sequence<D>());
     }
 }
 
@@ -278,17 +278,17 @@ struct cross<ks::Tuple<Ts...>, std::enable_if_t<!no_scalar<ks::Tuple<Ts...>>::va
     }
     static T in(ks::allocator* alloc, const Leaf* l) {
         return [&]<size_t... I>(std::index_sequence<I...>) {
-            return T(cross<Ts>::in(alloc, l + offset<I>())...);
+            return ks::make_Tuple(cross<Ts>::in(alloc, l + offset<I>())...);
         }(std::index_sequence_for<Ts...>());
     }
     static void out(const T& v, const Leaf* l, const std::string& where) {
         [&]<size_t... I>(std::index_sequence<I...>) {
-            (cross<Ts>::out(std::get<I>(v), l + offset<I>(), where + "[" + std::to_string(I) + "]"), ...);
+            (cross<Ts>::out(ks::get<I>(v), l + offset<I>(), where + "[" + std::to_string(I) + "]"), ...);
         }(std::index_sequence_for<Ts...>());
     }
     static void shapes(const T& v, int64_t*& out, const std::string& where) {
         [&]<size_t... I>(std::index_sequence<I...>) {
-            (cross<Ts>::shapes(std::get<I>(v), out, where + "[" + std::to_string(I) + "]"), ...);
+            (cross<Ts>::shapes(ks::get<I>(v), out, where + "[" + std::to_string(I) + "]"), ...);
         }(std::index_sequence_for<Ts...>());
     }
 };
@@ -474,7 +474,7 @@ ffi::Error elementwise(const char* binding, ffi::RemainingArgs args, ffi::Remain
                 if constexpr (NOut == 1) {
                     out[0][i] = r;
                 } else {
-                    [&]<size_t... K>(std::index_sequence<K...>) { ((out[K][i] = std::get<K>(r)), ...); }(
+                    [&]<size_t... K>(std::index_sequence<K...>) { ((out[K][i] = ks::get<K>(r)), ...); }(
                         std::make_index_sequence<NOut>());
                 }
             }
