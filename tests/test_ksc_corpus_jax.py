@@ -79,18 +79,11 @@ def test_program_builds_every_binding_runs_and_vjps_match_on_the_jax_target(prog
         rng = np.random.default_rng(0)
         try:
             jax.block_until_ready(getattr(r.module, b.name)(*[random_jax_value(t, rng) for t in b.decl.params]))
-        except jax.errors.JaxRuntimeError as e:
-            if re.search(VALUE_SHAPED, str(e)):
+        except Exception as e:  # a ks failure arrives as a Python exception naming the binding
+            if re.search(VALUE_SHAPED, str(e)) or re.search(VALUE_SHAPED_ROWS, str(e)):
                 value_shaped.append(b.name)
             else:
                 failed_calls.append(f"{b.name}: {type(e).__name__}: {e}")
-        except ValueError as e:
-            if re.search(VALUE_SHAPED_ROWS, str(e)):
-                value_shaped.append(b.name)
-            else:
-                failed_calls.append(f"{b.name}: {type(e).__name__}: {e}")
-        except Exception as e:
-            failed_calls.append(f"{b.name}: {type(e).__name__}: {e}")
     assert not failed_calls, failed_calls
     assert len(value_shaped) < len(r.bindings), value_shaped
     checks = [check_vjp(r.module, b, target="jax") for b in r.bindings if checkable(b)]
