@@ -12,7 +12,7 @@ Each binding's function (see docs/jax.md for the rules):
   dtype and rank (Python numbers are taken for scalars), no cast;
 - finds its result's shapes at trace time: from the type (scalars), the
   broadcast shape (elementwise), the binding's ``result_shape`` expression, or
-  by calling the compiled function once on zeros of the traced shapes (the
+  by calling the compiled function once on ones of the traced shapes (the
   probe), cached per shape signature;
 - calls the handler through ``jax.ffi.ffi_call``, under ``jax.custom_vjp``
   whose backward calls the vjp's handler (float0 cotangents for Integer and

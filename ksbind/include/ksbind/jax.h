@@ -496,19 +496,36 @@ inline int probe_error(char* err, size_t errlen, const std::string& what) {
     return 1;
 }
 
-// Trace-time result shapes: the ks function called once on zero-filled
-// arguments of the traced shapes (in_dims: every argument leaf's dims, in
+// Ones, not zeros: an Integer argument the ks code divides by must not trap
+// (SIGFPE would end the process), and a Float one it divides by gives no inf.
+inline void fill_ones(unsigned char* data, int64_t n, ffi::DataType t) {
+    for (int64_t i = 0; i < n; ++i) {
+        if (t == ffi::DataType::F32) {
+            const float one = 1.0f;
+            std::memcpy(data + i * sizeof(float), &one, sizeof(float));
+        } else if (t == ffi::DataType::S32) {
+            const int one = 1;
+            std::memcpy(data + i * sizeof(int), &one, sizeof(int));
+        } else {
+            data[i] = 1;
+        }
+    }
+}
+
+// Trace-time result shapes: the ks function called once on arguments of
+// the traced shapes filled with ones (in_dims: every argument leaf's dims, in
 // order); out_dims receives every result leaf's. 0, or 1 with a message in err.
 template <class Ret, class... Args, class F>
 int probe(const char* binding, const int64_t* in_dims, int64_t* out_dims, char* err, size_t errlen, F&& f) {
     try {
         static const std::vector<LeafType> in_types = arg_types<Args...>();
-        std::vector<std::vector<unsigned char>> zeros(in_types.size());
+        std::vector<std::vector<unsigned char>> zeros(in_types.size());  // filled with ones below
         std::vector<Leaf> leaves(in_types.size());
         const int64_t* d = in_dims;
         for (size_t j = 0; j < in_types.size(); ++j) {
             const int64_t n = elements(d, in_types[j].rank);
             zeros[j].assign(static_cast<size_t>(n) * in_types[j].elsize + 1, 0);
+            fill_ones(zeros[j].data(), n, in_types[j].dtype);
             leaves[j] = Leaf{zeros[j].data(), d, in_types[j].rank, in_types[j].elsize};
             d += in_types[j].rank;
         }
@@ -524,7 +541,7 @@ int probe(const char* binding, const int64_t* in_dims, int64_t* out_dims, char* 
         return 0;
     } catch (const std::exception& e) {
         return probe_error(err, errlen, std::string("binding '") + binding + "': finding the result's shape by "
-                                        "calling it on zeros failed: " + e.what());
+                                        "calling it on ones failed: " + e.what());
     }
 }
 

@@ -80,10 +80,10 @@ ks::Float pairs$aT1$dfi$b(ks::allocator*, ks::tensor<1, ks::Tuple<ks::Float, ks:
     return s;
 }
 
-// rows of lengths 1..n: ragged
+// rows of lengths 1..n+2: ragged
 ks::tensor<1, ks::tensor<1, ks::Float>> ragged$ai(ks::allocator* a, ks::Integer n) {
-    auto r = ks::tensor<1, ks::tensor<1, ks::Float>>::create(a, n);
-    for (int i = 0; i < n; ++i) {
+    auto r = ks::tensor<1, ks::tensor<1, ks::Float>>::create(a, n + 2);
+    for (int i = 0; i < n + 2; ++i) {
         auto row = ks::tensor<1, ks::Float>::create(a, i + 1);
         for (int j = 0; j <= i; ++j) row[j] = 1;
         r[i] = row;
