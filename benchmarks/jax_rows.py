@@ -138,6 +138,11 @@ def _gmm_build_row(tmp: Path, quick: bool) -> tuple[float, float]:
     return sorted(builds)[len(builds) // 2], sorted(alone)[len(alone) // 2]
 
 
+def _add(out: list[Any], log: Callable[[str], None], r: Any) -> None:
+    out.append(r)
+    log(f"{r.name}: {r.ksbind_value:.4g} vs {r.reference_value:.4g} {r.unit}")
+
+
 def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[..., Any]) -> list[Any]:
     import jax
     import jax.numpy as jnp
@@ -159,7 +164,7 @@ def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[...
         np.testing.assert_allclose(gen(x10), hand(x10), rtol=1e-6)
         t_gen, t_hand = _median_pair(lambda: gen(x10).block_until_ready(), lambda: hand(x10).block_until_ready(),
                                      number, repeats)
-        out.append(row("jax call, 10-element vrelu3", "generated function under jax.jit",
+        _add(out, log, row("jax call, 10-element vrelu3", "generated function under jax.jit",
                        "hand-written jax.ffi handler, jitted", t_gen * 1e6, t_hand * 1e6, "us", "<= 1.10"))
 
         x = jnp.asarray(np.random.default_rng(0).standard_normal(elements).astype(np.float32))
@@ -168,14 +173,14 @@ def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[...
         n_big = max(3, number // 100)
         t_ks, t_jnp = _median_pair(lambda: f_ks(x).block_until_ready(), lambda: f_jnp(x).block_until_ready(),
                                    n_big, repeats)
-        out.append(row("jax elementwise relu3 forward", f"elementwise relu3, {elements:,} floats, jax.jit",
+        _add(out, log, row("jax elementwise relu3 forward", f"elementwise relu3, {elements:,} floats, jax.jit",
                        "jax.jit of the jnp formula", t_ks * 1e6, t_jnp * 1e6, "us", "<= 1.0"))
         g_ks = jax.jit(jax.grad(lambda v: m.relu3(v).sum()))
         g_jnp = jax.jit(jax.grad(lambda v: _relu3_jnp(v).sum()))
         np.testing.assert_allclose(g_ks(x), g_jnp(x), rtol=1e-5, atol=1e-6)
         t_ks, t_jnp = _median_pair(lambda: g_ks(x).block_until_ready(), lambda: g_jnp(x).block_until_ready(),
                                    n_big, repeats)
-        out.append(row("jax relu3 forward+backward", f"jax.jit(jax.grad) of the sum, {elements:,} floats",
+        _add(out, log, row("jax relu3 forward+backward", f"jax.jit(jax.grad) of the sum, {elements:,} floats",
                        "jax.jit(jax.grad) of the jnp formula", t_ks * 1e6, t_jnp * 1e6, "us", "<= 1.0"))
 
         if quick:  # a jax and a torch GMM build: minutes of CI's budget
@@ -184,7 +189,7 @@ def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[...
             return out
         log("jax target: GMM build")
         t_build, t_gxx = _gmm_build_row(tmp, quick)
-        out.append(row("gmm build, jax target", "GMM module (examples/gmm), jax target, cold, new process",
+        _add(out, log, row("gmm build, jax target", "GMM module (examples/gmm), jax target, cold, new process",
                        "g++ alone on its user C++, the jax build's flags", t_build, t_gxx, "s", "<= 1.3"))
 
         log("jax target: GMM objective + gradient")
@@ -195,8 +200,8 @@ def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[...
 
         mj = ksbind.build(GMM / "gmm.yaml", name="gmm_jax", cache_dir=cache, quiet=True)
         mt = ksbind.build(GMM / "gmm.yaml", name="gmm_torch", cache_dir=cache, quiet=True)
-        n, dd, k = (50, 3, 4) if quick else (1000, 10, 25)
-        for mod in (mj, mt):  # the vjp's tape at this size is more than the default 100 MB arena
+        n, dd, k = (50, 3, 4) if quick else (200, 8, 5)
+        for mod in (mj, mt):  # ksc's vjp keeps its tape in the arena: more than the default 100 MB
             mod.set_arena_bytes(1 << 30)
         inputs = reference.random_inputs(n, dd, k, dtype=torch.float32, wishart=(1.3, 2))
         arrays = [jnp.asarray(t.numpy()) for t in inputs[:5]]
@@ -216,7 +221,7 @@ def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[...
         n_gmm = 5 if quick else 50
         t_jax, t_torch = _median_pair(lambda: jax.block_until_ready(vg(*arrays)), torch_step, n_gmm, repeats)
         t_jnp, _ = _median_pair(lambda: jax.block_until_ready(vg_jnp(*arrays)), lambda: None, n_gmm, repeats)
-        out.append(row("jax gmm objective+gradient", f"jit(value_and_grad), N={n} D={dd} K={k}",
+        _add(out, log, row("jax gmm objective+gradient", f"jit(value_and_grad), N={n} D={dd} K={k}",
                        "torch target's forward+backward", t_jax * 1e6, t_torch * 1e6, "us", "report",
                        eager_value=t_jnp * 1e6))
     return out
