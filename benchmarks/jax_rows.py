@@ -13,7 +13,7 @@
   target's forward + backward; a jnp GMM under jax.jit(jax.value_and_grad) is
   the second reference.
 
-    python benchmarks/jax_rows.py [--quick] [--fresh-cache]
+    python benchmarks/jax_rows.py [--quick] [--fresh-cache] [--no-gmm]
 
 (standalone it uses KSBIND_CACHE_DIR's cache, where the GMM modules may already be built)
 """
@@ -143,7 +143,7 @@ def _add(out: list[Any], log: Callable[[str], None], r: Any) -> None:
     log(f"{r.name}: {r.ksbind_value:.4g} vs {r.reference_value:.4g} {r.unit}")
 
 
-def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[..., Any]) -> list[Any]:
+def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[..., Any], gmm: bool = True) -> list[Any]:
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -183,6 +183,8 @@ def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[...
         _add(out, log, row("jax relu3 forward+backward", f"jax.jit(jax.grad) of the sum, {elements:,} floats",
                        "jax.jit(jax.grad) of the jnp formula", t_ks * 1e6, t_jnp * 1e6, "us", "<= 1.0"))
 
+        if not gmm:
+            return out
         if quick:  # a jax and a torch GMM build: minutes of CI's budget
             print("jax GMM rows skipped: --quick (the GMM module built for jax and torch; "
                   "python benchmarks/jax_rows.py runs them)")
@@ -234,4 +236,5 @@ if __name__ == "__main__":
 
     with tempfile.TemporaryDirectory() as c:
         cache = Path(c) if "--fresh-cache" in sys.argv else Path(os.environ.get("KSBIND_CACHE_DIR", c))
-        print(table(rows(cache, "--quick" in sys.argv, lambda s: print("...", s, file=sys.stderr), Row)))
+        print(table(rows(cache, "--quick" in sys.argv, lambda s: print("...", s, file=sys.stderr), Row,
+                         gmm="--no-gmm" not in sys.argv)))
