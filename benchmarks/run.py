@@ -35,6 +35,7 @@ import call_rows  # noqa: E402
 import gmm_overhead  # noqa: E402
 import import_time  # noqa: E402
 import inductor_rows  # noqa: E402
+import jax_rows  # noqa: E402
 import ks_patterns  # noqa: E402
 import ksc_gmm_build  # noqa: E402
 import render_bench  # noqa: E402
@@ -181,6 +182,8 @@ class Row:
 
     @property
     def met(self) -> bool:
+        if self.target == "report":
+            return True
         op, bound = self.target.split()
         r, b = round(self.ratio, 2), float(bound)
         return {"<=": r <= b, ">=": r >= b, "=": r == b}[op]
@@ -368,6 +371,7 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
         print(f"ks pattern rows skipped: {missing}")
     else:
         rows += ks_patterns.rows(tmp / "ks-patterns", quick, cache, log, Row)
+    rows += jax_rows.rows(cache, quick, log, Row)
 
     rows.append(Row("cached build", "ksbind.build, unchanged module, new process",
                     "cold build of the same", t_cached, t_cold, "s", "<= 0.05"))

@@ -190,7 +190,8 @@ def _resolve(spec: BindingSpec, decls: Sequence[FunctionDecl],
                 vjp_decl = decl.derive("sufrev" if spec.vjp_from == "auto" else spec.vjp_from)
             except KsbindError as e:
                 raise BindingError(f"cannot bind a vjp for {decl.name}: {e.message}", spec.location) from None
-    return Binding(spec.name, decl, spec.vjp, vjp_decl, spec.mode, spec.location, spec.release_gil, spec.long_call)
+    return Binding(spec.name, decl, spec.vjp, vjp_decl, spec.mode, spec.location, spec.release_gil, spec.long_call,
+                   spec.result_shape)
 
 
 def plain_name_index(decls: Sequence[FunctionDecl]) -> dict[str, list[FunctionDecl]]:

@@ -37,7 +37,7 @@ from ksbind.spec import (
 MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindings", "tensor_types",
                "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters", "ksc",
                "prelude", "fast_math", "stubs")
-BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from", "release_gil", "long")
+BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from", "release_gil", "long", "result_shape")
 RUNTIME_KEYS = ("include_dirs", "sources")
 KSC_KEYS = ("path", "runtime", "timeout")
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "seq", "map")}
@@ -415,7 +415,11 @@ def _bindings(r: _NodeReader, node: yaml.Node) -> tuple[BindingSpec, ...]:
         release_gil = _choice(r, fields["release_gil"][1], "'release_gil'", GIL_POLICIES) \
             if "release_gil" in fields else "auto"
         long_call = r.typed(fields["long"][1], bool, "'long'", "true or false") if "long" in fields else False
-        out.append(BindingSpec(name, function, vjp, mode, r.loc(fields["name"][1]), vjp_from, release_gil, long_call))
+        result_shape = (r.typed(fields["result_shape"][1], str, "'result_shape'",
+                                "a Python expression over the arguments (docs/jax.md)")
+                        if "result_shape" in fields else None)
+        out.append(BindingSpec(name, function, vjp, mode, r.loc(fields["name"][1]), vjp_from, release_gil, long_call,
+                               result_shape))
     return tuple(out)
 
 

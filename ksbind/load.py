@@ -85,18 +85,19 @@ def _binding(b: BindingArg) -> BindingSpec:
         return b
     if isinstance(b, str):
         return BindingSpec(b)
-    unknown = set(b) - {"name", "function", "vjp", "mode", "vjp_from", "release_gil", "long"}
+    unknown = set(b) - {"name", "function", "vjp", "mode", "vjp_from", "release_gil", "long", "result_shape"}
     if unknown or "name" not in b:
         raise ConfigError(f"a binding is a name or a mapping with 'name' and optionally function, vjp, mode, "
-                          f"vjp_from, release_gil, long; found {dict(b)!r}")
+                          f"vjp_from, release_gil, long, result_shape; found {dict(b)!r}")
     mode, vjp_from, release_gil = b.get("mode", "plain"), b.get("vjp_from", "auto"), b.get("release_gil", "auto")
-    long_call = b.get("long", False)
+    long_call, result_shape = b.get("long", False), b.get("result_shape")
     if mode not in MODES or vjp_from not in VJP_SOURCES or release_gil not in GIL_POLICIES \
-            or not isinstance(long_call, bool):
+            or not isinstance(long_call, bool) or not isinstance(result_shape, (str, type(None))):
         raise ConfigError(f"a binding's mode is one of {', '.join(MODES)}, vjp_from one of "
                           f"{', '.join(VJP_SOURCES)}, release_gil one of {', '.join(GIL_POLICIES)} and long "
-                          f"true or false; found {dict(b)!r}")
-    return BindingSpec(b["name"], b.get("function"), b.get("vjp"), mode, None, vjp_from, release_gil, long_call)
+                          f"true or false, result_shape a string; found {dict(b)!r}")
+    return BindingSpec(b["name"], b.get("function"), b.get("vjp"), mode, None, vjp_from, release_gil, long_call,
+                       result_shape)
 
 
 __all__ = ["load_ks"]

@@ -42,6 +42,8 @@ class BindingSpec:
     vjp_from: str = "auto"
     release_gil: str = "auto"
     long_call: bool = False
+    #: A Python expression for the result's shape where it depends on values (jax target; docs/jax.md).
+    result_shape: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Binding:
     location: Location | None = field(default=None, compare=False)
     release_gil: str = "auto"
     long_call: bool = False
+    result_shape: str | None = None
 
 # -- from ksbind.ksc.driver
 DEFAULT_TIMEOUT = 300.0

@@ -130,6 +130,41 @@ def _to_torch(t: KsType, a: np.ndarray) -> Any:
     return float(a) if isinstance(t, ScalarType) else torch.from_numpy(np.asarray(a, dtype=np.float32))
 
 
+def _to_jax(t: KsType, a: np.ndarray) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.asarray(np.asarray(a, dtype=np.float32))
+
+
+def random_jax_value(t: KsType, rng: np.random.Generator, n: int = 3) -> Any:
+    """A value of type t as the jax target takes it: Floats in [0.5, 1.5), Integers 1..n-1 (valid
+    indices of the size-n tensors), Bools true, every tensor dimension n (tensors of tensors or
+    tuples stacked), tuples as tuples, types holding no scalar as ()."""
+    import jax.numpy as jnp
+
+    from ksbind.lang.types import TupleType
+
+    if not t.contains(lambda x: isinstance(x, ScalarType)):
+        return ()
+    if isinstance(t, ScalarType):
+        return {"Float": lambda: jnp.float32(rng.uniform(0.5, 1.5)), "Integer": lambda: jnp.int32(rng.integers(1, n)),
+                "Bool": lambda: jnp.bool_(True)}[t.name]()
+    if isinstance(t, TupleType):
+        return tuple(random_jax_value(e, rng, n) for e in t.elements)
+    assert isinstance(t, TensorType)
+    if isinstance(t.element, ScalarType):
+        shape = (n,) * t.rank
+        if t.element.name == "Float":
+            return jnp.asarray(rng.uniform(0.5, 1.5, size=shape).astype(np.float32))
+        if t.element.name == "Integer":
+            return jnp.asarray(rng.integers(1, n, size=shape).astype(np.int32))
+        return jnp.ones(shape, dtype=bool)
+    import jax
+
+    rows = [random_jax_value(t.element, rng, n) for _ in range(n)]
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *rows)
+
+
 @dataclass
 class VjpCheck:
     name: str
@@ -139,9 +174,10 @@ class VjpCheck:
 
 def check_vjp(m: ModuleType, b: Binding, seed: int = 0, n: int = 3, target: str = "python") -> VjpCheck:
     """<dr, f(x + eps v) - f(x - eps v)> / 2 eps against <vjp(x, dr), v>, for two random directions v.
-    Arguments cross as nested lists (python target) or float32 tensors (torch target)."""
+    Arguments cross as nested lists (python target), float32 tensors (torch target) or jax arrays
+    (jax target)."""
     assert b.vjp_name is not None
-    _to_py = _to_torch if target == "torch" else globals()["_to_py"]
+    _to_py = {"torch": _to_torch, "jax": _to_jax}.get(target, globals()["_to_py"])
     f: Callable[..., Any] = getattr(m, b.name)
     vjp: Callable[..., Any] = getattr(m, b.vjp_name)
     params, ret = b.decl.params, b.decl.return_type
@@ -172,5 +208,5 @@ def check_vjp(m: ModuleType, b: Binding, seed: int = 0, n: int = 3, target: str 
 
 
 
-__all__ = ["KNOWN_WRONG_VJPS", "all_programs", "ci_programs", "build_programs", "build_program", "check_vjp", "checkable",
+__all__ = ["random_jax_value", "KNOWN_WRONG_VJPS", "all_programs", "ci_programs", "build_programs", "build_program", "check_vjp", "checkable",
            "ProgramResult", "module_name"]

@@ -18,6 +18,7 @@ ROWS = ("import ksbind", "render", "call overhead, ks target", "call overhead, p
           for row in ("relu3 forward", "relu3 forward+backward", "broadcast muladd_relu", "vmap rownorm")),
         *(("ks patterns: gmm_fast vs eager", "ks patterns: gmm_fast, 10x the points",
            "ks patterns: mlp build/index form vs map form") if KSC_PRESENT else ()),
+        "jax call, 10-element vrelu3", "jax elementwise relu3 forward", "jax relu3 forward+backward",
         "cached build", "build cost", "batch build", "memory, python target", "memory, torch target")
 
 
@@ -35,5 +36,6 @@ def test_benchmark_runner_prints_every_row(tmp_path) -> None:
         assert ratio >= 0 if line.startswith(("| strings", "| import ksbind")) else ratio > 0, line
     assert "GMM binding-overhead rows skipped: --quick" in proc.stdout  # said, not silently left out
     assert KSC_PRESENT or "ks pattern rows skipped: " in proc.stdout
+    assert "jax GMM rows skipped: --quick" in proc.stdout
     text = doc.read_text()
     assert "STALE-TABLE" not in text and "intro" in text and "after" in text and "| render |" in text

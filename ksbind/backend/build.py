@@ -1,7 +1,7 @@
 """The backend's one way in: a rendered module to a built one, whatever its target.
 
 Each target's record names its build kind (``Target.build``: "pybind11",
-"python-capi" or "torch"); this module picks the build for it, so callers
+"python-capi", "torch" or "jax"); this module picks the build for it, so callers
 (pipeline.py, standalone.py) never learn there is more than one:
 
 - ``prepare_build(spec, rendered)``: the module's cache key, known before
@@ -12,7 +12,9 @@ Each target's record names its build kind (``Target.build``: "pybind11",
 
 The native build (native.py) compiles pybind11 and Python C API modules; the
 torch build (torch_build.py, imported only for torch modules) compiles torch
-extensions and installs their Python wrapper.
+extensions and installs their Python wrapper; the jax build (jax_build.py,
+imported only for jax modules) compiles a library of XLA FFI handlers beside
+its pure-Python wrapper.
 """
 from __future__ import annotations
 
@@ -47,6 +49,10 @@ def _is_torch(spec: ModuleSpec) -> bool:
     return get_target(spec.target).build == "torch"
 
 
+def _is_jax(spec: ModuleSpec) -> bool:
+    return get_target(spec.target).build == "jax"
+
+
 def prepare_build(spec: ModuleSpec, rendered: RenderedModule) -> PreparedBuild:
     """The module's cache key: the native build writes the generated files to
     ``spec.output`` first (its key hashes them there)."""
@@ -54,6 +60,10 @@ def prepare_build(spec: ModuleSpec, rendered: RenderedModule) -> PreparedBuild:
         from ksbind.backend import torch_build  # torch is imported only for torch modules
 
         return PreparedBuild(spec, rendered, torch_build.module_key(spec, rendered))
+    if _is_jax(spec):
+        from ksbind.backend import jax_build  # jax is imported only for jax modules
+
+        return PreparedBuild(spec, rendered, jax_build.module_key(spec, rendered))
     plan = compile_plan(spec, write_generated(spec.output, rendered))
     return PreparedBuild(spec, rendered, cache_key(plan, rendered.target), plan)
 
@@ -64,6 +74,10 @@ def build_module(prepared: PreparedBuild, root: Path) -> ModuleType:
         from ksbind.backend import torch_build
 
         return torch_build.build_torch_module(prepared.spec, prepared.rendered, cache_dir=root)
+    if _is_jax(prepared.spec):
+        from ksbind.backend import jax_build
+
+        return jax_build.build_jax_module(prepared.spec, prepared.rendered, cache_dir=root)
     assert prepared.plan is not None
     return build_plan(prepared.plan, prepared.rendered, root)
 
@@ -76,6 +90,10 @@ def module_toolchain(spec: ModuleSpec) -> Toolchain:
 
         cflags, ldflags = torch_build.flags()
         return torch_build.toolchain(torch_build.include_dirs_for(spec), cflags, ldflags)
+    if _is_jax(spec):
+        from ksbind.backend import jax_build
+
+        return jax_build.toolchain(spec)
     return plan_toolchain(compile_plan(spec, []))
 
 
@@ -89,6 +107,10 @@ def standalone_units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit
         tc = torch_build.toolchain(torch_build.include_dirs_for(spec), cflags, ldflags)
         return torch_build.torch_units(spec, generated, tc, get_target(spec.target).compiled_name(spec.name),
                                        None), tc
+    if _is_jax(spec):
+        from ksbind.backend import jax_build
+
+        return jax_build.jax_units(spec, generated, None), jax_build.toolchain(spec)
     plan = compile_plan(spec, generated)
     tc = plan_toolchain(plan)
     return plan_units(plan, tc, None), tc

@@ -16,7 +16,7 @@ from ksbind.codegen.targets import get_target
 from ksbind.codegen.targets.common import EntryPoint, entry_points_for
 from ksbind.codegen.targets.ks import SCALAR_PY
 from ksbind.codegen.targets.record import Target
-from ksbind.errors import ConfigError
+from ksbind.errors import BindingError, ConfigError
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.types import KsType, ScalarType, TensorType
 from ksbind.spec import LAYOUTS, Binding, ModuleOptions
@@ -93,6 +93,10 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     if options.layout not in LAYOUTS:
         raise ConfigError(f"unknown layout {options.layout!r}; expected one of {', '.join(LAYOUTS)}")
     target = get_target(options.target)
+    for b in bindings:
+        if b.result_shape is not None and not target.result_shapes:
+            raise BindingError(f"binding {b.name!r}: result_shape is for targets that must know result shapes "
+                               f"when tracing; the {options.target} target finds them by calling", b.location)
     # Many bindings share types: decide each (type, role) crossing once.
     entries = entry_points_for(list(bindings), lru_cache(maxsize=None)(target.crossing))
     # A target may refine the entry points (the torch target's elementwise/vmap modes

@@ -1,6 +1,6 @@
 """Binding targets: how ks values cross into Python for each kind of module.
 
-Each target module (ks.py, python.py, torch.py) defines its ``TARGET``, one
+Each target module (ks.py, python.py, torch.py, jax.py) defines its ``TARGET``, one
 frozen ``Target`` record (record.py): its files, how each type crosses, its
 template context, its build kind and its flags. Only this package and the
 backend know target names; everything else looks a record up by
@@ -8,13 +8,15 @@ backend know target names; everything else looks a record up by
 """
 from __future__ import annotations
 
+from ksbind.codegen.targets import jax as jax_target
 from ksbind.codegen.targets import ks as ks_target
 from ksbind.codegen.targets import python as python_target
 from ksbind.codegen.targets import torch as torch_target
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import ConfigError, Location, closest
 
-TARGETS: dict[str, Target] = {t.name: t for t in (ks_target.TARGET, python_target.TARGET, torch_target.TARGET)}
+TARGETS: dict[str, Target] = {t.name: t for t in (ks_target.TARGET, python_target.TARGET, torch_target.TARGET,
+                                                  jax_target.TARGET)}
 
 
 def get_target(name: str, where: Location | None = None) -> Target:

@@ -18,8 +18,9 @@ from ksbind.spec import Binding, ModuleOptions
 ExtraContext = Callable[[Sequence[Binding], ModuleOptions], dict[str, Any]]
 
 #: The backend builds a target's modules by one of these kinds (ksbind/backend/build.py):
-#: pybind11 and Python's C API modules by the native build, torch extensions by the torch build.
-BUILD_KINDS = ("pybind11", "python-capi", "torch")
+#: pybind11 and Python's C API modules by the native build, torch extensions by the torch build,
+#: jax FFI libraries by the jax build.
+BUILD_KINDS = ("pybind11", "python-capi", "torch", "jax")
 
 
 def no_extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
@@ -59,6 +60,7 @@ class Target:
     compiled_name: the compiled extension's module name, from the module's name.
     runtime_copy: a standalone build (a wheel) puts a copy of ksbind/torch_runtime.py
     beside the module under this name (``{module}`` replaced); None: no copy.
+    result_shapes: bindings may name their ``result_shape`` (elsewhere it is a BindingError).
     """
 
     name: str
@@ -75,6 +77,7 @@ class Target:
     torch_library: bool = False
     compiled_name: Callable[[str], str] = same_name
     runtime_copy: str | None = None
+    result_shapes: bool = False
 
     def __post_init__(self) -> None:
         if self.build not in BUILD_KINDS:

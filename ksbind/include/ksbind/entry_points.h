@@ -21,7 +21,11 @@
 
 #include <knossos.h>
 
+// KSBIND_NO_PYTHON: a library loaded without Python's headers (the jax target's,
+// through ctypes): no GIL to release, and nothing of Python's C API referenced.
+#ifndef KSBIND_NO_PYTHON
 #include <Python.h>
+#endif
 
 #include <atomic>
 #include <cerrno>
@@ -99,13 +103,15 @@ KSBIND_HIDDEN inline auto g_base_mark = g_alloc.mark();
 // (one of them may hold the mutex and need the GIL to finish) while waiting.
 inline void lock_arena() {
     if (arena_mutex.try_lock()) return;
+#ifndef KSBIND_NO_PYTHON
     if (Py_IsInitialized() && PyGILState_Check()) {
         PyThreadState* state = PyEval_SaveThread();
         arena_mutex.lock();
         PyEval_RestoreThread(state);
-    } else {
-        arena_mutex.lock();
+        return;
     }
+#endif
+    arena_mutex.lock();
 }
 
 inline void reset_allocator() {
@@ -178,6 +184,9 @@ namespace ksbind {
 // whose forced unwind out of a (noexcept) destructor would abort the process.
 template <class F>
 decltype(auto) without_gil(F&& f) {
+#ifdef KSBIND_NO_PYTHON
+    return f();
+#else
     if (!Py_IsInitialized() || !PyGILState_Check()) return f();
     PyThreadState* state = PyEval_SaveThread();
     try {
@@ -193,6 +202,7 @@ decltype(auto) without_gil(F&& f) {
         PyEval_RestoreThread(state);
         throw;
     }
+#endif
 }
 
 // Release the GIL only for calls with enough tensor data to be worth it:

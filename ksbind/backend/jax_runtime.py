@@ -1,0 +1,485 @@
+"""What a generated jax-target wrapper (``NAME.py``) runs: it loads the
+module's handler library with ctypes, registers each handler with
+``jax.ffi`` and puts one JAX function per binding (and per vjp) in the
+wrapper's namespace, with the allocator functions every module has.
+
+Imports jax, numpy and the standard library, nothing of ksbind's, so a module
+built here runs wherever this file and a jax whose FFI API is at least the
+one it was built against are importable (docs/jax.md).
+
+Each binding's function (see docs/jax.md for the rules):
+- checks its arguments at trace time: every array must have its ks type's
+  dtype and rank (Python numbers are taken for scalars), no cast;
+- finds its result's shapes at trace time: from the type (scalars), the
+  broadcast shape (elementwise), the binding's ``result_shape`` expression, or
+  by calling the compiled function once on ones of the traced shapes (the
+  probe), cached per shape signature;
+- calls the handler through ``jax.ffi.ffi_call``, under ``jax.custom_vjp``
+  whose backward calls the vjp's handler (float0 cotangents for Integer and
+  Bool parts).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Tree = dict[str, Any]
+Shape = tuple[int, ...]
+
+_registered: set[str] = set()
+_register_lock = threading.Lock()
+_ERR_BYTES = 4096
+#: How each mode's handler is batched under jax.vmap: the plain handler by a
+#: loop (a scan), the others natively (the handlers take leading batch axes).
+VMAP_METHODS = {"plain": "sequential", "vmap": "broadcast_all", "elementwise": "broadcast_all"}
+
+
+# ------------------------------------------------------------ pytrees of leaves
+
+def leaves_of(t: Tree) -> list[Tree]:
+    if t["kind"] == "leaf":
+        return [t]
+    if t["kind"] == "tuple":
+        return [leaf for p in t["parts"] for leaf in leaves_of(p)]
+    return []
+
+
+def unflatten(t: Tree, values: Sequence[Any]) -> Any:
+    it = iter(values)
+
+    def build(node: Tree) -> Any:
+        if node["kind"] == "leaf":
+            return next(it)
+        if node["kind"] == "tuple":
+            return tuple(build(p) for p in node["parts"])
+        return ()
+    return build(t)
+
+
+class _Traced:
+    """A scalar argument whose value is not known when tracing, in a result_shape expression."""
+
+    def __init__(self, binding: str, name: str) -> None:
+        self.binding, self.name = binding, name
+
+    def _fail(self, *args: Any) -> Any:
+        raise TypeError(f"binding {self.binding!r}: result_shape uses argument {self.name!r}, whose value is not "
+                        f"known when tracing (under jax.jit: make it static, e.g. "
+                        f"jax.jit(f, static_argnames=...), or give result_shape in terms of shapes)")
+
+    __index__ = __int__ = __float__ = __bool__ = __add__ = __radd__ = __mul__ = __rmul__ = _fail
+    __sub__ = __rsub__ = __floordiv__ = __rfloordiv__ = _fail
+
+
+class Binding:
+    """One binding's JAX function, its vjp's and how their shapes are found."""
+
+    def __init__(self, info: dict[str, Any], lib: ctypes.CDLL, names: dict[str, str]) -> None:
+        self.info = info
+        self.name: str = info["name"]
+        self.mode: str = info["mode"]
+        self.params: list[dict[str, Any]] = info["params"]
+        self.result: Tree = info["result"]
+        self.result_leaves = leaves_of(self.result)
+        self.target = names[info["handler"]]
+        self.vjp_target = names[info["vjp_handler"]] if info["vjp_handler"] else None
+        self.probe_fn: Callable[..., int] | None = None
+        if info["probe"]:
+            fn = getattr(lib, info["probe"])
+            fn.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p,
+                           ctypes.c_size_t]
+            fn.restype = ctypes.c_int
+            self.probe_fn = fn
+        self._shapes: dict[tuple[Shape, ...], list[Shape]] = {}
+        self._shapes_lock = threading.Lock()
+        self._given = threading.local()
+        self.call = self._make_call()
+
+    # -------------------------------------------------------- arguments
+
+    def _leaf(self, value: Any, leaf: Tree, where: str, ks: str, batched: bool) -> Any:
+        dtype = leaf["dtype"]
+        rank = leaf["rank"] + (1 if batched else 0)
+        if isinstance(value, (bool, int, float)) and rank == 0:
+            ok = {"float32": not isinstance(value, bool),
+                  "int32": isinstance(value, int) and not isinstance(value, bool),
+                  "bool": isinstance(value, bool)}[dtype]
+            if ok:
+                return jnp.asarray(value, dtype=dtype)
+            raise TypeError(f"{self.name}: argument {where} (ks {ks}) must be a {dtype} number or 0-dim array, "
+                            f"got {type(value).__name__} {value!r}")
+        got_dtype = getattr(value, "dtype", None)
+        shape = getattr(value, "shape", None)
+        if got_dtype is None or shape is None:
+            raise TypeError(f"{self.name}: argument {where} (ks {ks}) must be a {dtype} array of rank {rank}, "
+                            f"got {type(value).__name__}")
+        if np.dtype(got_dtype) != np.dtype(dtype):
+            raise TypeError(f"{self.name}: argument {where} (ks {ks}) must be a {dtype} array, got {got_dtype} "
+                            f"(no implicit cast: convert it with .astype(jnp.{dtype}))")
+        if len(shape) != rank:
+            raise TypeError(f"{self.name}: argument {where} (ks {ks}) must be a {dtype} array of rank {rank}"
+                            f"{' (a leading batch axis, mode vmap)' if batched else ''}, got shape {tuple(shape)}")
+        return value if isinstance(value, jax.Array) else jnp.asarray(value)
+
+    def _flatten(self, value: Any, t: Tree, where: str, ks: str, batched: bool, out: list[Any]) -> None:
+        if t["kind"] == "leaf":
+            out.append(self._leaf(value, t, where, ks, batched))
+        elif t["kind"] == "tuple":
+            parts = t["parts"]
+            if not isinstance(value, (tuple, list)) or len(value) != len(parts):
+                raise TypeError(f"{self.name}: argument {where} (ks {ks}) must be a tuple of {len(parts)}, "
+                                f"got {type(value).__name__}")
+            for i, (v, p) in enumerate(zip(value, parts)):
+                self._flatten(v, p, f"{where}[{i}]", ks, batched, out)
+        elif value not in ((), None) and not (isinstance(value, (tuple, list))
+                                              and not jax.tree_util.tree_leaves(value)):
+            raise TypeError(f"{self.name}: argument {where} (ks {ks}) holds no number (a tangent of discrete "
+                            f"values): pass ()")
+
+    def check(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """The arguments as pytrees of arrays of the right dtypes (Python numbers made arrays)."""
+        names = [p["name"] for p in self.params]
+        if len(args) > len(names):
+            raise TypeError(f"{self.name}() takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
+        values = list(args) + [None] * (len(names) - len(args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError(f"{self.name}() got an unexpected keyword argument {k!r}")
+            i = names.index(k)
+            if i < len(args):
+                raise TypeError(f"{self.name}() got multiple values for argument {k!r}")
+            values[i] = v
+        out: list[Any] = []
+        for p, v in zip(self.params, values):
+            if v is None and p["tree"]["kind"] != "empty":
+                raise TypeError(f"{self.name}() missing argument {p['name']!r}")
+            leaves: list[Any] = []
+            if self.mode == "elementwise":
+                leaves.append(self._elementwise_arg(v, p["name"]))
+            else:
+                self._flatten(v, p["tree"], repr(p["name"]), p["ks"], p["batched"], leaves)
+            out.append(unflatten(p["tree"], leaves) if self.mode != "elementwise" else leaves[0])
+        if self.mode == "vmap":
+            sizes = {p["name"]: jnp.shape(v)[0] for p, v in zip(self.params, out) if p["batched"]}
+            if len(set(sizes.values())) > 1:
+                raise ValueError(f"{self.name}: mode vmap maps over the leading axis, and the batched arguments' "
+                                 f"leading sizes differ: {sizes}")
+        return out
+
+    def _elementwise_arg(self, value: Any, name: str) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return jnp.asarray(value, dtype=jnp.float32)
+        dtype = getattr(value, "dtype", None)
+        if dtype is None or np.dtype(dtype) != np.float32:
+            raise TypeError(f"{self.name}: argument {name!r} (mode elementwise, ks Float) must be a float32 array "
+                            f"or a number, got {dtype if dtype is not None else type(value).__name__} "
+                            f"(no implicit cast)")
+        return value
+
+    # -------------------------------------------------------- shapes
+
+    def result_shapes(self, leaves: Sequence[Any], values: Sequence[Any]) -> list[Shape]:
+        """Each result leaf's shape, for the traced argument leaves (``values``: the arguments)."""
+        if self.mode == "elementwise":
+            shape = jnp.broadcast_shapes(*(jnp.shape(x) for x in leaves))
+            return [shape for _ in self.result_leaves]
+        batch: Shape = ()
+        step = [tuple(jnp.shape(x)) for x in leaves]
+        if self.mode == "vmap":
+            flat_batched = [p["batched"] for p in self.params for _ in leaves_of(p["tree"])]
+            for i, b in enumerate(flat_batched):
+                if b:
+                    batch = step[i][:1]
+                    step[i] = step[i][1:]
+        if all(leaf["rank"] == 0 for leaf in self.result_leaves):
+            shapes: list[Shape] = [() for _ in self.result_leaves]
+        elif self.info["result_shape"] is not None:
+            shapes = self._expression_shapes(values)
+        else:
+            shapes = self._probed_shapes(tuple(step))
+        return [batch + s for s in shapes]
+
+    def _scalar_values(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The scalar arguments' values where they are known (not traced)."""
+        given = dict(zip((p["name"] for p in self.params), args), **kwargs)
+        out: dict[str, Any] = {}
+        for p in self.params:
+            if p["tree"]["kind"] == "leaf" and p["tree"]["rank"] == 0 and not p["batched"]:
+                try:
+                    out[p["name"]] = np.asarray(given.get(p["name"])).item()
+                except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError, TypeError):
+                    out[p["name"]] = _Traced(self.name, p["name"])
+        return out
+
+    def _expression_shapes(self, values: Sequence[Any]) -> list[Shape]:
+        known = getattr(self._given, "values", None) or {}
+        env: dict[str, Any] = {}
+        for p, v in zip(self.params, values):
+            if p["tree"]["kind"] == "leaf" and p["tree"]["rank"] == 0 and not p["batched"]:
+                env[p["name"]] = known.get(p["name"], _Traced(self.name, p["name"]))
+            else:
+                env[p["name"]] = jax.tree_util.tree_map(lambda x: tuple(jnp.shape(x)), v)
+        expr = self.info["result_shape"]
+        try:
+            value = eval(expr, {"__builtins__": {"len": len, "min": min, "max": max, "sum": sum}}, env)  # noqa: S307
+        except TypeError:
+            raise
+        except Exception as e:  # the user's expression: say which and why
+            raise ValueError(f"binding {self.name!r}: result_shape {expr!r} failed: {type(e).__name__}: {e}") from None
+        parts = [value] if self.result["kind"] == "leaf" else None
+        if parts is None:
+            flat: list[Any] = []
+
+            def walk(node: Tree, v: Any) -> None:
+                if node["kind"] == "leaf":
+                    flat.append(v)
+                elif node["kind"] == "tuple":
+                    if not isinstance(v, (tuple, list)) or len(v) != len(node["parts"]):
+                        raise ValueError(f"binding {self.name!r}: result_shape {expr!r} gave {value!r}; the result "
+                                         f"is a tuple of {len(node['parts'])}: give one shape per part")
+                    for p, x in zip(node["parts"], v):
+                        walk(p, x)
+            walk(self.result, value)
+            parts = flat
+        shapes = []
+        for leaf, s in zip(self.result_leaves, parts):
+            if isinstance(s, int):
+                s = (s,)
+            if not isinstance(s, (tuple, list)) or len(s) != leaf["rank"] or \
+                    not all(isinstance(d, (int, np.integer)) and d >= 0 for d in s):
+                raise ValueError(f"binding {self.name!r}: result_shape {expr!r} gave {s!r} for a rank-"
+                                 f"{leaf['rank']} result: expected {leaf['rank']} sizes")
+            shapes.append(tuple(int(d) for d in s))
+        return shapes
+
+    def _probed_shapes(self, step: tuple[Shape, ...]) -> list[Shape]:
+        with self._shapes_lock:
+            found = self._shapes.get(step)
+        if found is not None:
+            return found
+        assert self.probe_fn is not None
+        flat_in = [d for s in step for d in s]
+        in_dims = (ctypes.c_int64 * max(1, len(flat_in)))(*flat_in)
+        n_out = sum(leaf["rank"] for leaf in self.result_leaves)
+        out_dims = (ctypes.c_int64 * max(1, n_out))()
+        err = ctypes.create_string_buffer(_ERR_BYTES)
+        if self.probe_fn(in_dims, out_dims, err, _ERR_BYTES):
+            raise ValueError(err.value.decode("utf-8", "replace") + "; if the result's shape depends on argument "
+                             "values, give the binding result_shape: in its config (docs/jax.md)")
+        shapes, k = [], 0
+        for leaf in self.result_leaves:
+            shapes.append(tuple(int(out_dims[k + i]) for i in range(leaf["rank"])))
+            k += leaf["rank"]
+        with self._shapes_lock:
+            self._shapes[step] = shapes
+        return shapes
+
+    # -------------------------------------------------------- calls
+
+    def _ffi(self, target: str, leaves: Sequence[Any], shapes: Sequence[Shape], dtypes: Sequence[Any]) -> list[Any]:
+        if not shapes:
+            return []
+        out_types = [jax.ShapeDtypeStruct(s, d) for s, d in zip(shapes, dtypes)]  # type: ignore[no-untyped-call]
+        empty = any(0 in s for s in shapes)
+        res = jax.ffi.ffi_call(target, out_types, vmap_method=VMAP_METHODS[self.mode], has_side_effect=empty)(*leaves)
+        return list(res)
+
+    def _arg_leaves(self, values: Sequence[Any]) -> list[Any]:
+        if self.mode == "elementwise":
+            return list(jnp.broadcast_arrays(*values))
+        return [x for v in values for x in jax.tree_util.tree_leaves(v)]
+
+    def forward(self, *values: Any) -> Any:
+        leaves = self._arg_leaves(values)
+        shapes = self.result_shapes(leaves, values)
+        outs = self._ffi(self.target, leaves, shapes, [leaf["dtype"] for leaf in self.result_leaves])
+        return unflatten(self.result, outs)
+
+    def backward(self, values: Sequence[Any], g: Any) -> tuple[Any, ...]:
+        assert self.vjp_target is not None
+        # dret: the cotangent's float leaves (Integer and Bool parts have none in ks).
+        g_leaves = _float_parts(self.result, g)
+        leaves = self._arg_leaves(values)
+        if self.mode == "elementwise":
+            shape = jnp.broadcast_shapes(*(jnp.shape(x) for x in leaves))
+            gl = [jnp.broadcast_to(x, shape) for x in g_leaves]
+            grads = self._ffi(self.vjp_target, [*leaves, *gl], [shape] * len(leaves), ["float32"] * len(leaves))
+            return tuple(_unbroadcast(d, jnp.shape(v)) for d, v in zip(grads, values))
+        float_leaves = [x for x in leaves if np.dtype(x.dtype) == np.float32]
+        grads_it = iter(self._ffi(self.vjp_target, [*leaves, *g_leaves], [tuple(jnp.shape(x)) for x in float_leaves],
+                               ["float32"] * len(float_leaves)))
+        out = []
+        for p, v in zip(self.params, values):
+            parts = [next(grads_it) if np.dtype(x.dtype) == np.float32 else
+                     np.zeros(jnp.shape(x), dtype=jax.dtypes.float0) for x in jax.tree_util.tree_leaves(v)]
+            out.append(unflatten(p["tree"], parts))
+        return tuple(out)
+
+    def vjp_call(self, *args: Any, **kwargs: Any) -> Any:
+        """The vjp binding itself: ``name_vjp(*args, dret)``, gradients in the arguments' layout."""
+        dret = kwargs.pop("dret") if "dret" in kwargs else (args[-1] if len(args) > len(self.params) else None)
+        if "dret" not in kwargs and len(args) > len(self.params):
+            args = args[:-1]
+        values = self.check(args, kwargs)
+        if dret is None and any(leaf["dtype"] == "float32" for leaf in self.result_leaves):
+            raise TypeError(f"{self.name}_vjp() missing argument 'dret'")
+        d_leaves: list[Any] = []
+        tangent = _tangent_tree(self.result)
+        if self.mode == "elementwise":
+            d_leaves = [self._elementwise_arg(dret, "dret")]
+        else:
+            self._flatten(dret if dret is not None else (), tangent, "'dret'", "the result's tangent",
+                          self.mode == "vmap", d_leaves)
+        grads = self.backward(values, unflatten(tangent, d_leaves) if self.mode != "elementwise" else d_leaves[0])
+        return grads[0] if len(grads) == 1 else grads
+
+    def _make_call(self) -> Callable[..., Any]:
+        fwd_fn = jax.custom_vjp(self.forward)
+        name = self.name
+
+        def fwd(*values: Any) -> tuple[Any, tuple[Any, ...]]:
+            return self.forward(*values), values
+
+        def bwd(values: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
+            if self.vjp_target is None:
+                raise TypeError(f"binding {name!r} has no vjp: give it one (vjp: in its config entry) to "
+                                f"differentiate it")
+            return self.backward(values, g)
+
+        fwd_fn.defvjp(fwd, bwd)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            checked = self.check(args, kwargs)
+            if self.info["result_shape"] is None:
+                return fwd_fn(*checked)
+            # custom_vjp traces its function: the values of the scalars the
+            # expression reads are taken here, before (static under jit, or eager).
+            self._given.values = self._scalar_values(args, kwargs)
+            try:
+                return fwd_fn(*checked)
+            finally:
+                self._given.values = None
+
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = f"{self.info['signature']} (ks {self.info['ks_name']}, mode {self.mode})"
+        return call
+
+
+def _float_parts(t: Tree, g: Any) -> list[Any]:
+    """The cotangent's Float leaves, in order: ks's tangent of the result (Integer and Bool parts,
+    float0 or () here, have none)."""
+    if t["kind"] == "leaf":
+        return [g] if t["dtype"] == "float32" else []
+    if t["kind"] == "tuple":
+        return [x for p, v in zip(t["parts"], g) for x in _float_parts(p, v)]
+    return []
+
+
+def _tangent_tree(t: Tree) -> Tree:
+    """The ks tangent's layout: Float leaves only."""
+    if t["kind"] == "leaf":
+        return t if t["dtype"] == "float32" else {"kind": "empty"}
+    if t["kind"] == "tuple":
+        return {"kind": "tuple", "parts": [_tangent_tree(p) for p in t["parts"]]}
+    return t
+
+
+def _unbroadcast(x: Any, shape: Shape) -> Any:
+    """The gradient of a broadcast argument: summed over the axes it was broadcast along."""
+    extra = x.ndim - len(shape)
+    if extra:
+        x = x.sum(axis=tuple(range(extra)))
+    axes = tuple(i for i, (a, b) in enumerate(zip(x.shape, shape)) if b == 1 and a != 1)
+    return x.sum(axis=axes, keepdims=True) if axes else x
+
+
+def _c_check(rc: int, err: Any, kind: type[Exception] = ValueError) -> None:
+    if rc:
+        raise kind(err.value.decode("utf-8", "replace"))
+
+
+def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[str, Any]], *,
+            arena_bytes: int, logging: bool) -> None:
+    """Load the library beside the wrapper, register its handlers and define the module's functions."""
+    path = os.path.join(os.path.dirname(os.path.abspath(namespace["__file__"])), lib_file)
+    lib = ctypes.CDLL(path)
+    err = ctypes.create_string_buffer(_ERR_BYTES)
+    lib.ksbind_jax_configure.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    _c_check(lib.ksbind_jax_configure(arena_bytes, int(logging), err, _ERR_BYTES), err)
+    # Target names are process-wide: one per built library (its cache folder names its content).
+    tag = os.path.basename(os.path.dirname(path)).replace("-", "_")
+    names: dict[str, str] = {}
+    with _register_lock:
+        for info in bindings:
+            for symbol in (info["handler"], info["vjp_handler"]):
+                if symbol is None:
+                    continue
+                target = f"ksbind.{tag}.{symbol}"
+                names[symbol] = target
+                if target not in _registered:
+                    capsule = jax.ffi.pycapsule(getattr(lib, symbol))  # type: ignore[no-untyped-call]
+                    jax.ffi.register_ffi_target(target, capsule, platform="cpu")
+                    _registered.add(target)
+    made = {}
+    for info in bindings:
+        b = Binding(info, lib, names)
+        made[info["name"]] = b
+        namespace[info["name"]] = b.call
+        if info["vjp"]:
+            def vjp(*args: Any, _b: Binding = b, **kwargs: Any) -> Any:
+                return _b.vjp_call(*args, **kwargs)
+            vjp.__name__ = vjp.__qualname__ = info["vjp"]
+            vjp.__doc__ = f"vjp of {info['name']}: the gradient of each argument given the result's (dret)"
+            namespace[info["vjp"]] = vjp
+    namespace["_bindings"] = made
+    namespace["_library"] = lib
+    namespace.update(_allocator_functions(lib))
+
+
+def _allocator_functions(lib: ctypes.CDLL) -> dict[str, Callable[..., Any]]:
+    for f in ("allocator_top", "allocator_peak", "arena_bytes"):
+        getattr(lib, f"ksbind_jax_{f}").restype = ctypes.c_size_t
+    lib.ksbind_jax_set_arena_bytes.argtypes = [ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    lib.ksbind_jax_reset_allocator.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.ksbind_jax_logging.argtypes = [ctypes.c_int]
+
+    def reset_allocator() -> None:
+        """Reset this thread's arena (calls reset it themselves when they end)."""
+        err = ctypes.create_string_buffer(_ERR_BYTES)
+        _c_check(lib.ksbind_jax_reset_allocator(err, _ERR_BYTES), err, RuntimeError)
+
+    def allocator_top() -> int:
+        """Bytes of this thread's arena in use (0 between calls)."""
+        return int(lib.ksbind_jax_allocator_top())
+
+    def allocator_peak() -> int:
+        """The most bytes this thread's arena has held (XLA may run handlers on its own threads)."""
+        return int(lib.ksbind_jax_allocator_peak())
+
+    def arena_bytes() -> int:
+        """The size in bytes of each thread's arena."""
+        return int(lib.ksbind_jax_arena_bytes())
+
+    def set_arena_bytes(n: int) -> None:
+        """Make each thread's arena this size."""
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            raise ValueError(f"arena_bytes must be a positive int, got {n!r}")
+        err = ctypes.create_string_buffer(_ERR_BYTES)
+        _c_check(lib.ksbind_jax_set_arena_bytes(n, err, _ERR_BYTES), err, MemoryError)
+
+    def logging(on: bool) -> None:
+        """Print every call to stderr."""
+        lib.ksbind_jax_logging(int(bool(on)))
+
+    return {f.__name__: f for f in (reset_allocator, allocator_top, allocator_peak, arena_bytes, set_arena_bytes,
+                                    logging)}
+
+
+__all__ = ["install", "Binding", "leaves_of", "unflatten", "VMAP_METHODS"]

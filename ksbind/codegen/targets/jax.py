@@ -1,0 +1,239 @@
+"""The ``jax`` target: ks functions as JAX functions, through XLA's FFI.
+
+The compiled part is a plain shared library with no Python in it: one XLA
+FFI handler per entry point (``ksbind/jax.h`` holds their generic bodies), a
+shape probe per primal, and the allocator functions, all ``extern "C"``. The
+generated pure-Python wrapper ``NAME.py`` loads it with ctypes, registers the
+handlers with ``jax.ffi`` and defines one traceable function per binding
+(``ksbind/backend/jax_runtime.py``): ``jax.custom_vjp`` from its vjp, result
+shapes found at trace time, and ``jax.vmap`` rules by mode.
+
+Types (leaves: ``ksbind/jax.h``): Float float32, Integer int32, Bool bool;
+scalars are 0-dim arrays; tensors of scalars arrays; a tensor of tensors one
+stacked array, a tensor of tuples a tuple of stacked arrays; tuples tuples;
+types that hold no scalar (tangents of discrete values) ``()``. Refused with a
+BindingError at generation time: strings, and tensors of tensors or tuples
+whose rank is above 1.
+
+Modes, as on the torch target: ``plain`` (one call; under ``jax.vmap`` a
+sequential loop), ``elementwise`` (a scalar ``Float -> Float`` or
+``(Float, Float) -> Float`` function over arrays of any broadcast shape,
+batched natively), ``vmap`` (the function mapped over the leading axis of its
+tensor arguments; scalars shared).
+"""
+from __future__ import annotations
+
+import pprint
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
+from ksbind.codegen.targets.record import Target
+from ksbind.errors import BindingError
+from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType, parse_type
+from ksbind.spec import Binding, ModuleOptions
+
+NAME = "jax"
+# "{module}" in a file name is replaced by the module's name: NAME.py is the
+# wrapper users import; the handlers compile into the library NAME_jaxffi.so.
+FILES = {"jax_handlers.cpp": "jax_handlers.cpp.j2", "{module}.py": "jax_wrapper.py.j2",
+         "{module}.pyi": "stub.pyi.j2"}
+SINGLE_FILE = FILES
+LIB_SUFFIX = "_jaxffi"
+DTYPES = {"Float": "float32", "Integer": "int32", "Bool": "bool"}
+#: The jaxlib whose FFI headers modules compile against: the oldest supported, since
+#: XLA refuses a handler built against a newer FFI API than its own (docs/jax.md).
+OLDEST_JAXLIB = "0.10.2"
+
+
+def lib_name(module_name: str) -> str:
+    return module_name + LIB_SUFFIX
+
+
+# ------------------------------------------------------------ what crosses
+
+def holds_no_scalar(t: KsType) -> bool:
+    return not t.contains(lambda x: isinstance(x, ScalarType))
+
+
+def unsupported_reason(t: KsType) -> str | None:
+    """Why a value of type t cannot cross as JAX arrays, or None."""
+    if holds_no_scalar(t):
+        return None
+    for sub in t.walk():
+        if isinstance(sub, ScalarType) and sub.name not in DTYPES:
+            return f"{t} holds a {sub.name}, which no jax array holds"
+        if isinstance(sub, TensorType) and not isinstance(sub.element, ScalarType) and sub.rank != 1 \
+                and not holds_no_scalar(sub.element):
+            return (f"{sub} is a rank-{sub.rank} tensor of {sub.element}; tensors of tensors or tuples cross "
+                    f"as rank 1 (stacked arrays) only")
+    return None
+
+
+def tree(t: KsType, extra: int = 0) -> dict[str, Any]:
+    """The pytree a value of type t is in Python, with each leaf's dtype and rank
+    (``extra``: leading row axes of the tensors of tensors or tuples around it)."""
+    if holds_no_scalar(t):
+        return {"kind": "empty"}
+    if isinstance(t, ScalarType):
+        return {"kind": "leaf", "dtype": DTYPES[t.name], "rank": extra}
+    if isinstance(t, TensorType) and isinstance(t.element, ScalarType):
+        return {"kind": "leaf", "dtype": DTYPES[t.element.name], "rank": t.rank + extra}
+    if isinstance(t, TensorType):
+        return tree(t.element, extra + 1)
+    if isinstance(t, TupleType):
+        return {"kind": "tuple", "parts": [tree(e, extra) for e in t.elements]}
+    raise AssertionError(f"no jax tree for {t}")
+
+
+def py_type(t: KsType) -> str:
+    if holds_no_scalar(t):
+        return "tuple[()]"
+    if isinstance(t, TupleType):
+        return "tuple[" + ", ".join(py_type(e) for e in t.elements) + "]"
+    if isinstance(t, TensorType) and not isinstance(t.element, ScalarType):
+        return py_type(t.element)
+    return "jax.Array"
+
+
+def crossing(t: KsType, role: str) -> Crossing:
+    """The handlers read and write XLA's buffers themselves (``ksbind/jax.h``):
+    entry points take the ks values as they are."""
+    return Crossing(entry_type=t.cpp, converter="", py_type=py_type(t))
+
+
+# ------------------------------------------------------------ mode checks
+
+def _fail(b: Binding, message: str) -> None:
+    raise BindingError(f"binding {b.name!r} ({b.decl.name}): {message}", b.location)
+
+
+def _tensor_of_scalars(t: KsType) -> bool:
+    return isinstance(t, TensorType) and isinstance(t.element, ScalarType) and t.element.name in DTYPES
+
+
+def check_binding(b: Binding) -> None:
+    """Every way a binding can fail to fit the jax target or its mode."""
+    d = b.decl
+    for t in [*d.params, d.return_type, *((b.vjp_decl.return_type,) if b.vjp_decl else ())]:
+        reason = unsupported_reason(t)
+        if reason:
+            _fail(b, reason)
+    if b.mode == "elementwise":
+        if not 1 <= len(d.params) <= 2 or any(p != FLOAT for p in d.params) or d.return_type != FLOAT:
+            _fail(b, f"mode elementwise needs a scalar function Float -> Float or (Float, Float) -> Float; "
+                     f"this one is {d.signature}")
+    elif b.mode == "vmap":
+        if not any(_tensor_of_scalars(p) for p in d.params):
+            _fail(b, f"mode vmap maps over the leading axis of tensor arguments, and {d.signature} takes no tensor")
+        for p in d.params:
+            if not (_tensor_of_scalars(p) or isinstance(p, ScalarType)):
+                _fail(b, f"mode vmap takes tensors (batched) and scalars (shared by every step); argument type {p} "
+                         f"is neither")
+            if b.vjp_decl is not None and p == FLOAT:
+                _fail(b, "mode vmap with a vjp: a Float argument shared by every step would need its gradient "
+                         "summed over the batch; pass it as a tensor instead")
+        r = d.return_type
+        parts = r.elements if isinstance(r, TupleType) else (r,)
+        if not parts or not all(_tensor_of_scalars(x) or isinstance(x, ScalarType) for x in parts):
+            _fail(b, f"mode vmap stacks each step's result: it must be a tensor of Float/Integer/Bool, one of "
+                     f"those scalars, or a tuple of them; found {r}")
+    if b.result_shape is not None and (b.mode == "elementwise" or not _has_shaped_result(d.return_type)):
+        _fail(b, "result_shape is for results holding tensors whose shape cannot be found from the arguments' "
+                 "shapes; this binding's result shape follows from its mode and type")
+
+
+def _has_shaped_result(t: KsType) -> bool:
+    return t.contains(lambda x: isinstance(x, TensorType))
+
+
+# ------------------------------------------------------------ template values
+
+@dataclass(frozen=True)
+class JaxEntry:
+    """One handler: its C++ symbol, kind and the ks call it makes."""
+
+    name: str            # the entry point's name (the binding's, or its vjp's)
+    handler: str         # exported handler symbol
+    probe: str | None    # exported shape probe symbol (plain/vmap primals)
+    kind: str            # call | elementwise
+    result_cpp: str
+    params: tuple[tuple[str, str], ...]  # (ks C++ type, C++ name)
+    py_names: tuple[str, ...]
+    call: str            # the ks call, over the params' C++ names and `alloc`
+    n_in: int
+    n_out: int
+
+
+def _ks_call(e: EntryPoint) -> str:
+    args = "".join(", " + (f"ks::make_Tuple({', '.join(a.values)})" if a.packed else a.values[0])
+                   for a in e.call_args)
+    return f"ks::{e.symbol}(alloc{args})"
+
+
+def _jax_entry(e: EntryPoint, mode: str, result_type: KsType) -> JaxEntry:
+    kind = "elementwise" if mode == "elementwise" else "call"
+    n_out = len(result_type.elements) if isinstance(result_type, TupleType) else 1
+    return JaxEntry(
+        name=e.name, handler=f"ksbind_jax_{e.name}", probe=None if e.is_vjp or kind != "call" else
+        f"ksbind_jax_probe_{e.name}", kind=kind, result_cpp=result_type.cpp,
+        params=tuple((p.cpp_type, p.name) for p in e.params), py_names=tuple(p.py_name for p in e.params),
+        call=_ks_call(e), n_in=len(e.params), n_out=n_out)
+
+
+def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) -> dict[str, Any]:
+    d = b.decl
+    params = []
+    for p, t in zip(primal.params, d.params):
+        batched = b.mode == "vmap" and _tensor_of_scalars(t)
+        params.append({"name": p.py_name, "ks": str(t), "tree": tree(t), "batched": batched,
+                       "differentiable": t.contains(lambda x: x == FLOAT)})
+    vjp = entries.get(b.vjp_name) if b.vjp_name else None
+    return {
+        "name": b.name, "ks_name": str(d.name), "mode": b.mode, "signature": d.signature,
+        "params": params, "result": tree(d.return_type), "result_shape": b.result_shape,
+        "handler": entries[b.name].handler, "probe": entries[b.name].probe,
+        "vjp": b.vjp_name, "vjp_handler": vjp.handler if vjp else None,
+        "vjp_result": tree(b.vjp_decl.return_type) if b.vjp_decl else None,
+    }
+
+
+def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
+    for b in bindings:
+        check_binding(b)
+    entry_list = entry_points_for(list(bindings), crossing)
+    by_name = {e.name: e for e in entry_list}
+    jax_entries: dict[str, JaxEntry] = {}
+    for b in bindings:
+        jax_entries[b.name] = _jax_entry(by_name[b.name], b.mode, b.decl.return_type)
+        if b.vjp_name and b.vjp_decl:
+            jax_entries[b.vjp_name] = _jax_entry(by_name[b.vjp_name], b.mode, b.vjp_decl.return_type)
+    infos = [_binding_info(b, jax_entries, by_name[b.name]) for b in bindings]
+    entries = [_moded(e, b) for b in bindings for e in
+               [by_name[b.name], *([by_name[b.vjp_name]] if b.vjp_name else [])]]
+    return {
+        "entry_points": entries,
+        "jax_entries": list(jax_entries.values()),
+        "jax_bindings_literal": pprint.pformat(infos, indent=1, width=110, sort_dicts=False),
+        "jax_lib": lib_name(options.name) + ".so",
+        "jax_runtime_import": "from ksbind.backend import jax_runtime as _runtime",
+    }
+
+
+def _moded(e: EntryPoint, b: Binding) -> EntryPoint:
+    """Stubs: every array argument is a jax.Array (a Python number too for a scalar)."""
+    params = tuple(replace(p, py_type="jax.Array | float" if p.py_type == "jax.Array" and
+                           parse_type(p.ks_type) == FLOAT else p.py_type) for p in e.params)
+    return replace(e, params=params)
+
+
+TARGET = Target(
+    name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
+    build="jax", tensors="jax.Array", stub_imports=("import jax",), compiled_name=lib_name,
+    result_shapes=True,
+)
+
+
+__all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "LIB_SUFFIX", "OLDEST_JAXLIB", "crossing", "tree", "py_type",
+           "check_binding", "extra_context", "lib_name", "unsupported_reason", "JaxEntry"]

@@ -1,0 +1,316 @@
+"""The jax target end to end: modules really compiled with g++ against jaxlib's
+FFI headers, loaded through ctypes and called from real jax: eagerly, under
+jax.jit, jax.grad/jax.vjp and jax.vmap, in each mode; dtype and rank errors at
+trace time; tuples, tensors of tensors and of tuples, scalars, float0
+cotangents; result shapes (probe, result_shape) and the run-time mismatch
+error; KS_ASSERT's message; threads; refused types at generation time.
+
+Without jax these tests skip, except in CI (``CI`` set), where a missing jax
+is a failure (scripts/setup.sh installs it)."""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ksbind
+from ksbind.errors import BindingError, ConfigError
+from ksbind.spec import BindingSpec
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data" / "jax"
+
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError:
+    if os.environ.get("CI"):
+        raise RuntimeError("CI needs jax for tests/test_jax.py (scripts/setup.sh installs jax==0.10.2)") from None
+    jax = None  # type: ignore[assignment]
+pytestmark = pytest.mark.skipif(jax is None, reason="jax is not installed (pip install 'ksbind[jax]')")
+
+
+@pytest.fixture(scope="module")
+def m() -> ModuleType:
+    return ksbind.build(DATA / "calls.yaml", quiet=True)
+
+
+@pytest.fixture(scope="module")
+def relu3() -> ModuleType:
+    return ksbind.build(REPO / "configs" / "relu3_jax.yaml", quiet=True)
+
+
+def f32(*values: Any) -> Any:
+    return jnp.asarray(np.array(values, dtype=np.float32))
+
+
+def relu3_np(x: Any) -> Any:
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(x < 0, 0, np.where(x < 1, x ** 3 / 3, x - 2 / 3))
+
+
+def drelu3_np(x: Any) -> Any:
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(x < 0, 0, np.where(x < 1, x * x, 1))
+
+
+# ------------------------------------------------------------ modes
+
+@pytest.mark.parametrize("how", ["eager", "jit"])
+def test_elementwise_any_shape_broadcasting_and_its_gradient(relu3: ModuleType, m: ModuleType, how: str) -> None:
+    wrap = jax.jit if how == "jit" else (lambda f: f)
+    x = jnp.linspace(-1.5, 2.5, 24, dtype=jnp.float32).reshape(2, 3, 4)
+    np.testing.assert_allclose(wrap(relu3.relu3)(x), relu3_np(x), rtol=1e-6)
+    np.testing.assert_allclose(wrap(jax.grad(lambda v: relu3.relu3(v).sum()))(x), drelu3_np(x), rtol=1e-6)
+    # (Float, Float) -> Float over broadcast shapes: the gradient is summed back to each argument's shape.
+    a, b = jnp.ones((2, 3), jnp.float32) * 2, f32(0.3, 0.7, 1.1)
+    np.testing.assert_allclose(wrap(m.mulsin)(a, b), 2 * np.sin(np.asarray(b))[None, :].repeat(2, 0), rtol=1e-6)
+    da, db = wrap(jax.grad(lambda x, y: m.mulsin(x, y).sum(), argnums=(0, 1)))(a, b)
+    assert da.shape == (2, 3) and db.shape == (3,)
+    np.testing.assert_allclose(db, 2 * 2 * np.cos(np.asarray(b)), rtol=1e-5)
+    np.testing.assert_allclose(m.mulsin(2.0, 0.5), 2 * np.sin(0.5), rtol=1e-6)  # Python numbers are taken
+    # jax.vmap of an elementwise binding is the same loop over a bigger array.
+    np.testing.assert_allclose(jax.vmap(relu3.relu3)(x), relu3_np(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("how", ["eager", "jit"])
+def test_plain_binding_under_jit_grad_vjp_and_vmap(relu3: ModuleType, m: ModuleType, how: str) -> None:
+    wrap = jax.jit if how == "jit" else (lambda f: f)
+    x = jnp.linspace(-1, 2, 10, dtype=jnp.float32)
+    np.testing.assert_allclose(wrap(relu3.vrelu3)(x), relu3_np(x), rtol=1e-6)
+    np.testing.assert_allclose(wrap(jax.grad(lambda v: relu3.vrelu3(v).sum()))(x), drelu3_np(x), rtol=1e-6)
+    out, pullback = jax.vjp(relu3.vrelu3, x)
+    (dx,) = pullback(jnp.full(10, 2.0, jnp.float32))
+    np.testing.assert_allclose(dx, 2 * drelu3_np(x), rtol=1e-6)
+    # plain under jax.vmap: a sequential loop of calls; and vmap of its gradient
+    xs = jnp.stack([x, x * 2, x - 1])
+    np.testing.assert_allclose(wrap(jax.vmap(relu3.vrelu3))(xs), relu3_np(xs), rtol=1e-6)
+    np.testing.assert_allclose(wrap(jax.vmap(jax.grad(lambda v: relu3.vrelu3(v).sum())))(xs), drelu3_np(xs), rtol=1e-6)
+    # two arguments, one a scalar: both get gradients
+    v = f32(1, 2, 3)
+    dv, ds = wrap(jax.grad(lambda v, s: (m.scale(v, s) ** 2).sum(), argnums=(0, 1)))(v, jnp.float32(2))
+    np.testing.assert_allclose(dv, 2 * 2 * 2 * np.asarray(v), rtol=1e-6)
+    np.testing.assert_allclose(ds, 2 * 2 * (np.asarray(v) ** 2).sum(), rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(m.scale)(jnp.stack([v, v]), f32(1, 3)), [[1, 2, 3], [3, 6, 9]])
+
+
+def test_vmap_mode_maps_the_leading_axis_natively(m: ModuleType) -> None:
+    xs = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    np.testing.assert_allclose(m.rowsum(xs), (np.asarray(xs) ** 2).sum(1))
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda x: m.rowsum(x).sum()))(xs), 2 * np.asarray(xs))
+    # a scalar shared by every step
+    np.testing.assert_allclose(m.scale_v(xs, 0.5), np.asarray(xs) * 0.5)
+    # under jax.vmap: more leading axes, still one handler call
+    xss = jnp.stack([xs, xs + 1])
+    np.testing.assert_allclose(jax.vmap(m.rowsum)(xss), (np.asarray(xss) ** 2).sum(2))
+    np.testing.assert_allclose(jax.vmap(m.scale_v, in_axes=(0, 0))(xss, f32(1, 2)),
+                               np.asarray(xss) * np.array([1, 2])[:, None, None])
+    np.testing.assert_allclose(jax.vmap(jax.grad(lambda x: m.rowsum(x).sum()))(xss), 2 * np.asarray(xss))
+    with pytest.raises(TypeError, match=r"rowsum: argument 'arg0' .* rank 2 \(a leading batch axis, mode vmap\)"):
+        m.rowsum(f32(1, 2))
+
+
+# ------------------------------------------------------------ types
+
+def test_dtypes_are_checked_at_trace_time_and_never_cast(relu3: ModuleType, m: ModuleType) -> None:
+    x = jnp.arange(3, dtype=jnp.int32)
+    with pytest.raises(TypeError, match=r"vrelu3: argument 't' \(ks \(Tensor 1 Float\)\) must be a float32 array, "
+                                        r"got int32 \(no implicit cast"):
+        relu3.vrelu3(x)
+    with pytest.raises(TypeError, match="must be a float32 array"):
+        jax.jit(relu3.vrelu3)(x)  # at trace time, under jit too
+    with pytest.raises(TypeError, match=r"argument 'arg1' \(ks Integer\) must be a int32 number"):
+        m.stats(f32(1, 2), 2.5)
+    with pytest.raises(TypeError, match=r"mode elementwise, ks Float\) must be a float32 array"):
+        relu3.relu3(jnp.ones(3, jnp.float16))
+    with pytest.raises(TypeError, match=r"rank 1, got shape \(2, 2\)"):
+        relu3.vrelu3(jnp.ones((2, 2), jnp.float32))
+    with pytest.raises(TypeError, match=r"scale\(\) missing argument 'arg1'"):
+        m.scale(f32(1))
+
+
+def test_tuples_integers_and_float0_cotangents(m: ModuleType) -> None:
+    v = f32(1, 2, 3)
+    s, n, twice = m.stats(v, 4)
+    assert (float(s), int(n)) == (6.0, 7) and n.dtype == jnp.int32 and s.shape == ()
+    np.testing.assert_allclose(twice, [2, 4, 6])
+    out, pullback = jax.vjp(m.stats, v, jnp.int32(4))
+    dv, dn = pullback((jnp.float32(1), np.zeros((), jax.dtypes.float0), jnp.ones(3, jnp.float32)))
+    np.testing.assert_allclose(dv, [3, 3, 3])
+    assert dn.dtype == jax.dtypes.float0 and dn.shape == ()
+    # the vjp binding itself, gradients in the arguments' layout
+    dv2, dn2 = m.stats_vjp(v, 4, (1.0, (), jnp.ones(3, jnp.float32)))
+    np.testing.assert_allclose(dv2, dv)
+    assert dn2.dtype == jax.dtypes.float0
+    assert bool(m.flag(jnp.array([0, 2], jnp.int32), True)) and not bool(m.flag(jnp.array([0, 2], jnp.int32), False))
+    assert m.flag(jnp.array([0], jnp.int32), True).dtype == jnp.bool_
+
+
+def test_tensor_of_tensors_is_one_stacked_array_and_tensor_of_tuples_a_tuple_of_arrays(m: ModuleType) -> None:
+    x = jnp.arange(6, dtype=jnp.float32).reshape(2, 3)
+    np.testing.assert_allclose(m.nested(x), np.asarray(x) ** 2)
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda a: m.nested(a).sum()))(x), 2 * np.asarray(x))
+    assert float(m.pairs((f32(1.5, 2), jnp.array([2, 3], jnp.int32)))) == 9.0
+    # ragged: rows of lengths 1..n+2 (the probe's n is 1: three rows)
+    with pytest.raises(ValueError, match=r"binding 'ragged': finding the result's shape by calling it on ones "
+                                         r"failed: the result is ragged: row 0 and row 1 differ in shape"):
+        m.ragged(0)
+
+
+# ------------------------------------------------------------ shapes
+
+def test_result_shapes_by_probe_by_result_shape_and_the_run_time_check(m: ModuleType) -> None:
+    v = f32(1, 2)
+    # result_shape: an expression over the arguments (shapes, and the values of concrete scalars)
+    np.testing.assert_allclose(m.repeat_sized(v, 3), [1, 2, 1, 2, 1, 2])
+    with pytest.raises(TypeError, match=r"result_shape uses argument 'arg1', whose value is not known when tracing"):
+        jax.jit(m.repeat_sized)(v, 3)
+    np.testing.assert_allclose(jax.jit(m.repeat_sized, static_argnums=1)(v, 3), [1, 2, 1, 2, 1, 2])
+    # A shape that depends on a value the probe (ones) cannot see: a clear error at run time, naming both shapes.
+    with pytest.raises(Exception, match=r"binding 'repeat': the result has shape \(6,\), but shape \(2,\) was found "
+                                        r"when tracing"):
+        np.asarray(m.repeat(v, 3))
+    with pytest.raises(Exception, match=r"binding 'repeat_wrong': the result has shape \(6,\), but shape \(2,\)"):
+        np.asarray(jax.jit(m.repeat_wrong)(v, 3))
+    # The probe runs once per shape signature (eager and jitted calls alike).
+    b = m._bindings["scale"]
+    real, calls = b.probe_fn, []
+    b.probe_fn = lambda *a: calls.append(a) or real(*a)
+    try:
+        for s in (1.0, 2.0):
+            np.testing.assert_allclose(m.scale(jnp.ones(13, jnp.float32), s), np.full(13, s))
+        np.asarray(jax.jit(m.scale)(jnp.ones(13, jnp.float32), 3.0))
+        assert len(calls) == 1
+        np.asarray(m.scale(jnp.ones(14, jnp.float32), 1.0))
+        assert len(calls) == 2
+    finally:
+        b.probe_fn = real
+
+
+def test_ks_assert_is_a_jax_error_carrying_its_message(m: ModuleType) -> None:
+    assert float(m.checked(4.0)) == 2.0
+    with pytest.raises(Exception, match=r"INVALID_ARGUMENT: ksbind: binding 'checked': .*calls.cpp:\d+:Assert failed "
+                                        r"\[x >= 0.0f\]") as info:
+        np.asarray(m.checked(-1.0))
+    # eager dispatch raises XLA's INVALID_ARGUMENT as ValueError, a jitted call as JaxRuntimeError
+    assert isinstance(info.value, (jax.errors.JaxRuntimeError, ValueError))
+    with pytest.raises(jax.errors.JaxRuntimeError, match=r"binding 'checked': .*Assert failed \[x >= 0.0f\]"):
+        np.asarray(jax.jit(lambda x: m.checked(x) * 2)(jnp.float32(-2)))
+    assert m.allocator_top() == 0  # the arena went back after the failure
+    assert float(m.checked(9.0)) == 3.0
+
+
+def test_threads_call_at_once_each_in_its_own_arena(relu3: ModuleType) -> None:
+    f = jax.jit(relu3.vrelu3)
+    xs = [jnp.linspace(-1, 2, 1000 + i, dtype=jnp.float32) for i in range(8)]
+    results: dict[int, Any] = {}
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for _ in range(20):
+                results[i] = np.asarray(f(xs[i]))
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i in range(8):
+        np.testing.assert_allclose(results[i], relu3_np(xs[i]), rtol=1e-6)
+
+
+def test_allocator_functions(relu3: ModuleType) -> None:
+    assert relu3.arena_bytes() == 100_000_000
+    relu3.set_arena_bytes(1 << 20)
+    try:
+        assert relu3.arena_bytes() == 1 << 20
+        np.asarray(relu3.vrelu3(jnp.ones(10, jnp.float32)))
+        relu3.reset_allocator()
+        assert relu3.allocator_top() == 0
+    finally:
+        relu3.set_arena_bytes(100_000_000)
+    with pytest.raises(ValueError):
+        relu3.set_arena_bytes(0)
+
+
+def test_export_with_the_custom_call_check_disabled(relu3: ModuleType) -> None:
+    x = jnp.ones(4, jnp.float32)
+    target = relu3._bindings["vrelu3"].target
+    exported = jax.export.export(jax.jit(relu3.vrelu3), disabled_checks=[
+        jax.export.DisabledSafetyCheck.custom_call(target)])(x)
+    np.testing.assert_allclose(exported.call(x), relu3_np(x), rtol=1e-6)
+
+
+# ------------------------------------------------------------ at generation time
+
+DECLS = ksbind.parse_ks("""
+(edef texts String (String))
+(edef grid (Tensor 2 (Vec Float)) ((Tensor 2 (Vec Float))))
+(edef tups Float ((Tensor 2 (Tuple Float Float))))
+(edef vrelu3 (Vec Float) ((Vec Float)))
+(edef count Integer (Integer))
+""", "decls.ks")
+
+
+@pytest.mark.parametrize("name, why", [
+    ("texts", "String holds a String, which no jax array holds"),
+    ("grid", r"\(Tensor 2 \(Tensor 1 Float\)\) is a rank-2 tensor of \(Tensor 1 Float\); tensors of tensors or tuples cross as rank 1"),
+    ("tups", r"\(Tensor 2 \(Tuple Float Float\)\) is a rank-2 tensor of"),
+])
+def test_what_cannot_cross_is_refused_when_generating(name: str, why: str) -> None:
+    with pytest.raises(BindingError, match=rf"binding '{name}' \(\[{name} .*\): {why}"):
+        ksbind.render_module(DECLS, "m", "jax", bindings=[BindingSpec(name)])
+
+
+def test_mode_and_result_shape_checks() -> None:
+    with pytest.raises(BindingError, match="mode elementwise needs a scalar function"):
+        ksbind.render_module(DECLS, "m", "jax", bindings=[BindingSpec("vrelu3", mode="elementwise")])
+    with pytest.raises(BindingError, match="mode vmap maps over the leading axis of tensor arguments"):
+        ksbind.render_module(DECLS, "m", "jax", bindings=[BindingSpec("count", mode="vmap")])
+    with pytest.raises(BindingError, match="result_shape is for results holding tensors"):
+        ksbind.render_module(DECLS, "m", "jax", bindings=[BindingSpec("count", result_shape="()")])
+    with pytest.raises(BindingError, match="result_shape is for targets that must know result shapes"):
+        ksbind.render_module(DECLS, "m", "python", bindings=[BindingSpec("vrelu3", result_shape="(3,)")])
+
+
+def test_result_shape_is_a_config_key(tmp_path: Path) -> None:
+    from ksbind.config import load_config
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: c\ntarget: jax\ndeclarations: '(edef f (Vec Float) (Integer))'\n"
+                   "bindings:\n  - {name: f, result_shape: '(arg0,)'}\n")
+    (spec,) = load_config(cfg)
+    assert spec.bindings is not None and spec.bindings[0].result_shape == "(arg0,)"
+    cfg.write_text("name: c\ntarget: jax\ndeclarations: '(edef f (Vec Float) (Integer))'\n"
+                   "bindings:\n  - {name: f, result_shape: [3]}\n")
+    with pytest.raises(ConfigError, match="'result_shape'"):
+        load_config(cfg)
+
+
+def test_load_ks_target_jax_with_ksc_and_result_shape() -> None:
+    from tests.test_ksc import KSC, RUNTIME
+
+    if not KSC.is_file():
+        pytest.skip(f"ksc is not at {KSC} (shared/ksc absent)")
+    text = """
+(def cube Float (x : Float) (mul x (mul x x)))
+(def twice (Vec Float) (v : Vec Float) (build (size v) (lam (i : Integer) (mul 2.0 (index i v)))))
+(def ones (Vec Float) (n : Integer) (build n (lam (i : Integer) 1.0)))
+"""
+    m = ksbind.load_ks(text, bindings=[{"name": "cube", "vjp": "cube_vjp"}, {"name": "twice", "vjp": "twice_vjp"},
+                                       {"name": "ones", "result_shape": "(n,)"}],
+                       target="jax", ksc=KSC, ksc_runtime=RUNTIME, quiet=True)
+    assert float(jax.grad(m.cube)(jnp.float32(2))) == 12.0
+    v = f32(1, 2, 3)
+    np.testing.assert_allclose(jax.jit(m.twice)(v), [2, 4, 6])
+    np.testing.assert_allclose(jax.grad(lambda a: m.twice(a).sum())(v), [2, 2, 2])
+    np.testing.assert_allclose(m.ones(4), np.ones(4))
