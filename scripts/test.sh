@@ -5,7 +5,9 @@
 #   2. scripts/test_pythons.sh: the python- and ks-target tests on the other
 #      CPythons ksbind claims (3.10, 3.12, 3.13), skipped where not installed;
 #   3. scripts/test_asan.sh: the python-target conversion tests under
-#      AddressSanitizer/UBSan with leak checks.
+#      AddressSanitizer/UBSan with leak checks;
+#   4. scripts/test_jax_compat.sh: jax-target modules built here (jax 0.10.2)
+#      run from a CPython 3.12 venv with jax 0.12.0.1.
 # With arguments, only step 1, with them passed to pytest.
 #   --all   also what does not fit CI's time: every program of ksc's corpus
 #           (../shared/ksc/programs), not a fixed third.
@@ -27,4 +29,6 @@ echo "== the python- and ks-target tests on the other CPythons (scripts/test_pyt
 bash scripts/test_pythons.sh || status=1
 echo "== the conversion tests under AddressSanitizer and UBSan (scripts/test_asan.sh)"
 bash scripts/test_asan.sh || status=1
+echo "== jax-target modules built with jax 0.10.2, run under jax 0.12.0.1 on CPython 3.12 (scripts/test_jax_compat.sh)"
+bash scripts/test_jax_compat.sh || status=1
 exit $status
