@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TypeVar
 
-
 #: Files shown under another name in messages: load_ks saves the user's text under the build
 #: cache, by content, and its errors and warnings say ``<load_ks text>:LINE:COL``, not that path.
 _DISPLAY_NAMES: dict[str, str] = {}

@@ -13,7 +13,7 @@ ROWS = ("import ksbind", "render", "call overhead, ks target", "call overhead, p
         "elementwise throughput",
         *(f"vs inductor: {row}, {n} thr" for n in (2, 1)
           for row in ("relu3 forward", "relu3 forward+backward", "broadcast muladd_relu", "vmap rownorm")),
-        "cached build", "build cost", "memory, python target", "memory, torch target")
+        "cached build", "build cost", "memory, python target", "memory, torch target", "debug build")
 
 
 def test_benchmark_runner_prints_every_row(tmp_path) -> None:

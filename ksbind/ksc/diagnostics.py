@@ -175,7 +175,7 @@ def _explained(block: str, first: str) -> str:
             verb = _VERBS.get(name.name, f"passed together to {name.name}")
             args = _ARGS.search(block)
             literal = next((a for a in _words(args.group(1)) if _INTEGER.fullmatch(a)), None) if args else None
-            fix = f"write {literal}.0 for {literal}" if literal else "write an Integer literal with a decimal point (1.0)"
+            fix = f"write {literal}.0 for {literal}" if literal else "write Float literals with a point (1.0)"
             return (f": no {name.name} takes ({shown}): a Float and an Integer {verb}, and ks never converts "
                     f"one to the other; {fix}, or convert an Integer n with (to_float n)")
         return (f": no function {name.name} takes ({shown}) (a name not defined, or defined at other "
