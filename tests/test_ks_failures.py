@@ -143,3 +143,17 @@ def test_debug_builds_have_their_own_cache_keys(tmp_path: Path) -> None:
     assert cache_key(plan, "ks") != cache_key(debug_plan, "ks")
     assert debug_plan.flags[-4:] == ("-O0", "-g", "-DKS_BOUNDS_CHECK", "-UNDEBUG")  # last: -O0 wins over -O2
     assert ks_include_dirs(debug)[0] == DEBUG_DIR and DEBUG_DIR not in ks_include_dirs(spec)
+
+
+@pytest.mark.parametrize("target", ["python", "ks"])
+def test_a_bad_call_shows_the_signature_and_the_types_not_the_tensors(
+        target: str, request: pytest.FixtureRequest) -> None:
+    m = request.getfixturevalue(f"on_{target}")
+    big = floats(target, [float(i) for i in range(2000)])
+    with pytest.raises(TypeError) as e:
+        m.vadd(big, big, big)
+    text = str(e.value)
+    assert len(text) < 600 and "1999" not in text, text  # pybind11's message held every element
+    assert "vadd(" in text and "incompatible function arguments" in text
+    given = "array.array of 'f', shape (2000,)" if target == "ks" else "list, list, list"
+    assert given in text, text
