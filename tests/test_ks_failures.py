@@ -99,7 +99,7 @@ def test_a_debug_build_checks_indexing_and_names_the_binding(
     capfd.readouterr()
     with pytest.raises(RuntimeError) as e:
         on_ks.at10(array.array("f", [1.0, 2.0, 3.0]))
-    assert str(e.value) == ("at10 (ks function [at10 (Tensor 1 Float)]) failed a check of ksc's runtime: "
+    assert str(e.value) == ("at10 (ks function [at10 (Tensor 1 Float)]) failed a check of the ks runtime: "
                             "Accessing element 10 of tensor of size 3")
     assert capfd.readouterr().err == ""
     assert on_ks.at10(array.array("f", range(11))) == 10.0

@@ -163,7 +163,7 @@ inline std::string assertion(const char* what) {
         throw;
     } catch (const ks_abort&) {
         std::string reason = captured.last_line();
-        throw ks_failure(failure::who(site) + " failed a check of ksc's runtime: " +
+        throw ks_failure(failure::who(site) + " failed a check of the ks runtime: " +
                          (reason.empty() ? std::string("abort() called") : reason));
     } catch (const ks_failure&) {
         throw;
