@@ -52,8 +52,9 @@ def floats(target: str, values: list[float]) -> Any:
     return array.array("f", values) if target == "ks" else values
 
 
-ASSERTION = ("vadd (ks function [vadd (Tuple (Tensor 1 Float) (Tensor 1 Float))]) failed an assertion: "
-             "a.size() == b.size() (at knossos.h:")
+ASSERTION = ("vadd (ks function [vadd (Tuple (Tensor 1 Float) (Tensor 1 Float))]) "
+             "failed an assertion in ks code: "
+             "knossos.h:1192:Assert failed [a.size() == b.size()]")
 
 
 @pytest.mark.parametrize("target", ["python", "ks"])

@@ -80,10 +80,14 @@ def test_config_with_ksc_on_the_torch_target(tmp_path: Path, capfd: pytest.Captu
     # prints nothing (ksc's runtime writes it to stderr too) unless the module's logging is on.
     capfd.readouterr()
     with pytest.raises(RuntimeError, match=re.escape(
-            "vadd (ks function [vadd (Tuple (Tensor 1 Float) (Tensor 1 Float))]) failed an assertion: "
-            "a.size() == b.size() (at knossos.h:")):
+            "vadd (ks function [vadd (Tuple (Tensor 1 Float) (Tensor 1 Float))]) failed an assertion in ks code: "
+            "knossos.h:1192:Assert failed [a.size() == b.size()]")):
         m.vadd(torch.ones(3), torch.ones(2))
     assert capfd.readouterr().err == ""
+    with pytest.raises(TypeError) as e:  # a bad call: the signature and the types, not the tensors' elements
+        m.vadd(torch.ones(2000), torch.ones(2000), torch.ones(2000))
+    assert "incompatible function arguments" in str(e.value) and len(str(e.value)) < 700, str(e.value)
+    assert "Tensor of shape torch.Size([2000])" in str(e.value)
 
 
 @pytest.mark.parametrize("target", ["python", "torch"])

@@ -141,16 +141,15 @@ inline std::string who(const CallSite& site) {
     return std::string(site.binding) + " (ks function " + site.ks_function + ")";
 }
 
-// "FILE:LINE:Assert failed [EXPR]" (both runtimes' ks::fail) -> "EXPR (at FILE:LINE)", or "".
+// "FILE:LINE:Assert failed [EXPR]" (both runtimes' ks::fail) with FILE's folder left out
+// (knossos.h:1796, not the whole path), or "" for any other text.
 inline std::string assertion(const char* what) {
     const char* marker = std::strstr(what, ":Assert failed [");
     if (!marker) return "";
-    std::string expr(marker + std::strlen(":Assert failed ["));
-    if (!expr.empty() && expr.back() == ']') expr.pop_back();
     std::string where(what, static_cast<size_t>(marker - what));
     const size_t slash = where.rfind('/');
-    if (slash != std::string::npos) where = where.substr(slash + 1);  // knossos.h:1796, not the whole path
-    return expr + " (at " + where + ")";
+    if (slash != std::string::npos) where = where.substr(slash + 1);
+    return where + marker;
 }
 
 }  // namespace failure
@@ -172,7 +171,7 @@ inline std::string assertion(const char* what) {
     } catch (const std::runtime_error& e) {
         std::string a = failure::assertion(e.what());
         if (a.empty()) throw;
-        throw ks_failure(failure::who(site) + " failed an assertion: " + a);
+        throw ks_failure(failure::who(site) + " failed an assertion in ks code: " + a);
     }
 }
 
