@@ -157,6 +157,8 @@ inline void set_arena_bytes(size_t bytes) {
 // what the user has set since.
 KSBIND_HIDDEN inline std::atomic<bool> g_configured{false};
 inline void configure(size_t config_arena_bytes, bool log) {
+    // Calls that keep the GIL capture ks code's stderr cheaply: the GIL's holder is their thread.
+    ksbind::failure::exclusive_check = [] { return Py_IsInitialized() && PyGILState_Check() != 0; };
     if (g_configured.load()) return;
     size_t env = detail::env_arena_bytes();
     size_t bytes = env ? env : config_arena_bytes;
@@ -410,7 +412,8 @@ public:
     // passes probe, which calls its primal on the same arguments (vjp_hint).
     template <class F, class Probe = detail::no_probe>
     decltype(auto) call(const CallSite& site, bool release_gil, F&& f, Probe&& probe = Probe()) {
-        StderrCapture captured(ks::entry_points::g_logging.load(std::memory_order_relaxed));
+        // A call that keeps the GIL is the only such call in the process meanwhile: exclusive.
+        StderrCapture captured(ks::entry_points::g_logging.load(std::memory_order_relaxed), !release_gil);
         try {
             return without_gil_if(release_gil, std::forward<F>(f));
         } catch (...) {

@@ -53,21 +53,42 @@ public:
 
 namespace failure {
 
-// What this thread's ks calls wrote to std::cerr (capturing while depth > 0).
-struct Captured {
-    int depth = 0;
-    bool echo = false;  // also write it to stderr (the module's logging is on)
-    std::string text;
+// This thread's ks calls: how many are in progress (text written to std::cerr
+// meanwhile is captured), whether logging is on (echo: written to stderr too),
+// and whether anything was captured. Trivially destructible and constant-
+// initialised, so a call reaches it with one TLS address and no guard: it
+// costs a call a few ns (benchmarks/run.py, "call overhead, ks target").
+struct State {
+    int depth;
+    bool echo;
+    bool wrote;
 };
+inline thread_local State state{0, false, false};
 
-inline Captured& this_thread() {
-    thread_local Captured c;
-    return c;
+// What was captured: touched only when something is written.
+inline std::string& text() {
+    thread_local std::string captured;
+    return captured;
+}
+
+// Calls that the caller guarantees no other thread makes at the same time
+// (the ks target's calls that keep the GIL throughout: most small ones) skip
+// even that TLS address: their state is a global only the calling thread
+// changes, and a writer is that thread when exclusive_check() says so (the
+// target sets it: "this thread holds the GIL"). Without it, such calls'
+// text is not captured.
+inline std::atomic<int> exclusive_depth{0};
+inline bool exclusive_echo = false;
+inline bool exclusive_wrote = false;
+inline bool (*exclusive_check)() = nullptr;
+inline std::string& exclusive_text() {
+    static std::string captured;
+    return captured;
 }
 
 // Put in front of std::cerr's buffer: text written on a thread inside a ks
-// call goes to that thread's Captured, other text on to the buffer it
-// replaced. Each module installs its own (its globals are hidden), in a chain.
+// call is captured, other text goes on to the buffer it replaced. Each module
+// installs its own (its globals are hidden), in a chain.
 class Router : public std::streambuf {
 public:
     explicit Router(std::streambuf* next) : next_(next) {}
@@ -79,10 +100,17 @@ protected:
         return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
     }
     std::streamsize xsputn(const char* s, std::streamsize n) override {
-        Captured& c = this_thread();
-        if (c.depth > 0) {
-            if (c.text.size() < 4096) c.text.append(s, static_cast<size_t>(n));
-            if (!c.echo) return n;
+        if (exclusive_depth.load(std::memory_order_relaxed) > 0 && exclusive_check && exclusive_check()) {
+            std::string& t = exclusive_text();
+            if (t.size() < 4096) t.append(s, static_cast<size_t>(n));
+            exclusive_wrote = true;
+            if (!exclusive_echo) return n;
+        } else if (state.depth > 0) {
+            State& st = state;
+            std::string& t = text();
+            if (t.size() < 4096) t.append(s, static_cast<size_t>(n));
+            st.wrote = true;
+            if (!st.echo) return n;
         }
         return next_ ? next_->sputn(s, n) : n;
     }
@@ -92,12 +120,16 @@ private:
     std::streambuf* next_;
 };
 
-// Route std::cerr through a Router, once per module (at its first call).
-inline void install() {
+inline std::atomic<bool> installed{false};
+
+// Route std::cerr through a Router, once per module (at its first call; out of
+// line, so that the calls' inlined code stays small).
+__attribute__((noinline, cold)) inline void install() {
     static std::once_flag once;
     std::call_once(once, [] {
         static Router router(std::cerr.rdbuf());
         std::cerr.rdbuf(&router);
+        installed.store(true, std::memory_order_release);
     });
 }
 
@@ -105,24 +137,48 @@ inline void install() {
 
 // Capture what ks code writes to std::cerr on this thread while it lives.
 // echo: write it to stderr as well (the module's logging is on).
+// exclusive: no other thread makes an exclusive call meanwhile (the caller
+// holds the GIL throughout, see exclusive_check), which makes it cheaper still.
 class StderrCapture {
 public:
-    explicit StderrCapture(bool echo) : c_(failure::this_thread()), echo_(c_.echo) {
-        static const bool installed = (failure::install(), true);
-        (void)installed;
-        if (c_.depth++ == 0) c_.text.clear();
-        c_.echo = echo;
+    explicit StderrCapture(bool echo, bool exclusive = false) : exclusive_(exclusive) {
+        if (__builtin_expect(!failure::installed.load(std::memory_order_relaxed), 0)) failure::install();
+        if (exclusive_) {
+            echo_ = failure::exclusive_echo;
+            failure::exclusive_depth.store(failure::exclusive_depth.load(std::memory_order_relaxed) + 1,
+                                           std::memory_order_relaxed);
+            failure::exclusive_echo = echo;
+        } else {
+            failure::State& s = failure::state;
+            echo_ = s.echo;
+            ++s.depth;
+            s.echo = echo;
+        }
     }
     ~StderrCapture() {
-        --c_.depth;
-        c_.echo = echo_;
+        if (exclusive_) {
+            failure::exclusive_echo = echo_;
+            const int depth = failure::exclusive_depth.load(std::memory_order_relaxed) - 1;
+            failure::exclusive_depth.store(depth, std::memory_order_relaxed);
+            if (depth == 0 && failure::exclusive_wrote) {
+                failure::exclusive_text().clear();
+                failure::exclusive_wrote = false;
+            }
+        } else {
+            failure::State& s = failure::state;
+            s.echo = echo_;
+            if (--s.depth == 0 && s.wrote) {
+                failure::text().clear();
+                s.wrote = false;
+            }
+        }
     }
     StderrCapture(const StderrCapture&) = delete;
     StderrCapture& operator=(const StderrCapture&) = delete;
 
     // The last line written (a check's reason), without ksc's "ERROR: ".
     std::string last_line() const {
-        std::string t = c_.text;
+        std::string t = captured();
         while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
         const size_t nl = t.rfind('\n');
         std::string line = nl == std::string::npos ? t : t.substr(nl + 1);
@@ -131,8 +187,10 @@ public:
     }
 
 private:
-    failure::Captured& c_;
-    bool echo_;
+    std::string& captured() const { return exclusive_ ? failure::exclusive_text() : failure::text(); }
+
+    bool exclusive_;
+    bool echo_ = false;
 };
 
 namespace failure {
