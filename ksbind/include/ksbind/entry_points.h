@@ -127,7 +127,10 @@ inline size_t allocator_peak() {
     return static_cast<size_t>(g_alloc.peak());
 }
 
-inline void logging(bool on) { g_logging = on; }
+inline void logging(bool on) {
+    g_logging = on;
+    ksbind::failure::exclusive_echo.store(on, std::memory_order_relaxed);
+}
 
 inline size_t arena_bytes() { return detail::arena_size; }
 
@@ -164,6 +167,7 @@ inline void configure(size_t config_arena_bytes, bool log) {
     size_t bytes = env ? env : config_arena_bytes;
     if (bytes != detail::arena_size) set_arena_bytes(bytes);
     g_logging = log;
+    ksbind::failure::exclusive_echo.store(log, std::memory_order_relaxed);
     g_configured = true;
 }
 

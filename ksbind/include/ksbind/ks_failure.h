@@ -77,8 +77,8 @@ inline std::string& text() {
 // changes, and a writer is that thread when exclusive_check() says so (the
 // target sets it: "this thread holds the GIL"). Without it, such calls'
 // text is not captured.
-inline std::atomic<int> exclusive_depth{0};
-inline bool exclusive_echo = false;
+inline std::atomic<bool> in_exclusive{false};  // such calls never nest (ks code calls no Python)
+inline std::atomic<bool> exclusive_echo{false};  // the module's logging: the target keeps it current
 inline bool exclusive_wrote = false;
 inline bool (*exclusive_check)() = nullptr;
 inline std::string& exclusive_text() {
@@ -100,11 +100,11 @@ protected:
         return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
     }
     std::streamsize xsputn(const char* s, std::streamsize n) override {
-        if (exclusive_depth.load(std::memory_order_relaxed) > 0 && exclusive_check && exclusive_check()) {
+        if (in_exclusive.load(std::memory_order_relaxed) && exclusive_check && exclusive_check()) {
             std::string& t = exclusive_text();
             if (t.size() < 4096) t.append(s, static_cast<size_t>(n));
             exclusive_wrote = true;
-            if (!exclusive_echo) return n;
+            if (!exclusive_echo.load(std::memory_order_relaxed)) return n;
         } else if (state.depth > 0) {
             State& st = state;
             std::string& t = text();
@@ -144,10 +144,7 @@ public:
     explicit StderrCapture(bool echo, bool exclusive = false) : exclusive_(exclusive) {
         if (__builtin_expect(!failure::installed.load(std::memory_order_relaxed), 0)) failure::install();
         if (exclusive_) {
-            echo_ = failure::exclusive_echo;
-            failure::exclusive_depth.store(failure::exclusive_depth.load(std::memory_order_relaxed) + 1,
-                                           std::memory_order_relaxed);
-            failure::exclusive_echo = echo;
+            failure::in_exclusive.store(true, std::memory_order_relaxed);  // echo: exclusive_echo
         } else {
             failure::State& s = failure::state;
             echo_ = s.echo;
@@ -157,10 +154,8 @@ public:
     }
     ~StderrCapture() {
         if (exclusive_) {
-            failure::exclusive_echo = echo_;
-            const int depth = failure::exclusive_depth.load(std::memory_order_relaxed) - 1;
-            failure::exclusive_depth.store(depth, std::memory_order_relaxed);
-            if (depth == 0 && failure::exclusive_wrote) {
+            failure::in_exclusive.store(false, std::memory_order_relaxed);
+            if (__builtin_expect(failure::exclusive_wrote, 0)) {
                 failure::exclusive_text().clear();
                 failure::exclusive_wrote = false;
             }
