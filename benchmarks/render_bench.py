@@ -85,24 +85,29 @@ def fstring_files(bindings: list[Binding], module_doc: str, tensor_types: list[t
                 doc = d.signature
             params = ", ".join(f"{t} {n}" for t, n in zip(types, names))
             ks_call = f"ks::{sym}(&g_alloc{', ' + call if call else ''})"
+            probe = (f", [&](ks::allocator* probe) {{ (void)ks::{b.decl.cpp_symbol}(probe"
+                     f"{''.join(', ' + n for n in names[:-1])}); }}") if is_vjp else ""
+            site = f"static constexpr ksbind::CallSite {name}_site{{{cpp_string(name)}, {cpp_string(str(d.name))}}};\n"
             logged = '<< ", " '.join(f"<< ksbind::logged({n}) " for n in names)
             entries_h.append(f"{ret} {name}({params});")
             bodies.append(
-                f"{ret} {name}({params}) {{\n"
+                site + f"{ret} {name}({params}) {{\n"
                 f"    const bool release_gil = ksbind::large_call({', '.join(names)});\n"
                 f"    ksbind::ArenaLock arena(g_alloc, release_gil);\n"
                 f"    if (g_logging) {{\n"
                 f"        std::cerr << \"{sym}(\" {logged}<< \") =\" << std::endl;\n"
-                f"        auto ret = arena.call(release_gil, [&] {{ return {ks_call}; }});\n"
+                f"        auto ret = arena.call({name}_site, release_gil, [&] {{ return {ks_call}; }}{probe});\n"
                 f"        std::cerr << ksbind::logged(ret) << std::endl;\n"
                 f"        return ret;\n"
                 f"    }} else {{\n"
-                f"        auto ret = arena.call(release_gil, [&] {{ return {ks_call}; }});\n"
+                f"        auto ret = arena.call({name}_site, release_gil, [&] {{ return {ks_call}; }}{probe});\n"
                 f"        return ret;\n"
                 f"    }}\n"
                 f"}}\n")
             args = "".join(f', pybind11::arg("{p}")' for p in py_names)
-            defs.append(f'    m.def("{name}", &ks::entry_points::generated::{name}, {cpp_string(doc)}{args});')
+            defs.append(f'    m.def("{name}", &ks::entry_points::generated::{name}, {cpp_string(doc)}{args});\n'
+                        f'    ksbind::pybind::bad_calls::install(m.attr("{name}"));  // a bad call\'s message '
+                        'summarises its arguments')
     ns_open = "namespace ks {\nnamespace entry_points {\nnamespace generated {\n"
     header = ("#pragma once\n\n#include <ksbind/entry_points.h>\n\n"
               "// The ks functions called below, as ksc declares them.\nnamespace ks {\n"

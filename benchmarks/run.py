@@ -395,7 +395,39 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
             mod.vrelu3(arg)
         rows.append(Row(f"memory, {label} target", f"arena peak after {sizes.memory_calls:,} calls of vrelu3",
                         "peak after 1 call", float(mod.allocator_peak()), float(first), "bytes", "= 1.0"))
+
+    rows.append(debug_row(config, sizes, cache, ks_mod, log))
     return rows
+
+
+def debug_row(config: Path, sizes: Sizes, cache: Path, ks_mod: object, log: Callable[[str], None]) -> Row:
+    """What a debug build (`debug: true`: bounds checks, -O0 -g) costs a call of ks code: vrelu3 over
+    a tensor, in the default build and in a debug build of the same module, side by side."""
+    import dataclasses
+
+    import numpy as np
+
+    from ksbind import load_config
+    from ksbind.pipeline import build_spec
+
+    log("debug build")
+    spec = next(s for s in load_config(config) if s.name == "bench_ks")
+    debug = build_spec(dataclasses.replace(spec, name="bench_ks_debug", debug=True,
+                                           output=Path(spec.output).with_name("bench_ks_debug")),
+                       cache_dir=cache, quiet=True)
+    x = np.linspace(-2, 2, sizes.elements // 10, dtype=np.float32)
+    assert np.array_equal(np.asarray(debug.vrelu3(x)), np.asarray(ks_mod.vrelu3(x)))  # type: ignore[attr-defined]
+
+    def call(m: object) -> Callable[[], object]:
+        def once() -> object:
+            m.reset_allocator()  # type: ignore[attr-defined]
+            return m.vrelu3(x)  # type: ignore[attr-defined]
+        return once
+
+    t_debug, t_default = interleaved(call(debug), call(ks_mod), max(1, sizes.calls // 100), sizes.repeats)
+    # No target: the row says what debug costs (docs/ks.md#debug-builds); >= 1 only checks it is not faster.
+    return Row("debug build", f"vrelu3 over {x.size:,} floats, ks target, debug build (bounds checks, -O0 -g)",
+               "the same call, default build", t_debug * 1e6, t_default * 1e6, "us", ">= 1.0")
 
 
 def gmm_rows(tmp: Path, repeats: int, baseline: Path | None, log: Callable[[str], None]) -> list[Row]:

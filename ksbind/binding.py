@@ -211,7 +211,8 @@ def find_function(ref: str, decls: Sequence[FunctionDecl], by_name: dict[Structu
         name = parse_structured_name(ref, where)
         if name in by_name:
             return by_name[name]
-        raise BindingError(f"no function {name} is declared{_suggest(str(name), decls)}", where)
+        raise BindingError(f"no function {name} is declared{_suggest_types(name, decls) or _suggest(str(name), decls)}",
+                           where)
     matches = (plain if plain is not None else plain_name_index(decls)).get(ref, [])
     if len(matches) == 1:
         return matches[0]
@@ -229,6 +230,19 @@ def parse_structured_name(text: str, where: Location | None) -> StructuredName:
         raise BindingError(f"expected one structured name such as [f (Vec Float)], found {text!r}", where) from None
     except KsbindError as e:
         raise BindingError(f"bad function reference {text!r}: {e.message}", where) from None
+
+
+def _suggest_types(name: StructuredName, decls: Sequence[FunctionDecl]) -> str:
+    """The same function at the types it is declared at (the user's own first, as declared), when it is."""
+    same = [d for d in decls if d.name.is_derived == name.is_derived and d.name.name == name.name
+            and d.name != name and (not name.is_derived or d.name.base_name.name == name.base_name.name)]
+    if not same:
+        return ""
+    same.sort(key=lambda d: d.origin != "def")  # a def (the user's) before a prelude's edefs
+    if len(same) == 1:
+        return f" (did you mean {str(same[0].name)!r}? {name.name} is declared at that type only)"
+    types = ", ".join(repr(str(d.name)) for d in same[:4]) + (", ..." if len(same) > 4 else "")
+    return f" (did you mean one of {types}? the types {name.name} is declared at)"
 
 
 def _suggest(ref: str, decls: Sequence[FunctionDecl]) -> str:

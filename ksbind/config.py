@@ -36,7 +36,7 @@ from ksbind.spec import (
 
 MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindings", "tensor_types",
                "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters", "ksc",
-               "prelude", "fast_math", "stubs")
+               "prelude", "fast_math", "debug", "stubs")
 BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from", "release_gil", "long", "result_shape")
 RUNTIME_KEYS = ("include_dirs", "sources")
 KSC_KEYS = ("path", "runtime", "timeout")
@@ -275,6 +275,7 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
         ksc=ksc,
         prelude=get("prelude", lambda n: _paths(r, n, "'prelude'", base, must_exist="file"), None),
         fast_math=get("fast_math", lambda n: r.typed(n, bool, "'fast_math'", "true or false"), False),
+        debug=get("debug", lambda n: r.typed(n, bool, "'debug'", "true or false"), False),
         stubs=get("stubs", lambda n: _normal(base / r.typed(n, str, "'stubs'", "a folder")), None),
         location=where,
     )

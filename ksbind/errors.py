@@ -14,6 +14,15 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TypeVar
 
+#: Files shown under another name in messages: load_ks saves the user's text under the build
+#: cache, by content, and its errors and warnings say ``<load_ks text>:LINE:COL``, not that path.
+_DISPLAY_NAMES: dict[str, str] = {}
+
+
+def show_file_as(path: str, name: str) -> None:
+    """Show ``path`` as ``name`` in every Location's text from now on (``.file`` keeps the path)."""
+    _DISPLAY_NAMES[path] = name
+
 
 @dataclass(frozen=True)
 class Location:
@@ -24,7 +33,7 @@ class Location:
     column: int | None = None
 
     def __str__(self) -> str:
-        parts = [self.file]
+        parts = [_DISPLAY_NAMES.get(self.file, self.file)]
         if self.line is not None:
             parts.append(str(self.line))
             if self.column is not None:

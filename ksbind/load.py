@@ -16,7 +16,8 @@ from types import ModuleType
 from ksbind.cache.layout import LOAD_KS_DIR, cache_root
 from ksbind.codegen.output import write_atomic
 from ksbind.codegen.targets import get_target
-from ksbind.errors import ConfigError, Location
+from ksbind.config import BINDING_KEYS
+from ksbind.errors import ConfigError, Location, closest, show_file_as
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.spec import (
     DEFAULT_ARENA_BYTES,
@@ -29,6 +30,9 @@ from ksbind.spec import (
     RuntimeSpec,
 )
 
+#: What messages call the text given to load_ks.
+LOAD_KS_TEXT = "<load_ks text>"
+
 #: A binding as load_ks takes it: a function name (bound under itself), a mapping with
 #: BindingSpec's fields (name, function, vjp, mode, vjp_from), or a BindingSpec.
 BindingArg = str | Mapping[str, str] | BindingSpec
@@ -39,16 +43,19 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
             ksc_runtime: str | os.PathLike[str] | None = None, cpp: Sequence[str | os.PathLike[str]] = (),
             arena_bytes: int = DEFAULT_ARENA_BYTES, torch_library: str | None = None, fast_math: bool = False,
             cache_dir: str | os.PathLike[str] | None = None, stubs: str | os.PathLike[str] | None = None,
-            quiet: bool = False) -> ModuleType:
+            quiet: bool = False, debug: bool = False) -> ModuleType:
     """Compile ks source with ksc, bind it and import the module (cached like ``build``).
 
     ``bindings`` None binds every function the text declares (its vjp as NAME_vjp
-    where the text gdefs sufrev or rev). ``ksc``: the ksc binary (default $KSC,
-    then ``ksc`` on PATH); ``ksc_runtime``: its runtime folder (default
-    $KSC_RUNTIME, then ``runtime/`` beside ksc's ``bin/``). ``fast_math`` and
-    ``stubs`` (a folder to write NAME.pyi into, for type checkers: give ``name``
-    too): as the config keys (docs/config.md). Progress is logged as ``build``'s
-    is; ``quiet=True`` drops this call's.
+    where the text gdefs sufrev or rev). ``target``: ``python`` (the default:
+    floats, ints and nested lists), ``torch`` (torch.Tensor, autograd from the
+    vjps) or ``ks``. ``ksc``: the ksc binary (default $KSC, then ``ksc`` on
+    PATH); ``ksc_runtime``: its runtime folder (default $KSC_RUNTIME, then
+    ``runtime/`` beside ksc's ``bin/``). ``fast_math``, ``debug`` (bounds checks
+    on, ``-O0 -g``) and ``stubs`` (a folder to write NAME.pyi into, for type
+    checkers: give ``name`` too): as the config keys (docs/config.md). Errors
+    about the text are located in it (``<load_ks text>:LINE:COL``). Progress is
+    logged as ``build``'s is; ``quiet=True`` drops this call's.
     """
     from ksbind.pipeline import build_spec
 
@@ -62,12 +69,14 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
     source = root / LOAD_KS_DIR / digest / f"{module_name}.ks"
     if not source.is_file() or source.read_text(encoding="utf-8", errors="surrogateescape") != ks_text:
         write_atomic(source, ks_text)
+    # The file holds exactly this text (it is named by its content): messages call it what the user wrote.
+    show_file_as(str(source), LOAD_KS_TEXT)
     spec = ModuleSpec(
         name=module_name, config_path=source, target=target, ks_files=(source,),
         cpp=tuple(Path(c).resolve() for c in cpp), runtime=RuntimeSpec(bundled=False, from_ksc=True),
         bindings=None if bindings is None else tuple(_binding(b) for b in bindings),
         torch_library=torch_library, arena_bytes=arena_bytes, output=source.parent / "generated", fast_math=fast_math,
-        ksc=_ksc_spec(ksc, ksc_runtime), location=Location(str(source)),
+        debug=debug, ksc=_ksc_spec(ksc, ksc_runtime), location=Location(str(source)),
         stubs=Path(stubs).resolve() if stubs is not None else None)
     return build_spec(spec, cache_dir=root, quiet=quiet)
 
@@ -85,8 +94,12 @@ def _binding(b: BindingArg) -> BindingSpec:
         return b
     if isinstance(b, str):
         return BindingSpec(b)
-    unknown = set(b) - {"name", "function", "vjp", "mode", "vjp_from", "release_gil", "long", "result_shape"}
-    if unknown or "name" not in b:
+    unknown = [k for k in b if k not in BINDING_KEYS]
+    if unknown:
+        key = str(unknown[0])
+        raise ConfigError(f"unknown key {key!r} in binding {dict(b)!r}{closest(key, BINDING_KEYS)}; a binding's "
+                          f"keys are {', '.join(BINDING_KEYS)}")
+    if "name" not in b:
         raise ConfigError(f"a binding is a name or a mapping with 'name' and optionally function, vjp, mode, "
                           f"vjp_from, release_gil, long, result_shape; found {dict(b)!r}")
     mode, vjp_from, release_gil = b.get("mode", "plain"), b.get("vjp_from", "auto"), b.get("release_gil", "auto")

@@ -146,6 +146,8 @@ class ModuleSpec:
     prelude: tuple[Path, ...] | None = None
     #: Compile the module's ks code with FAST_MATH_FLAGS (backend/toolchain.py): floats reassociated, no NaN/inf.
     fast_math: bool = False
+    #: A debug build (backend/toolchain.py, DEBUG_FLAGS): the runtime's bounds checks on, -O0 -g.
+    debug: bool = False
     #: A folder that ``generate``/``build`` also write the module's stub NAME.pyi into (for type checkers).
     stubs: Path | None = None
     location: Location | None = field(default=None, compare=False)

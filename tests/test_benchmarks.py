@@ -19,7 +19,7 @@ ROWS = ("import ksbind", "render", "call overhead, ks target", "call overhead, p
         *(("ks patterns: gmm_fast vs eager", "ks patterns: gmm_fast, 10x the points",
            "ks patterns: mlp build/index form vs map form") if KSC_PRESENT else ()),
         "jax call, 10-element vrelu3", "jax elementwise relu3 forward", "jax relu3 forward+backward",
-        "cached build", "build cost", "batch build", "memory, python target", "memory, torch target")
+        "cached build", "build cost", "batch build", "memory, python target", "memory, torch target", "debug build")
 
 
 def test_benchmark_runner_prints_every_row(tmp_path) -> None:

@@ -59,3 +59,20 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         ksbind.nope  # noqa: B018
     assert not hasattr(ksbind, "buildcache")
+
+
+def test_readme_load_ks_example_shows_the_target_and_its_default() -> None:
+    """The README's load_ks example passes target= and says which is the default, the one
+    load_ks really has (a torch user is otherwise surprised by plain Python values)."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    import ksbind
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    example = next(block for block in readme.split("```python")[1:] if "load_ks(" in block.split("```")[0])
+    example = example.split("```")[0]
+    default = inspect.signature(ksbind.load_ks).parameters["target"].default
+    assert re.search(rf'target="{default}"\)?\s*# the default', example), example
+    assert f"`target=` defaults to `{default}`" in readme

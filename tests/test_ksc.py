@@ -212,12 +212,12 @@ def test_prelude_default_for_a_kso_given_directly(tmp_path: Path) -> None:
 
 
 @needs_ksc
-def test_type_error_located_at_the_definition(tmp_path: Path) -> None:
+def test_type_error_located_at_the_call(tmp_path: Path) -> None:
     text = "(def g Float (x : Float) x)\n\n(def f Float (x : Float)\n  (undefined_fn x))\n"
     with pytest.raises(KscError) as e:
         resolve(spec_for(tmp_path, text), tmp_path)
-    assert str(e.value).endswith(
-        "model.ks:3:1: ksc: Not in scope: userCall: [undefined_fn Float] (in the definition of f)")
+    assert "model.ks:4:3: ksc: Not in scope: userCall: [undefined_fn Float] (in the definition of f): " \
+           "no function undefined_fn takes (Float)" in str(e.value)
     assert "\n" not in str(e.value)
 
 

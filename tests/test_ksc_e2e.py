@@ -3,6 +3,7 @@ C++ behind edefs, and the error for an edef with no C++, on every target."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ MODEL = """\
   (sumbuild (size v) (lam (i : Integer) (mul (index i v) (exp (index i v))))))
 (edef my_log Float (Float))
 (def uses_log Float (x : Float) (mul 2.0 (my_log x)))
+(def vadd (Vec Float) ((a : Vec Float) (b : Vec Float)) (ts_add a b))
 """
 MY_LOG_CPP = """\
 #include "knossos.h"
@@ -66,14 +68,26 @@ def test_config_with_ksc_builds_and_calls(tmp_path: Path, target: str) -> None:
     np.testing.assert_allclose(np.array(m.total_vjp(arg, 1.0)), np.exp(x) * (1 + x), rtol=1e-5)
 
 
-def test_config_with_ksc_on_the_torch_target(tmp_path: Path) -> None:
+def test_config_with_ksc_on_the_torch_target(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     torch = pytest.importorskip("torch")
-    m = ksbind.build(write_config(tmp_path, "torch", "  - {name: vsq, vjp: vsq_vjp}\n"),
+    m = ksbind.build(write_config(tmp_path, "torch", "  - {name: vsq, vjp: vsq_vjp}\n  - {name: vadd}\n"),
                      cache_dir=session_cache_dir(), quiet=True)
     x = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
     y = m.vsq(x)
     y.sum().backward()
     assert torch.allclose(y, x.detach() ** 2) and torch.allclose(x.grad, 2 * x.detach())
+    # A KS_ASSERT inside ks code names the binding, the ks function and the condition, and
+    # prints nothing (ksc's runtime writes it to stderr too) unless the module's logging is on.
+    capfd.readouterr()
+    with pytest.raises(RuntimeError, match=re.escape(
+            "vadd (ks function [vadd (Tuple (Tensor 1 Float) (Tensor 1 Float))]) failed an assertion in ks code: "
+            "knossos.h:1192:Assert failed [a.size() == b.size()]")):
+        m.vadd(torch.ones(3), torch.ones(2))
+    assert capfd.readouterr().err == ""
+    with pytest.raises(TypeError) as e:  # a bad call: the signature and the types, not the tensors' elements
+        m.vadd(torch.ones(2000), torch.ones(2000), torch.ones(2000))
+    assert "incompatible function arguments" in str(e.value) and len(str(e.value)) < 700, str(e.value)
+    assert "Tensor of shape torch.Size([2000])" in str(e.value)
 
 
 @pytest.mark.parametrize("target", ["python", "torch"])

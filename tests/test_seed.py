@@ -41,8 +41,9 @@ def check_seed_structure(entry_cpp: str, module_cpp: str) -> None:
         assert f'std::cerr << "{symbol}(' in body and "std::endl" in body
         # the logging branch logs the result, then returns it
         logging_branch = body[body.index("if (g_logging)"):body.index("} else {")]
-        # (the call goes through the arena guard, which rolls the arena back if it throws)
-        assert f"auto ret = arena.call(release_gil, [&] {{ return {call}; }});" in logging_branch
+        # (the call goes through the arena guard, which rolls the arena back if it throws, and names
+        # the binding in a failure; a vjp also passes a probe running its primal, for a full arena)
+        assert f"auto ret = arena.call({name}_site, release_gil, [&] {{ return {call}; }}" in logging_branch
         assert "return ret;" in logging_branch
     # Wrappers sit inside the three namespaces, which are closed after the last one.
     assert entry_cpp.index(OPEN_NS) < entry_cpp.index("vrelu3(") < entry_cpp.rindex("}\n}\n}\n")

@@ -83,7 +83,7 @@ def test_block_inside_the_loop_sees_the_entry_point_and_the_macros(tmp_path: Pat
     assert "return ksbind::python::to_py(ks::vrelu3$aT1f(&g_alloc, arg0_ks)); // vrelu3" in text
     assert "return ksbind::python::to_py(ks::sufrev$g$aT2f(&g_alloc, arg0_ks, arg1_ks)); // g_vjp" in text
     # The other branch (logging) is the built-in one, untouched.
-    assert text.count("auto ret = arena.call(release_gil, [&] { return ks::f$afi(&g_alloc, arg0_ks, arg1_ks); });") == 1
+    assert text.count("auto ret = arena.call(f_site, release_gil, [&] { return ks::f$afi(&g_alloc, arg0_ks, arg1_ks); });") == 1
 
 
 def test_wrapper_values_match_the_macros(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ from ksbind.backend.loader import import_from_path
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import (
     BASE_FLAGS,
+    DEBUG_FLAGS,
     FAST_MATH_FLAGS,
     Toolchain,
     compiler,
@@ -86,7 +87,7 @@ def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
     include_dirs = tuple(dict.fromkeys(
         [*ks_include_dirs(spec), Path(pybind11.get_include()), Path(sysconfig.get_paths()["include"])]))
     flags = BASE_FLAGS + (f"-DTORCH_EXTENSION_NAME={spec.name}",) + tuple(
-        shlex.split(os.environ.get("KSBIND_CXXFLAGS", "")))
+        shlex.split(os.environ.get("KSBIND_CXXFLAGS", ""))) + (DEBUG_FLAGS if spec.debug else ())
     return CompilePlan(spec.name, units, include_dirs, flags, compiler(), Path(spec.output),
                        FAST_MATH_FLAGS if spec.fast_math else (), tuple(spec.cpp), spec.target)
 

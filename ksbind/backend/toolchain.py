@@ -37,6 +37,12 @@ BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-g0", *KS_FL
 #: Results then depend on the vector width (so on the CPU capability) in their
 #: last bits, and NaN/inf inputs give unspecified results.
 FAST_MATH_FLAGS = ("-fassociative-math", "-fno-signed-zeros", "-ffinite-math-only")
+#: A config's `debug: true` (load_ks's debug=True), after every other flag so that they win: the
+#: runtime's bounds checks (KS_BOUNDS_CHECK, off in ksc's knossos.h), no optimisation, debug
+#: information, assertions (NDEBUG undefined). DEBUG_DIR comes first on such a build's include
+#: path: its knossos.h makes the checks' abort() a C++ exception (see the file).
+DEBUG_FLAGS = ("-O0", "-g", "-DKS_BOUNDS_CHECK", "-UNDEBUG")
+DEBUG_DIR = Path(__file__).parent.parent / "runtime_debug"
 
 
 def compiler() -> tuple[str, ...]:
@@ -145,9 +151,10 @@ def compiler_family(cxx: Sequence[str]) -> str:
 
 
 def ks_include_dirs(spec: ModuleSpec) -> tuple[Path, ...]:
-    """The runtime's folder(s) (the bundled one for `runtime: bundled`), then ksbind's."""
+    """The runtime's folder(s) (the bundled one for `runtime: bundled`), then ksbind's;
+    a debug build's knossos.h before them (DEBUG_DIR)."""
     runtime = (RUNTIME_DIR,) if spec.runtime.bundled else tuple(spec.runtime.include_dirs)
-    return tuple(dict.fromkeys([*runtime, INCLUDE_DIR]))
+    return tuple(dict.fromkeys([*((DEBUG_DIR,) if spec.debug else ()), *runtime, INCLUDE_DIR]))
 
 
 def hash_include_path(h: Hasher, include_dirs: Sequence[Path]) -> None:

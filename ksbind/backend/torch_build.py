@@ -44,6 +44,7 @@ from ksbind.backend.compile import (
 from ksbind.backend.loader import import_from_path
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import (
+    DEBUG_FLAGS,
     FAST_MATH_FLAGS,
     KS_FLAGS,
     Toolchain,
@@ -127,6 +128,7 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, include_dirs: tuple[Pa
     h.add_text("cflags", "\0".join(cflags))
     h.add_text("ldflags", "\0".join(ldflags))
     h.add_text("fast_math", str(spec.fast_math))
+    h.add_text("debug", str(spec.debug))
     for name in sorted(rendered.files):
         text = rendered.files[name].encode("utf-8", "surrogateescape")
         h.add_bytes(f"generated:{name}", without_stamp(text))
@@ -247,14 +249,15 @@ def torch_units(spec: ModuleSpec, generated: list[Path], tc: Toolchain, ext: str
     parts = tuple((copies[g], g) for g in sources if g.suffix == ".cpp")
     # The user's ks code and the kernels inlining it: the one unit `fast_math` applies to.
     ks_flags = FAST_MATH_FLAGS if spec.fast_math else ()
+    debug = DEBUG_FLAGS if spec.debug else ()  # last: its -O0 wins over the units' own
     # Both generated units start with a shared precompiled header: module.cpp with torch's
     # pybind11 headers and ksbind's; ks_unit.cpp with only what its entry points include
     # (ksbind/torch.h: ATen's core, the runtime): a larger one is slower to load than to skip.
-    units = [Unit(unit, (name if entry_unit.name == "module.cpp" else ()) + ks_flags, pch=True, parts=parts,
-                  pch_includes=KS_UNIT_PCH_INCLUDES)]
+    units = [Unit(unit, (name if entry_unit.name == "module.cpp" else ()) + ks_flags + debug, pch=True,
+                  parts=parts, pch_includes=KS_UNIT_PCH_INCLUDES)]
     if entry_unit.name != "module.cpp":
-        units.append(Unit(copies[by_name["module.cpp"]], name + GLUE_FLAGS, pch=True, parts=parts))
-    units += [Unit(Path(s)) for s in runtime_sources]
+        units.append(Unit(copies[by_name["module.cpp"]], name + GLUE_FLAGS + debug, pch=True, parts=parts))
+    units += [Unit(Path(s), debug) for s in runtime_sources]
     if needs_init and shared_root is not None:
         units.append(init_unit(shared_root, ext))
     return units

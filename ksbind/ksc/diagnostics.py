@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ksbind.errors import KscError, Location
+from ksbind.errors import KsbindError, KscError, Location
 from ksbind.lang.model import StructuredName
-from ksbind.lang.reader import KsSource
+from ksbind.lang.reader import KsSource, read_text
+from ksbind.lang.sexpr import Atom, Node, SList, parse_sexprs
 
 
 @dataclass
@@ -102,7 +103,9 @@ def translate_error(failure: KscFailure, sources: Sequence[Path], scanned: Seque
         if loc is None and sources:
             loc = Location(str(sources[0]))
         suffix = f" (in the definition of {where_name})" if where_name else ""
-        return KscError(f"ksc: {first}{suffix}", loc)
+        if loc is not None:
+            loc = _offending_node(block, loc) or loc
+        return KscError(f"ksc: {first}{suffix}{_explained(block, first)}", loc)
     lines = [ln.strip() for ln in strip_callstack(failure.stderr).splitlines() if ln.strip()]
     lines = [ln for ln in lines if ln not in ("ksc: Exiting",)]
     text = one_line("\n".join(lines[:3])) or "ksc failed without saying why"
@@ -143,3 +146,90 @@ def _definition_location(name: str, scanned: Sequence[KsSource],
         if primal.name in name or str(primal) in name:
             return loc
     return None
+
+
+# ------------------------------------------------------------------ type errors, explained and located
+
+#: What ksc's type errors say about the expression at fault (its "Type errors in" block).
+_USER_CALL = re.compile(r"Not in scope: userCall: (\[.*\])")
+_CALL_OF = re.compile(r"In the call of: (\S+)")
+_ARGS = re.compile(r"^\s*Args: (.*)$", re.MULTILINE)
+_LOCAL = re.compile(r"Not in scope: local var/tld: (\S+)")
+_INTEGER = re.compile(r"-?\d+")
+_VERBS = {"add": "added", "sub": "subtracted", "mul": "multiplied", "div": "divided", "max": "compared",
+          "min": "compared", "eq": "compared", "lt": "compared", "gt": "compared", "lte": "compared",
+          "gte": "compared"}
+
+
+def _explained(block: str, first: str) -> str:
+    """What ksc's words mean, where ksbind can tell the cause: ``: ...`` or ""."""
+    call = _USER_CALL.search(first)
+    if call:
+        try:
+            name = StructuredName.parse(call.group(1), "<ksc>")
+        except KsbindError:
+            return ""
+        types = [str(t) for t in getattr(name.arg_type, "elements", [name.arg_type])]
+        shown = ", ".join(types)
+        if "Float" in types and "Integer" in types:
+            verb = _VERBS.get(name.name, f"passed together to {name.name}")
+            args = _ARGS.search(block)
+            literal = next((a for a in _words(args.group(1)) if _INTEGER.fullmatch(a)), None) if args else None
+            fix = f"write {literal}.0 for {literal}" if literal else "write Float literals with a point (1.0)"
+            return (f": no {name.name} takes ({shown}): a Float and an Integer {verb}, and ks never converts "
+                    f"one to the other; {fix}, or convert an Integer n with (to_float n)")
+        return (f": no function {name.name} takes ({shown}) (a name not defined, or defined at other "
+                f"argument types: docs/errors.md)")
+    local = _LOCAL.search(first)
+    if local:
+        return f": {local.group(1)} is not a parameter, a let-bound variable or a function defined before it"
+    return ""
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\s()]+", text)
+
+
+def _offending_node(block: str, definition: Location) -> Location | None:
+    """The call (or variable) ksc's block is about, inside the definition at ``definition``, where
+    ksbind's reader can tell which it is; None otherwise (the definition stays the location)."""
+    try:
+        forms = parse_sexprs(read_text(definition.file), definition.file)
+    except (KsbindError, OSError):
+        return None
+    form = next((f for f in forms if f.loc.line == definition.line and f.loc.column == definition.column), None)
+    if not isinstance(form, SList) or len(form.items) < 5:
+        return None
+    body = form.items[4]
+    local = _LOCAL.search(block)
+    if local:
+        atoms = [n for n in _nodes(body) if isinstance(n, Atom) and not n.is_string and n.text == local.group(1)]
+        return atoms[0].loc if atoms else None
+    callee = _CALL_OF.search(block)
+    if callee is None:
+        return None
+    calls = [n for n in _nodes(body) if isinstance(n, SList) and n.bracket == "(" and n.items
+             and isinstance(n.items[0], Atom) and n.items[0].text == callee.group(1)]
+    args = _ARGS.search(block)
+    if args and len(calls) > 1:
+        wanted = _words(args.group(1))
+        matching = [c for c in calls if _words(_args_text(c)) == wanted]
+        calls = matching if matching else calls
+    return calls[0].loc if len(calls) == 1 else None
+
+
+def _args_text(call: SList) -> str:
+    """A call's arguments as ksc prints them: the one argument, or (tuple a b ...)."""
+    args = call.items[1:]
+    return str(args[0]) if len(args) == 1 else "(tuple " + " ".join(str(a) for a in args) + ")"
+
+
+def _nodes(root: Node) -> list[Node]:
+    out: list[Node] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, SList):
+            stack.extend(reversed(node.items))
+    return out

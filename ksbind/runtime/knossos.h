@@ -8,6 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#ifdef KS_BOUNDS_CHECK
+#include <iostream>
+#endif
 #include <cstring>
 #include <functional>
 #include <new>
@@ -164,6 +167,10 @@ public:
     // As ksc's: t[i] is element i of a vector, row i (a view) of a higher rank;
     // t.index(i) takes a whole index (an int, or a ks::Tuple of Dim ints).
     decltype(auto) operator[](int i) const {
+#ifdef KS_BOUNDS_CHECK
+        if constexpr (Dim == 1) check(i, size_);
+        else check(i, std::get<0>(size_));
+#endif
         if constexpr (Dim == 1) {
             return static_cast<T&>(data_[i]);
         } else {
@@ -171,9 +178,30 @@ public:
             return tensor<Dim - 1, T>(rest, data_ + static_cast<size_t>(i) * tensor_dimension<Dim - 1>::num_elements(rest));
         }
     }
-    T& index(index_type i) const { return data_[tensor_dimension<Dim>::flatten(size_, i)]; }
+    T& index(index_type i) const {
+#ifdef KS_BOUNDS_CHECK
+        check_all(i, std::make_index_sequence<Dim == 1 ? 0 : Dim>());
+#endif
+        return data_[tensor_dimension<Dim>::flatten(size_, i)];
+    }
 
 private:
+#ifdef KS_BOUNDS_CHECK
+    // As ksc's runtime checks (a debug build: KS_BOUNDS_CHECK): the reason on
+    // std::cerr, then abort() (unqualified, so a debug build's ks::abort throws).
+    static void check(int i, int n) {
+        if (i < 0 || i >= n) {
+            std::cerr << "ERROR: Accessing element " << i << " of tensor of size " << n << std::endl;
+            abort();
+        }
+    }
+    template <size_t... I>
+    void check_all(const index_type& i, std::index_sequence<I...>) const {
+        if constexpr (Dim == 1) check(i, size_);
+        else (check(std::get<I>(i), std::get<I>(size_)), ...);
+    }
+#endif
+
     template <size_t... I>
     static auto tail(const index_type& size, std::index_sequence<I...>) {
         if constexpr (sizeof...(I) == 1) {

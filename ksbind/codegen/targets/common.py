@@ -74,6 +74,7 @@ class EntryPoint:
     result: Result
     is_vjp: bool = False
     primal: str = ""             # for a vjp: the primal binding's name
+    primal_symbol: str = ""      # for a vjp: the primal's C++ symbol (a full arena's message runs it)
     mode: str = "plain"
     doc: str = ""
     release_gil: str = "auto"    # the binding's GIL policy: auto, always or never
@@ -115,7 +116,8 @@ def vjp_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
     return EntryPoint(
         name=b.vjp_name, symbol=vjp.cpp_symbol, ks_name=str(vjp.name), signature=vjp.signature,
         params=params, call_args=call_args, result=_result(vjp.return_type, crossing, role="gradient"),
-        is_vjp=True, primal=b.name, mode=b.mode, release_gil=b.release_gil, long_call=b.long_call,
+        is_vjp=True, primal=b.name, primal_symbol=primal.cpp_symbol, mode=b.mode, release_gil=b.release_gil,
+        long_call=b.long_call,
         doc=f"vjp of {primal.name}: gradient of each argument given the result's gradient. "
             f"Calls {vjp.signature}",
     )

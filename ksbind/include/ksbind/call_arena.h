@@ -217,6 +217,11 @@ public:
     // overrun is undone, and a full arena becomes arena_exhausted (MemoryError).
     template <class F>
     decltype(auto) call(bool release_gil, F&& f);
+    // The same for a call made at site: failures name the binding, and what ks
+    // code writes to std::cerr reaches stderr only with logging on
+    // (rethrow_ks_failure; probe: a vjp's primal, for vjp_hint).
+    template <class F, class Probe = detail::no_probe>
+    decltype(auto) call(const CallSite& site, bool release_gil, F&& f, Probe&& probe = Probe());
 
 private:
     arenas::ThreadArena& t_;
@@ -242,6 +247,17 @@ decltype(auto) CallArena::call(bool release_gil, F&& f) {
         return without_gil_if(release_gil, std::forward<F>(f));
     } catch (...) {
         rethrow_ks_failure(*t_.alloc, mark, t_.bytes);
+    }
+}
+
+template <class F, class Probe>
+decltype(auto) CallArena::call(const CallSite& site, bool release_gil, F&& f, Probe&& probe) {
+    const arenas::mark_t mark = t_.alloc->mark();
+    StderrCapture captured(ks::entry_points::g_logging.load(std::memory_order_relaxed));
+    try {
+        return without_gil_if(release_gil, std::forward<F>(f));
+    } catch (...) {
+        rethrow_ks_failure(*t_.alloc, mark, t_.bytes, site, captured, probe);
     }
 }
 

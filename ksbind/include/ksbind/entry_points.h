@@ -20,6 +20,7 @@
 #pragma once
 
 #include <knossos.h>
+#include <ksbind/ks_failure.h>  // CallSite, StderrCapture, rethrow_named
 
 // KSBIND_NO_PYTHON: a library loaded without Python's headers (the jax target's,
 // through ctypes): no GIL to release, and nothing of Python's C API referenced.
@@ -132,7 +133,10 @@ inline size_t allocator_peak() {
     return static_cast<size_t>(g_alloc.peak());
 }
 
-inline void logging(bool on) { g_logging = on; }
+inline void logging(bool on) {
+    g_logging = on;
+    ksbind::failure::exclusive_echo.store(on, std::memory_order_relaxed);
+}
 
 inline size_t arena_bytes() { return detail::arena_size; }
 
@@ -162,11 +166,14 @@ inline void set_arena_bytes(size_t bytes) {
 // what the user has set since.
 KSBIND_HIDDEN inline std::atomic<bool> g_configured{false};
 inline void configure(size_t config_arena_bytes, bool log) {
+    // Calls that keep the GIL capture ks code's stderr cheaply: the GIL's holder is their thread.
+    ksbind::failure::exclusive_check = [] { return Py_IsInitialized() && PyGILState_Check() != 0; };
     if (g_configured.load()) return;
     size_t env = detail::env_arena_bytes();
     size_t bytes = env ? env : config_arena_bytes;
     if (bytes != detail::arena_size) set_arena_bytes(bytes);
     g_logging = log;
+    ksbind::failure::exclusive_echo.store(log, std::memory_order_relaxed);
     g_configured = true;
 }
 
@@ -256,6 +263,31 @@ private:
 
 namespace detail {
 
+// A vjp that ran out of arena: its primal run on the same arguments, in an
+// arena of the same size (probe(alloc) calls it), tells whether the vjp's
+// need is far above the primal's, which is what ksc's vjp of `index` inside
+// `build` does (docs/ks.md#fast-vjps). "" when the primal is not far below.
+template <class Probe>
+std::string vjp_hint(size_t bytes, Probe& probe) {
+    size_t peak = 0;
+    try {
+        ks::allocator fresh(bytes);
+        probe(&fresh);
+        peak = static_cast<size_t>(fresh.peak());
+    } catch (...) {
+        return "";  // the primal does not fit either: the arena is simply too small
+    }
+    if (peak > bytes / 8) return "";
+    return "; its primal needs only " + std::to_string(peak) + " bytes on the same arguments: ksc's vjp keeps "
+           "a dense gradient, as big as the whole tensor, for every `index` inside a `build` or `sumbuild`, "
+           "so such a vjp needs memory (and time) quadratic in the tensor's size; the prelude's vector "
+           "operations avoid it (docs/ks.md#fast-vjps)";
+}
+
+struct no_probe {
+    void operator()(ks::allocator*) const {}
+};
+
 // ksc's allocator refuses any single allocation this big, whatever the arena.
 inline bool says_allocation_too_big(const char* what) { return std::strstr(what, "[size < 1000 * 1000000]"); }
 
@@ -323,6 +355,29 @@ template <class Mark>
     }
 }
 
+// The same for a ks call made at site (captured: what it wrote to std::cerr):
+// a full arena's MemoryError names the binding (and, for a vjp whose primal
+// needs far less, why: vjp_hint); a KS_ASSERT or a failed check is a
+// ks_failure naming the binding, the ks function and the condition.
+template <class Mark, class Probe = detail::no_probe>
+[[noreturn]] void rethrow_ks_failure(ks::allocator& alloc, Mark mark, size_t bytes, const CallSite& site,
+                                     const StderrCapture& captured, Probe&& probe = Probe()) {
+    const bool overran = static_cast<size_t>(alloc.mark()) >= bytes;
+    detail::restore_peak(alloc, bytes, 0);
+    alloc.reset(mark);
+    std::string what;
+    try {
+        throw;
+    } catch (const std::exception& e) {
+        if (!overran && !detail::says_arena_full(e.what())) rethrow_named(site, captured);
+        what = e.what();
+    }
+    std::string m = failure::who(site) + ": " +
+                    (what.rfind("ks arena exhausted", 0) == 0 ? what : detail::exhausted_message(bytes, what.c_str()));
+    if constexpr (!std::is_same_v<std::decay_t<Probe>, detail::no_probe>) m += detail::vjp_hint(bytes, probe);
+    throw arena_exhausted(m);
+}
+
 // ------------------------------------------------------------ arena guards
 
 // Guards the arena for an entry point's whole run. A call that will release
@@ -364,6 +419,19 @@ public:
             return without_gil_if(release_gil, std::forward<F>(f));
         } catch (...) {
             rethrow_ks_failure(alloc_, mark_, ks::entry_points::arena_bytes());
+        }
+    }
+    // The same, for a call made at site: a failure names the binding (rethrow_ks_failure);
+    // what ks code writes to std::cerr goes to stderr only with logging on. A vjp
+    // passes probe, which calls its primal on the same arguments (vjp_hint).
+    template <class F, class Probe = detail::no_probe>
+    decltype(auto) call(const CallSite& site, bool release_gil, F&& f, Probe&& probe = Probe()) {
+        // A call that keeps the GIL is the only such call in the process meanwhile: exclusive.
+        StderrCapture captured(ks::entry_points::g_logging.load(std::memory_order_relaxed), !release_gil);
+        try {
+            return without_gil_if(release_gil, std::forward<F>(f));
+        } catch (...) {
+            rethrow_ks_failure(alloc_, mark_, ks::entry_points::arena_bytes(), site, captured, probe);
         }
     }
 

@@ -265,6 +265,128 @@ public:
 }  // namespace detail
 }  // namespace pybind11
 
+// ------------------------------------------------------------ short bad-call messages
+
+// pybind11's TypeError for a call whose arguments fit no signature ends with
+// "Invoked with: " and the repr() of every argument: all of a big list or
+// array.array, pages of numbers. An entry point's function is given a
+// method that calls pybind11's dispatcher and, when that raises such a
+// TypeError, keeps its signatures and replaces the reprs by each argument's
+// type and size (summary). Nothing changes for a call that succeeds but one
+// pointer test.
+namespace ksbind {
+namespace pybind {
+namespace bad_calls {
+
+// One argument for a message: its type and its shape, length or short repr, never its contents.
+inline std::string summary(PyObject* o) {
+    std::string type = Py_TYPE(o)->tp_name;
+    if (PyFloat_Check(o) || PyLong_Check(o) || o == Py_None || (PyUnicode_Check(o) && PyUnicode_GetLength(o) <= 40)) {
+        PyObject* r = PyObject_Repr(o);
+        const char* text = r ? PyUnicode_AsUTF8(r) : nullptr;
+        std::string out = text ? std::string(text) : type;
+        Py_XDECREF(r);
+        PyErr_Clear();
+        return out;
+    }
+    if (PyObject_CheckBuffer(o)) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(o, &view, PyBUF_FORMAT | PyBUF_STRIDES) == 0) {
+            std::string out = type + " of '" + (view.format ? view.format : "B") + "', shape (";
+            for (int d = 0; d < view.ndim; ++d) out += (d ? ", " : "") + std::to_string(view.shape[d]);
+            out += view.ndim == 1 ? ",)" : ")";
+            PyBuffer_Release(&view);
+            return out;
+        }
+        PyErr_Clear();
+    }
+    PyObject* shape = PyObject_HasAttrString(o, "shape") ? PyObject_GetAttrString(o, "shape") : nullptr;
+    if (shape) {
+        PyObject* r = PyObject_Str(shape);
+        const char* text = r ? PyUnicode_AsUTF8(r) : nullptr;
+        std::string out = type + (text ? std::string(" of shape ") + text : std::string());
+        Py_XDECREF(r);
+        Py_DECREF(shape);
+        PyErr_Clear();
+        return out;
+    }
+    PyErr_Clear();
+    const Py_ssize_t n = PySequence_Check(o) ? PySequence_Size(o) : -1;
+    PyErr_Clear();
+    return n >= 0 ? type + " of length " + std::to_string(n) : type;
+}
+
+// The TypeError being raised, if it is pybind11's for arguments that fit no
+// signature: the same message with the arguments summarised.
+inline void shorten(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    if (!PyErr_ExceptionMatches(PyExc_TypeError)) return;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject* value = PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+#endif
+    PyObject* str = value ? PyObject_Str(value) : nullptr;
+    const char* text = str ? PyUnicode_AsUTF8(str) : nullptr;
+    const char* invoked = text ? std::strstr(text, "\nInvoked with: ") : nullptr;
+    if (!invoked || !std::strstr(text, "(): incompatible function arguments")) {
+        Py_XDECREF(str);
+        PyErr_Clear();
+#if PY_VERSION_HEX >= 0x030C0000
+        PyErr_SetRaisedException(value);
+#else
+        PyErr_Restore(type, value, traceback);
+#endif
+        return;
+    }
+    std::string m(text, static_cast<size_t>(invoked - text));
+    m += "\nInvoked with: ";
+    const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nargs + nkw; ++i) {
+        if (i) m += ", ";
+        if (i >= nargs) {
+            const char* key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i - nargs));
+            m += std::string(key ? key : "?") + "=";
+        }
+        m += summary(args[i]);
+    }
+    if (nargs + nkw == 0) m += "no arguments";
+    Py_XDECREF(str);
+#if PY_VERSION_HEX < 0x030C0000
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+#endif
+    Py_XDECREF(value);
+    PyErr_SetString(PyExc_TypeError, m.c_str());
+}
+
+using Fast = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*);
+KSBIND_HIDDEN inline Fast dispatcher = nullptr;  // pybind11's, the same for every function of a module
+
+inline PyObject* call(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    PyObject* result = dispatcher(self, args, nargs, kwnames);
+    if (!result) shorten(args, PyVectorcall_NARGS(nargs), kwnames);
+    return result;
+}
+
+// Give fn (an entry point's pybind11 function) the method above. Only for
+// pybind11's vectorcall functions (pybind11 3; an older pybind11 keeps its message).
+inline void install(const py::object& fn) {
+    if (!PyCFunction_Check(fn.ptr())) return;
+    PyMethodDef* def = reinterpret_cast<PyCFunctionObject*>(fn.ptr())->m_ml;
+    if (!def || def->ml_flags != (METH_FASTCALL | METH_KEYWORDS)) return;
+    Fast meth = reinterpret_cast<Fast>(reinterpret_cast<void (*)()>(def->ml_meth));
+    if (meth == &call) return;
+    if (dispatcher == nullptr) dispatcher = meth;
+    if (meth != dispatcher) return;
+    def->ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&call));
+}
+
+}  // namespace bad_calls
+}  // namespace pybind
+}  // namespace ksbind
+
 // ------------------------------------------------------------ module setup
 
 namespace ksbind {

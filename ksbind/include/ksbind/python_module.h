@@ -83,9 +83,12 @@ constexpr Py_ssize_t arity() {
 __attribute__((noinline)) inline void sort_arguments(const Names& s, PyObject* const* args, Py_ssize_t nargs,
                                                      PyObject* kwnames, PyObject** slots) {
     const Py_ssize_t n = s.count;
-    if (nargs > n)
+    if (nargs > n) {
+        std::string given;  // the types received, never the values (a tensor's list may be long)
+        for (Py_ssize_t i = 0; i < nargs; ++i) given += std::string(i ? ", " : "") + Py_TYPE(args[i])->tp_name;
         bad_call(s, "takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") + ", got " +
-                        std::to_string(nargs));
+                        std::to_string(nargs) + " (" + given + ")");
+    }
     for (Py_ssize_t i = 0; i < n; ++i) slots[i] = i < nargs ? args[i] : nullptr;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t k = 0; k < nkw; ++k) {

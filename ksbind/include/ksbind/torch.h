@@ -523,6 +523,9 @@ template <class Body>
 void run_chunk(Body& body, size_t bytes, int64_t begin, int64_t end) {
     ks::allocator& alloc = worker_allocator(bytes);
     const auto mark = alloc.mark();
+    // What ks code writes to std::cerr on this worker reaches stderr only with logging on;
+    // the caller's thread names the failure (ksbind/ks_failure.h).
+    StderrCapture captured(ks::entry_points::g_logging.load(std::memory_order_relaxed));
     try {
         ksbind::cpu::run(body, &alloc, begin, end);
     } catch (...) {
