@@ -22,12 +22,15 @@ from ksbind.spec import GIL_POLICIES, MODES, RESERVED_NAMES, Binding, BindingSpe
 
 def select_bindings(decls: Sequence[FunctionDecl], specs: Sequence[BindingSpec] | None = None,
                     where: Location | None = None,
-                    own: Callable[[FunctionDecl], bool] | None = None) -> list[Binding]:
+                    own: Callable[[FunctionDecl], bool] | None = None,
+                    crossing_problem: Callable[[FunctionDecl], str | None] | None = None) -> list[Binding]:
     """Resolve binding specs against decls; None binds every base function that ``own``
-    accepts (all of them when ``own`` is None): the user's, not a prelude's."""
+    accepts (all of them when ``own`` is None): the user's, not a prelude's, and skips
+    with a warning each one whose values cannot cross (``crossing_problem``: the target's)."""
     by_name = {d.name: d for d in decls}
     if specs is None:
-        bindings = _default_bindings([d for d in decls if own is None or own(d)], by_name, where)
+        bindings = _default_bindings([d for d in decls if own is None or own(d)], by_name, where,
+                                     crossing_problem)
     else:
         plain = plain_name_index(decls)  # built once: resolving N specs stays O(N)
         bindings = [_resolve(spec, decls, by_name, plain) for spec in specs]
@@ -87,7 +90,8 @@ def _check_callable(d: FunctionDecl, where: Location | None) -> None:
 
 
 def _default_bindings(decls: Sequence[FunctionDecl], by_name: dict[StructuredName, FunctionDecl],
-                      where: Location | None) -> list[Binding]:
+                      where: Location | None,
+                      crossing_problem: Callable[[FunctionDecl], str | None] | None = None) -> list[Binding]:
     """Every base function, under its own name where it can be one.
 
     Defaults never sink a module: a name that cannot be a binding (a keyword such
@@ -99,7 +103,8 @@ def _default_bindings(decls: Sequence[FunctionDecl], by_name: dict[StructuredNam
     for d in decls:
         if d.name.is_derived:
             continue
-        reason = _uncallable_reason(d) or _symbol_clash(d, symbols.setdefault(d.cpp_symbol, d))
+        reason = (_uncallable_reason(d) or (crossing_problem(d) if crossing_problem else None)
+                  or _symbol_clash(d, symbols.setdefault(d.cpp_symbol, d)))
         if reason:
             warn(f"{d.location or where}: not binding {d.name} by default: {reason}")
             continue

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ksbind.binding import declared_vjp, select_bindings
+from ksbind.codegen.targets import get_target
 from ksbind.errors import DeclarationError, KscError
 from ksbind.ksc.driver import (
     KscToolchain,
@@ -61,7 +62,8 @@ def resolve_spec(spec: ModuleSpec, cache_dir: Path | None = None) -> ResolvedMod
     if spec.ksc is not None:  # only .kso files: ksc has nothing to compile, but its runtime is still wanted
         spec = _with_ksc_runtime(spec, ksc_runtime(spec.ksc))
     decls = module_decls(spec)
-    return ResolvedModule(spec, decls, select_bindings(decls, spec.bindings, spec.location, _not_prelude(spec)))
+    return ResolvedModule(spec, decls, select_bindings(decls, spec.bindings, spec.location, _not_prelude(spec),
+                                                      get_target(spec.target).crossing_problem))
 
 
 def module_decls(spec: ModuleSpec, ks_files: Sequence[Path] | None = None) -> list[FunctionDecl]:
@@ -131,6 +133,8 @@ def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModul
         before = _declarations_before_ksc(tool, scanned, spec, kso_files)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # Every function the defaults could bind, also those the target cannot cross: the
+            # final selection below skips those with its warning (here warnings are silenced).
             planned = select_bindings(before, spec.bindings, spec.location, is_own)
         used, vjps = _what_to_ask(planned, spec.bindings, scanned, before)
         try:
@@ -144,7 +148,8 @@ def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModul
     resolved = dataclasses.replace(resolved, cpp=(out.cpp, *spec.cpp))
     decls = _located_in_sources(module_decls(resolved), scanned)
     specs = _with_chosen_vjps(spec.bindings, planned, out.vjp_kinds)
-    return ResolvedModule(resolved, decls, select_bindings(decls, specs, spec.location, is_own), out.ran)
+    return ResolvedModule(resolved, decls, select_bindings(decls, specs, spec.location, is_own,
+                                                          get_target(spec.target).crossing_problem), out.ran)
 
 
 def _located_in_sources(decls: list[FunctionDecl], scanned: Sequence[KsSource]) -> list[FunctionDecl]:

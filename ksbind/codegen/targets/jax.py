@@ -31,6 +31,7 @@ from typing import Any
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
+from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType, parse_type
 from ksbind.spec import Binding, ModuleOptions
 
@@ -228,12 +229,21 @@ def _moded(e: EntryPoint, b: Binding) -> EntryPoint:
     return replace(e, params=params)
 
 
+def crossing_problem(d: FunctionDecl) -> str | None:
+    """Why d's arguments or result cannot cross as jax arrays (default bindings skip d), or None."""
+    for t in [*d.params, d.return_type]:
+        reason = unsupported_reason(t)
+        if reason:
+            return f"on the jax target, {reason}"
+    return None
+
+
 TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
     build="jax", tensors="jax.Array", stub_imports=("import jax",), compiled_name=lib_name,
-    result_shapes=True,
+    result_shapes=True, crossing_problem=crossing_problem,
 )
 
 
 __all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "LIB_SUFFIX", "OLDEST_JAXLIB", "crossing", "tree", "py_type",
-           "check_binding", "extra_context", "lib_name", "unsupported_reason", "JaxEntry"]
+           "check_binding", "crossing_problem", "extra_context", "lib_name", "unsupported_reason", "JaxEntry"]

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ksbind.codegen.targets.common import CrossingRule
+from ksbind.lang.model import FunctionDecl
 from ksbind.spec import Binding, ModuleOptions
 
 #: Values a target adds to the template context (and may replace ``entry_points`` with).
@@ -26,6 +27,15 @@ BUILD_KINDS = ("pybind11", "python-capi", "torch", "jax")
 def no_extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
     """A target whose templates need nothing beyond the common context."""
     return {}
+
+
+#: Why a function's values cannot cross on a target, or None.
+CrossingProblem = Callable[[FunctionDecl], str | None]
+
+
+def crosses_always(decl: FunctionDecl) -> str | None:
+    """A target on which every bindable function's values cross."""
+    return None
 
 
 def same_name(module_name: str) -> str:
@@ -61,6 +71,9 @@ class Target:
     runtime_copy: a standalone build (a wheel) puts a copy of ksbind/torch_runtime.py
     beside the module under this name (``{module}`` replaced); None: no copy.
     result_shapes: bindings may name their ``result_shape`` (elsewhere it is a BindingError).
+    crossing_problem: why a function's values cannot cross on this target, or None: default
+    bindings skip such a function with a warning (as they skip any function that cannot be
+    bound); an explicit binding of it stays an error (the target's own check says why).
     """
 
     name: str
@@ -78,6 +91,7 @@ class Target:
     compiled_name: Callable[[str], str] = same_name
     runtime_copy: str | None = None
     result_shapes: bool = False
+    crossing_problem: CrossingProblem = crosses_always
 
     def __post_init__(self) -> None:
         if self.build not in BUILD_KINDS:
@@ -98,4 +112,5 @@ class Target:
         return [n.replace("{module}", module_name) for n in names]
 
 
-__all__ = ["Target", "ExtraContext", "BUILD_KINDS", "no_extra_context", "same_name"]
+__all__ = ["Target", "ExtraContext", "CrossingProblem", "BUILD_KINDS", "no_extra_context", "crosses_always",
+           "same_name"]
