@@ -452,8 +452,9 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
         (runtime / name).write_text(f'#error "{name} of the runtime folder shadowed a ksbind header"\n')
     specs = {s.name: s for s in ksbind.load_config(REPO / "configs" / "examples.yaml")}
     torch_spec = next(s for s in ksbind.load_config(REPO / "configs" / "torch_ops.yaml") if s.name == "torch_ops")
+    jax_spec = ksbind.load_config(REPO / "configs" / "relu3_jax.yaml")[0]
     reached: set[Path] = set()
-    for spec in [specs["examples_ks"], specs["examples_python"], torch_spec]:
+    for spec in [specs["examples_ks"], specs["examples_python"], torch_spec, jax_spec]:
         spec = dataclasses.replace(spec, runtime=RuntimeSpec(False, (runtime,), ()), output=tmp_path / spec.name)
         generated = write_generated(spec.output, render_spec(spec))
         if spec.target == "torch":
@@ -465,6 +466,14 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
             dirs = [*include_dirs_for(spec), *map(Path, cpp_extension.include_paths()),
                     Path(sysconfig.get_paths()["include"])]
             cmd = ["g++", "-std=c++17", *KS_FLAGS, *(f"-I{d}" for d in dirs)]
+            units = [p for p in generated if p.suffix == ".cpp"]
+        elif spec.target == "jax":
+            pytest.importorskip("jax")
+            from ksbind.backend.jax_build import toolchain
+
+            tc = toolchain(spec)
+            assert tc.include_dirs[:2] == (runtime, INCLUDE_DIR)  # the runtime's folder first, then ksbind's
+            cmd = ["g++", *tc.cflags, *tc.include_flags()]
             units = [p for p in generated if p.suffix == ".cpp"]
         else:
             plan = compile_plan(spec, generated)
