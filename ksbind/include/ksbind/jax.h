@@ -24,10 +24,15 @@
 
 #include "xla/ffi/api/ffi.h"
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -439,10 +444,103 @@ ffi::Error call(const char* binding, const std::vector<std::string>& names, ffi:
     }
 }
 
-// An elementwise call: NIn float32 buffers of one shape (the wrapper broadcast
-// them), NOut results of that shape; the scalar ks function inlined into the loop.
+// Elementwise loops this long or longer are split over XLA's intra-op thread
+// pool (as XLA splits its own fused loops); shorter ones run on the calling
+// thread, where a task hand-off would cost more than it saves.
+inline constexpr int64_t parallel_elements = 1 << 15;
+
+// The state the calling thread and its pool tasks share: chunks handed out by
+// an atomic counter, so the caller works too and only ever waits for chunks a
+// running task holds (no deadlock when the pool is busy or the caller is one
+// of its threads). Shared-owned: a task may start after the caller returned.
+struct ChunkedLoop {
+    int64_t n = 0, chunk = 0, chunks = 0;
+    std::atomic<int64_t> next{0}, done{0};
+    std::mutex m;
+    std::condition_variable cv;
+    std::string error;  // the first failure's message
+};
+
+// Run body(begin, end) over [0, n) on the caller and up to `threads` pool tasks.
+template <class Body>
+void run_chunks(ffi::ThreadPool& pool, int64_t n, const Body& body) {
+    const int64_t threads = pool.num_threads();
+    if (n < parallel_elements || threads < 2) {
+        body(int64_t{0}, n);
+        return;
+    }
+    auto loop = std::make_shared<ChunkedLoop>();
+    loop->n = n;
+    loop->chunks = std::min<int64_t>(4 * (threads + 1), (n + 4095) / 4096);
+    loop->chunk = (n + loop->chunks - 1) / loop->chunks;
+    loop->chunks = (n + loop->chunk - 1) / loop->chunk;
+    // body is the caller's (its lambdas capture the caller's frame): a task
+    // touches it only for a chunk it claimed, and the caller waits for those.
+    auto work = [loop, &body] {
+        for (int64_t c; (c = loop->next.fetch_add(1)) < loop->chunks;) {
+            try {
+                body(c * loop->chunk, std::min(loop->n, (c + 1) * loop->chunk));
+            } catch (const std::exception& e) {
+                std::lock_guard<std::mutex> lock(loop->m);
+                if (loop->error.empty()) loop->error = e.what();
+            }
+            if (loop->done.fetch_add(1) + 1 == loop->chunks) {
+                std::lock_guard<std::mutex> lock(loop->m);
+                loop->cv.notify_all();
+            }
+        }
+    };
+    for (int64_t t = 0; t < std::min<int64_t>(threads, loop->chunks - 1); ++t)
+        pool.Schedule([loop, work] { work(); });
+    work();
+    {
+        std::unique_lock<std::mutex> lock(loop->m);
+        loop->cv.wait(lock, [&] { return loop->done.load() == loop->chunks; });
+    }
+    if (!loop->error.empty()) throw std::runtime_error(loop->error);
+}
+
+// The elementwise loop itself, over [begin, end). On x86-64 Linux it is built
+// twice, for the baseline and for x86-64-v3 (AVX2, FMA), and the loader picks
+// the one the CPU runs (an ifunc): 8 floats a step where the CPU has them,
+// as XLA's own loops use, while the module still runs on any x86-64.
+#if defined(__x86_64__) && defined(__linux__) && defined(__has_attribute) && !defined(KSBIND_JAX_NO_CLONES)
+#if __has_attribute(target_clones)
+#define KSBIND_JAX_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef KSBIND_JAX_CLONES
+#define KSBIND_JAX_CLONES
+#endif
+
+// A failure comes back as an exception_ptr, rethrown by the caller: GCC's
+// dispatcher of cloned functions does not pass exceptions through (terminate).
 template <size_t NIn, size_t NOut, class F>
-ffi::Error elementwise(const char* binding, ffi::RemainingArgs args, ffi::RemainingRets rets, F&& f) {
+KSBIND_JAX_CLONES std::exception_ptr elementwise_loop(const F& f, ks::allocator* alloc, const float* const* in,
+                                                      float* const* out, int64_t begin, int64_t end) noexcept {
+    try {
+        for (int64_t i = begin; i < end; ++i) {
+            auto r = [&]<size_t... I>(std::index_sequence<I...>) { return f(alloc, in[I][i]...); }(
+                std::make_index_sequence<NIn>());
+            if constexpr (NOut == 1) {
+                out[0][i] = r;
+            } else {
+                [&]<size_t... K>(std::index_sequence<K...>) { ((out[K][i] = ks::get<K>(r)), ...); }(
+                    std::make_index_sequence<NOut>());
+            }
+        }
+    } catch (...) {
+        return std::current_exception();
+    }
+    return nullptr;
+}
+
+// An elementwise call: NIn float32 buffers of one shape (the wrapper broadcast
+// them), NOut results of that shape; the scalar ks function inlined into the
+// loop, which long arrays split over XLA's intra-op pool (each thread its own arena).
+template <size_t NIn, size_t NOut, class F>
+ffi::Error elementwise(const char* binding, ffi::ThreadPool pool, ffi::RemainingArgs args, ffi::RemainingRets rets,
+                       F&& f) {
     try {
         if (args.size() != NIn || rets.size() != NOut) return failure(binding, "wrong number of buffers");
         const float* in[NIn];
@@ -464,21 +562,15 @@ ffi::Error elementwise(const char* binding, ffi::RemainingArgs args, ffi::Remain
                 return failure(binding, "result " + std::to_string(j) + " is not float32 of the arguments' size");
             out[j] = static_cast<float*>((*b)->untyped_data());
         }
-        CallArena arena;
-        ks::allocator* alloc = &arena.allocator();
         if (ks::entry_points::g_logging) std::cerr << binding << " elementwise over " << n << " elements" << std::endl;
-        arena.call(false, [&] {
-            for (int64_t i = 0; i < n; ++i) {
-                auto r = [&]<size_t... I>(std::index_sequence<I...>) { return f(alloc, in[I][i]...); }(
-                    std::make_index_sequence<NIn>());
-                if constexpr (NOut == 1) {
-                    out[0][i] = r;
-                } else {
-                    [&]<size_t... K>(std::index_sequence<K...>) { ((out[K][i] = ks::get<K>(r)), ...); }(
-                        std::make_index_sequence<NOut>());
-                }
-            }
-            return 0;
+        run_chunks(pool, n, [&](int64_t begin, int64_t end) {
+            CallArena arena;  // this thread's
+            ks::allocator* alloc = &arena.allocator();
+            arena.call(false, [&] {
+                if (std::exception_ptr e = elementwise_loop<NIn, NOut>(f, alloc, in, out, begin, end))
+                    std::rethrow_exception(e);
+                return 0;
+            });
         });
         return ffi::Error::Success();
     } catch (const std::exception& e) {
