@@ -78,6 +78,25 @@ def test_elementwise_any_shape_broadcasting_and_its_gradient(relu3: ModuleType, 
     np.testing.assert_allclose(jax.vmap(relu3.relu3)(x), relu3_np(x), rtol=1e-6)
 
 
+def test_long_elementwise_loops_split_over_threads_and_fail_cleanly(relu3: ModuleType, m: ModuleType) -> None:
+    # Above the length the loop is split over XLA's intra-op pool: every chunk
+    # is computed, odd lengths included, and a failure in any chunk is the call's.
+    x = jnp.linspace(-1.5, 2.5, 100_003, dtype=jnp.float32)
+    np.testing.assert_allclose(jax.jit(relu3.relu3)(x), relu3_np(x), rtol=1e-6, atol=1e-7)
+    # The gradient multiplies the cotangent by the derivatives at dret = 1: the
+    # same as the vjp binding itself with that cotangent.
+    g = jnp.cos(x)
+    _, pull = jax.vjp(relu3.relu3, x)
+    np.testing.assert_allclose(pull(g)[0], relu3.relu3_vjp(x, g), rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda v: relu3.relu3(v).sum()))(x), drelu3_np(x), rtol=1e-6)
+    big = jnp.linspace(0, 8, 70_000, dtype=jnp.float32)
+    np.testing.assert_allclose(jax.jit(m.checked_e)(big), np.sqrt(np.asarray(big)), rtol=1e-6)
+    with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match=r"binding 'checked_e': .*Assert failed "
+                                                                        r"\[x >= 0.0f\]"):
+        np.asarray(jax.jit(m.checked_e)(big.at[65_000].set(-1.0)))
+    assert m.allocator_top() == 0
+
+
 @pytest.mark.parametrize("how", ["eager", "jit"])
 def test_plain_binding_under_jit_grad_vjp_and_vmap(relu3: ModuleType, m: ModuleType, how: str) -> None:
     wrap = jax.jit if how == "jit" else (lambda f: f)

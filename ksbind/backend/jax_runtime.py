@@ -90,6 +90,8 @@ class Binding:
         self.result_leaves = leaves_of(self.result)
         self.target = names[info["handler"]]
         self.vjp_target = names[info["vjp_handler"]] if info["vjp_handler"] else None
+        jac = info.get("jacobian_handler")
+        self.jacobian_target = names[jac] if jac else None
         self.probe_fn: Callable[..., int] | None = None
         if info["probe"]:
             fn = getattr(lib, info["probe"])
@@ -345,9 +347,20 @@ class Binding:
         name = self.name
 
         def fwd(*values: Any) -> tuple[Any, tuple[Any, ...]]:
+            if self.jacobian_target is not None:
+                # Elementwise: the derivatives as residuals, from their own call (the
+                # forward's, separate, is dropped by XLA when only the gradient is used).
+                leaves = self._arg_leaves(values)
+                shape = jnp.broadcast_shapes(*(jnp.shape(x) for x in leaves))
+                jac = self._ffi(self.jacobian_target, leaves, [shape] * len(leaves), ["float32"] * len(leaves))
+                return self.forward(*values), (tuple(jac), tuple(jnp.shape(v) for v in values))
             return self.forward(*values), values
 
         def bwd(values: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
+            if self.jacobian_target is not None:
+                jac, shapes = values
+                # One fused XLA loop: a broadcast cotangent is never materialized.
+                return tuple(_unbroadcast(g * d, s) for d, s in zip(jac, shapes))
             if self.vjp_target is None:
                 raise TypeError(f"binding {name!r} has no vjp: give it one (vjp: in its config entry) to "
                                 f"differentiate it")
@@ -418,7 +431,7 @@ def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[st
     names: dict[str, str] = {}
     with _register_lock:
         for info in bindings:
-            for symbol in (info["handler"], info["vjp_handler"]):
+            for symbol in (info["handler"], info["vjp_handler"], info.get("jacobian_handler")):
                 if symbol is None:
                     continue
                 target = f"ksbind.{tag}.{symbol}"

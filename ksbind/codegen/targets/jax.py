@@ -165,6 +165,8 @@ class JaxEntry:
     call: str            # the ks call, over the params' C++ names and `alloc`
     n_in: int
     n_out: int
+    #: (C++ type, name, value): arguments of the ks call fixed in the handler, not passed
+    fixed: tuple[tuple[str, str, str], ...] = ()
 
 
 def _ks_call(e: EntryPoint) -> str:
@@ -183,6 +185,17 @@ def _jax_entry(e: EntryPoint, mode: str, result_type: KsType) -> JaxEntry:
         call=_ks_call(e), n_in=len(e.params), n_out=n_out)
 
 
+def _jacobian_entry(vjp: EntryPoint, result_type: KsType) -> JaxEntry:
+    """An elementwise vjp's handler at dret = 1: each argument's derivative, the
+    residual the backward multiplies the cotangent by (a vjp is linear in dret), so
+    a broadcast cotangent (jax.grad of a sum) is never materialized nor read by C++."""
+    full = _jax_entry(vjp, "elementwise", result_type)
+    dret = full.params[-1]
+    return replace(full, name=f"{vjp.name}_jacobian", handler=f"ksbind_jax_{vjp.name}_jacobian",
+                   params=full.params[:-1], py_names=full.py_names[:-1], n_in=full.n_in - 1,
+                   fixed=((dret[0], dret[1], "1.0f"),))
+
+
 def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) -> dict[str, Any]:
     d = b.decl
     params = []
@@ -196,6 +209,7 @@ def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) 
         "params": params, "result": tree(d.return_type), "result_shape": b.result_shape,
         "handler": entries[b.name].handler, "probe": entries[b.name].probe,
         "vjp": b.vjp_name, "vjp_handler": vjp.handler if vjp else None,
+        "jacobian_handler": entries[f"{b.vjp_name}_jacobian"].handler if vjp and b.mode == "elementwise" else None,
         "vjp_result": tree(b.vjp_decl.return_type) if b.vjp_decl else None,
     }
 
@@ -210,6 +224,9 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         jax_entries[b.name] = _jax_entry(by_name[b.name], b.mode, b.decl.return_type)
         if b.vjp_name and b.vjp_decl:
             jax_entries[b.vjp_name] = _jax_entry(by_name[b.vjp_name], b.mode, b.vjp_decl.return_type)
+            if b.mode == "elementwise":
+                jac = _jacobian_entry(by_name[b.vjp_name], b.vjp_decl.return_type)
+                jax_entries[jac.name] = jac
     infos = [_binding_info(b, jax_entries, by_name[b.name]) for b in bindings]
     entries = [_moded(e, b) for b in bindings for e in
                [by_name[b.name], *([by_name[b.vjp_name]] if b.vjp_name else [])]]

@@ -24,10 +24,15 @@
 
 #include "xla/ffi/api/ffi.h"
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -300,12 +305,19 @@ inline ffi::Error failure(const char* binding, const std::string& what) {
 }
 
 // A handler's buffers as leaves, checked against the types (dtype; rank at
-// least the type's: the rest are batch axes), with the batch they make.
+// least the type's: the rest are batch axes), with the batch they make. N,
+// the leaf count, is the ks type's: fixed-size tables on the stack, so a call
+// allocates nothing on the heap before the ks function runs.
+inline constexpr int max_batch_axes = 32;
+
+template <size_t N>
 struct Batch {
-    std::vector<Leaf> leaves;
-    std::vector<int64_t> divisor;  // per leaf: step index -> this leaf's batch index
-    std::vector<int> batch_axes;   // per leaf
-    std::vector<int64_t> shape;    // the batch's shape
+    static constexpr size_t size = N;
+    Leaf leaves[N ? N : 1];
+    int64_t divisor[N ? N : 1];  // per leaf: step index -> this leaf's batch index
+    int batch_axes[N ? N : 1];   // per leaf
+    int64_t shape[max_batch_axes];  // the batch's shape
+    int rank = 0;                   // its length
     int64_t steps = 1;
 };
 
@@ -313,10 +325,10 @@ inline std::string leaf_name(const std::vector<std::string>& names, size_t j, bo
     return j < names.size() ? names[j] : std::string(result ? "result part " : "argument part ") + std::to_string(j);
 }
 
-template <class Buffers>
-void add_leaves(Batch& b, const std::vector<LeafType>& types, Buffers& bufs, bool result,
+template <size_t N, class Buffers>
+void add_leaves(Batch<N>& b, const LeafType* types, Buffers& bufs, bool result,
                 const std::vector<std::string>& names) {
-    for (size_t j = 0; j < types.size(); ++j) {
+    for (size_t j = 0; j < N; ++j) {
         auto buf = [&] {
             if constexpr (std::is_same_v<Buffers, ffi::RemainingRets>) {
                 auto r = bufs.template get<ffi::AnyBuffer>(j);
@@ -328,39 +340,42 @@ void add_leaves(Batch& b, const std::vector<LeafType>& types, Buffers& bufs, boo
                 return *r;
             }
         }();
-        const std::string what = leaf_name(names, j, result);
+        // The leaf's name, made only for a message.
+        auto what = [&] { return leaf_name(names, j, result); };
         if (buf.element_type() != types[j].dtype)
-            throw std::invalid_argument(what + " is " + dtype_name(buf.element_type()) + ", expected " +
+            throw std::invalid_argument(what() + " is " + dtype_name(buf.element_type()) + ", expected " +
                                         dtype_name(types[j].dtype));
         auto dims = buf.dimensions();
         const int rank = static_cast<int>(dims.size());
         if (rank < types[j].rank)
-            throw std::invalid_argument(what + " has rank " + std::to_string(rank) + ", expected " +
+            throw std::invalid_argument(what() + " has rank " + std::to_string(rank) + ", expected " +
                                         std::to_string(types[j].rank));
         const int axes = rank - types[j].rank;
-        b.leaves.push_back(Leaf{static_cast<unsigned char*>(buf.untyped_data()), dims.begin() + axes, types[j].rank,
-                                types[j].elsize});
-        b.batch_axes.push_back(axes);
+        if (axes > max_batch_axes)
+            throw std::invalid_argument(what() + " has " + std::to_string(axes) + " batch axes, more than " +
+                                        std::to_string(max_batch_axes));
+        b.leaves[j] = Leaf{static_cast<unsigned char*>(buf.untyped_data()), dims.begin() + axes, types[j].rank,
+                           types[j].elsize};
+        b.batch_axes[j] = axes;
         // The batch is the longest prefix; every other leaf's must begin it.
-        if (static_cast<size_t>(axes) > b.shape.size()) {
-            for (size_t k = 0; k < b.shape.size(); ++k)
-                if (b.shape[k] != dims[k]) throw std::invalid_argument(what + ": batch axes do not agree with the others'");
-            b.shape.assign(dims.begin(), dims.begin() + axes);
-        } else {
-            for (int k = 0; k < axes; ++k)
-                if (b.shape[k] != dims[k]) throw std::invalid_argument(what + ": batch axes do not agree with the others'");
+        const int common = std::min(axes, b.rank);
+        for (int k = 0; k < common; ++k)
+            if (b.shape[k] != dims[k]) throw std::invalid_argument(what() + ": batch axes do not agree with the others'");
+        if (axes > b.rank) {
+            for (int k = b.rank; k < axes; ++k) b.shape[k] = dims[k];
+            b.rank = axes;
         }
     }
 }
 
-inline void finish_batch(Batch& b) {
-    b.steps = elements(b.shape.data(), static_cast<int>(b.shape.size()));
-    b.divisor.clear();
-    for (size_t j = 0; j < b.leaves.size(); ++j)
-        b.divisor.push_back(elements(b.shape.data() + b.batch_axes[j], static_cast<int>(b.shape.size()) - b.batch_axes[j]));
+template <size_t N>
+void finish_batch(Batch<N>& b) {
+    b.steps = elements(b.shape, b.rank);
+    for (size_t j = 0; j < N; ++j) b.divisor[j] = elements(b.shape + b.batch_axes[j], b.rank - b.batch_axes[j]);
 }
 
-inline Leaf step_leaf(const Batch& b, size_t j, int64_t step) {
+template <size_t N>
+Leaf step_leaf(const Batch<N>& b, size_t j, int64_t step) {
     const Leaf& l = b.leaves[j];
     if (!b.batch_axes[j]) return l;
     const int64_t i = step / b.divisor[j];
@@ -398,34 +413,38 @@ template <class Ret, class... Args, class F>
 ffi::Error call(const char* binding, const std::vector<std::string>& names, ffi::RemainingArgs args,
                 ffi::RemainingRets rets, F&& f) {
     try {
+        constexpr size_t n_in = (cross<Args>::leaves + ... + 0), n_out = cross<Ret>::leaves;
         static const std::vector<LeafType> in_types = arg_types<Args...>();
         static const std::vector<LeafType> out_types = result_types<Ret>();
-        if (args.size() != in_types.size() || rets.size() != out_types.size())
+        if (args.size() != n_in || rets.size() != n_out)
             return failure(binding, "called with " + std::to_string(args.size()) + " arguments and " +
-                                    std::to_string(rets.size()) + " results; it takes " +
-                                    std::to_string(in_types.size()) + " and " + std::to_string(out_types.size()));
-        Batch in;
-        add_leaves(in, in_types, args, false, names);
-        Batch out;
-        add_leaves(out, out_types, rets, true, {});
+                                    std::to_string(rets.size()) + " results; it takes " + std::to_string(n_in) +
+                                    " and " + std::to_string(n_out));
+        Batch<n_in> in;
+        add_leaves(in, in_types.data(), args, false, names);
+        Batch<n_out> out;
+        static const std::vector<std::string> no_names;
+        add_leaves(out, out_types.data(), rets, true, no_names);
         finish_batch(in);
-        for (size_t j = 0; j < out.leaves.size(); ++j)
-            if (static_cast<size_t>(out.batch_axes[j]) != in.shape.size())
+        for (size_t j = 0; j < n_out; ++j)
+            if (out.batch_axes[j] != in.rank)
                 return failure(binding, "result part " + std::to_string(j) + " lacks the batch axes of the arguments");
-        out.shape = in.shape;
+        std::copy(in.shape, in.shape + in.rank, out.shape);
+        out.rank = in.rank;
         finish_batch(out);
-        std::vector<Leaf> step_in(in.leaves.size()), step_out(out.leaves.size());
+        Leaf step_in[n_in ? n_in : 1], step_out[n_out ? n_out : 1];
+        static const std::string result_where = "the result";
         CallArena arena;
         ks::allocator& alloc = arena.allocator();
         const auto mark = alloc.mark();
         for (int64_t s = 0; s < in.steps; ++s) {
-            for (size_t j = 0; j < step_in.size(); ++j) step_in[j] = step_leaf(in, j, s);
-            for (size_t j = 0; j < step_out.size(); ++j) step_out[j] = step_leaf(out, j, s);
+            for (size_t j = 0; j < n_in; ++j) step_in[j] = step_leaf(in, j, s);
+            for (size_t j = 0; j < n_out; ++j) step_out[j] = step_leaf(out, j, s);
             arena.call(false, [&] {
-                auto values = args_from<Args...>(&alloc, step_in.data(), std::index_sequence_for<Args...>());
+                auto values = args_from<Args...>(&alloc, step_in, std::index_sequence_for<Args...>());
                 if (ks::entry_points::g_logging) std::cerr << binding << ": step " << s << " of " << in.steps << std::endl;
                 Ret r = std::apply([&](auto&... a) { return f(&alloc, a...); }, values);
-                cross<Ret>::out(r, step_out.data(), "the result");
+                cross<Ret>::out(r, step_out, result_where);
                 return 0;
             });
             alloc.reset(mark);  // each step's values are copied out: the next step reuses the arena
@@ -439,10 +458,103 @@ ffi::Error call(const char* binding, const std::vector<std::string>& names, ffi:
     }
 }
 
-// An elementwise call: NIn float32 buffers of one shape (the wrapper broadcast
-// them), NOut results of that shape; the scalar ks function inlined into the loop.
+// Elementwise loops this long or longer are split over XLA's intra-op thread
+// pool (as XLA splits its own fused loops); shorter ones run on the calling
+// thread, where a task hand-off would cost more than it saves.
+inline constexpr int64_t parallel_elements = 1 << 15;
+
+// The state the calling thread and its pool tasks share: chunks handed out by
+// an atomic counter, so the caller works too and only ever waits for chunks a
+// running task holds (no deadlock when the pool is busy or the caller is one
+// of its threads). Shared-owned: a task may start after the caller returned.
+struct ChunkedLoop {
+    int64_t n = 0, chunk = 0, chunks = 0;
+    std::atomic<int64_t> next{0}, done{0};
+    std::mutex m;
+    std::condition_variable cv;
+    std::string error;  // the first failure's message
+};
+
+// Run body(begin, end) over [0, n) on the caller and up to `threads` pool tasks.
+template <class Body>
+void run_chunks(ffi::ThreadPool& pool, int64_t n, const Body& body) {
+    const int64_t threads = pool.num_threads();
+    if (n < parallel_elements || threads < 2) {
+        body(int64_t{0}, n);
+        return;
+    }
+    auto loop = std::make_shared<ChunkedLoop>();
+    loop->n = n;
+    loop->chunks = std::min<int64_t>(4 * (threads + 1), (n + 4095) / 4096);
+    loop->chunk = (n + loop->chunks - 1) / loop->chunks;
+    loop->chunks = (n + loop->chunk - 1) / loop->chunk;
+    // body is the caller's (its lambdas capture the caller's frame): a task
+    // touches it only for a chunk it claimed, and the caller waits for those.
+    auto work = [loop, &body] {
+        for (int64_t c; (c = loop->next.fetch_add(1)) < loop->chunks;) {
+            try {
+                body(c * loop->chunk, std::min(loop->n, (c + 1) * loop->chunk));
+            } catch (const std::exception& e) {
+                std::lock_guard<std::mutex> lock(loop->m);
+                if (loop->error.empty()) loop->error = e.what();
+            }
+            if (loop->done.fetch_add(1) + 1 == loop->chunks) {
+                std::lock_guard<std::mutex> lock(loop->m);
+                loop->cv.notify_all();
+            }
+        }
+    };
+    for (int64_t t = 0; t < std::min<int64_t>(threads, loop->chunks - 1); ++t)
+        pool.Schedule([loop, work] { work(); });
+    work();
+    {
+        std::unique_lock<std::mutex> lock(loop->m);
+        loop->cv.wait(lock, [&] { return loop->done.load() == loop->chunks; });
+    }
+    if (!loop->error.empty()) throw std::runtime_error(loop->error);
+}
+
+// The elementwise loop itself, over [begin, end). On x86-64 Linux it is built
+// twice, for the baseline and for x86-64-v3 (AVX2, FMA), and the loader picks
+// the one the CPU runs (an ifunc): 8 floats a step where the CPU has them,
+// as XLA's own loops use, while the module still runs on any x86-64.
+#if defined(__x86_64__) && defined(__linux__) && defined(__has_attribute) && !defined(KSBIND_JAX_NO_CLONES)
+#if __has_attribute(target_clones)
+#define KSBIND_JAX_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef KSBIND_JAX_CLONES
+#define KSBIND_JAX_CLONES
+#endif
+
+// A failure comes back as an exception_ptr, rethrown by the caller: GCC's
+// dispatcher of cloned functions does not pass exceptions through (terminate).
 template <size_t NIn, size_t NOut, class F>
-ffi::Error elementwise(const char* binding, ffi::RemainingArgs args, ffi::RemainingRets rets, F&& f) {
+KSBIND_JAX_CLONES std::exception_ptr elementwise_loop(const F& f, ks::allocator* alloc, const float* const* in,
+                                                      float* const* out, int64_t begin, int64_t end) noexcept {
+    try {
+        for (int64_t i = begin; i < end; ++i) {
+            auto r = [&]<size_t... I>(std::index_sequence<I...>) { return f(alloc, in[I][i]...); }(
+                std::make_index_sequence<NIn>());
+            if constexpr (NOut == 1) {
+                out[0][i] = r;
+            } else {
+                [&]<size_t... K>(std::index_sequence<K...>) { ((out[K][i] = ks::get<K>(r)), ...); }(
+                    std::make_index_sequence<NOut>());
+            }
+        }
+    } catch (...) {
+        return std::current_exception();
+    }
+    return nullptr;
+}
+
+// An elementwise call: NIn float32 buffers of one shape (the wrapper broadcast
+// them), NOut results of that shape; the scalar ks function inlined into the
+// loop, which long arrays split over XLA's intra-op pool (each thread its own arena).
+template <size_t NIn, size_t NOut, class F>
+ffi::Error elementwise(const char* binding, ffi::ThreadPool pool, ffi::RemainingArgs args, ffi::RemainingRets rets,
+                       F&& f) {
     try {
         if (args.size() != NIn || rets.size() != NOut) return failure(binding, "wrong number of buffers");
         const float* in[NIn];
@@ -464,21 +576,15 @@ ffi::Error elementwise(const char* binding, ffi::RemainingArgs args, ffi::Remain
                 return failure(binding, "result " + std::to_string(j) + " is not float32 of the arguments' size");
             out[j] = static_cast<float*>((*b)->untyped_data());
         }
-        CallArena arena;
-        ks::allocator* alloc = &arena.allocator();
         if (ks::entry_points::g_logging) std::cerr << binding << " elementwise over " << n << " elements" << std::endl;
-        arena.call(false, [&] {
-            for (int64_t i = 0; i < n; ++i) {
-                auto r = [&]<size_t... I>(std::index_sequence<I...>) { return f(alloc, in[I][i]...); }(
-                    std::make_index_sequence<NIn>());
-                if constexpr (NOut == 1) {
-                    out[0][i] = r;
-                } else {
-                    [&]<size_t... K>(std::index_sequence<K...>) { ((out[K][i] = ks::get<K>(r)), ...); }(
-                        std::make_index_sequence<NOut>());
-                }
-            }
-            return 0;
+        run_chunks(pool, n, [&](int64_t begin, int64_t end) {
+            CallArena arena;  // this thread's
+            ks::allocator* alloc = &arena.allocator();
+            arena.call(false, [&] {
+                if (std::exception_ptr e = elementwise_loop<NIn, NOut>(f, alloc, in, out, begin, end))
+                    std::rethrow_exception(e);
+                return 0;
+            });
         });
         return ffi::Error::Success();
     } catch (const std::exception& e) {
