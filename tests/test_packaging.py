@@ -475,6 +475,21 @@ def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_
     print(f"\njax-target wheel ({how}): built in {seconds:.1f} s, {wheel.stat().st_size / 1024:.0f} KiB")
 
 
+
+def test_a_wheels_jax_wrapper_without_its_library_is_an_import_error_naming_the_folder(tmp_path: Path) -> None:
+    pytest.importorskip("jax")
+    import importlib.machinery
+
+    from ksbind.backend.jax_runtime import library_path
+
+    namespace = {"__file__": str(tmp_path / "relu3.py"), "__name__": "pkg.relu3"}
+    with pytest.raises(ImportError, match=f"pkg.relu3: its compiled handlers are missing: none of "
+                                          f"relu3_jaxffi{re.escape(SUFFIX)}, .* is in {tmp_path} "):
+        library_path(namespace, "relu3_jaxffi", True)
+    lib = tmp_path / f"relu3_jaxffi{importlib.machinery.EXTENSION_SUFFIXES[-1]}"
+    lib.write_bytes(b"")
+    assert library_path(namespace, "relu3_jaxffi", True) == str(lib)
+
 # ------------------------------------------------------------ editable installs
 
 EDITABLE_CALLS = r"""
