@@ -14,7 +14,7 @@ with the pipeline of ``ksbind build`` (ksc when the config names it, generate,
 compile with the same flags; the torch target with torch's include paths,
 libraries and ABI) into setuptools' build folders instead of ksbind's cache
 (ksbind/standalone.py), and puts the stub, ``py.typed`` and, for the torch
-target, the Python wrapper and its runtime beside it. The wheel needs neither
+and jax targets, the Python wrapper and its runtime beside it. The wheel needs neither
 ksbind, a compiler nor ksc at install or import time. Other extensions in the
 same ``setup()`` are built by setuptools as usual. See docs/packaging.md.
 """
@@ -41,7 +41,8 @@ class KsbindExtension(Extension):
     """One module of a ksbind config, as a setuptools extension.
 
     Its ``name`` is the compiled module's full name: ``PACKAGE.NAME``, or
-    ``PACKAGE.NAME_ext`` for the torch target, whose ``PACKAGE.NAME`` is the
+    ``PACKAGE.NAME_ext`` for the torch target (``PACKAGE.NAME_jaxffi``, a library
+    of FFI handlers, for the jax target), whose ``PACKAGE.NAME`` is the
     generated Python wrapper around it (what users import).
     """
 

@@ -10,7 +10,14 @@ What lands beside the compiled module (``files_for``):
 - every target: ``NAME.pyi`` (its stub), and ``py.typed`` in its package;
 - torch target: ``NAME.py`` (the wrapper users import; the compiled part is
   ``NAME_ext``) and ``NAME_ksbind_runtime.py``, a copy of ksbind/torch_runtime.py
-  the wrapper imports instead of ksbind's (it needs only torch).
+  the wrapper imports instead of ksbind's (it needs only torch);
+- jax target: ``NAME.py`` (the wrapper; the compiled part is the handler library
+  ``NAME_jaxffi``, named as an extension module, loaded by ctypes) and
+  ``NAME_ksbind_jax_runtime.py``, a copy of ksbind/backend/jax_runtime.py (it
+  needs only jax and numpy).
+
+Which runtime file is copied, and under which name, the target's record says
+(``runtime_source``, ``runtime_copy``).
 """
 from __future__ import annotations
 
@@ -33,13 +40,14 @@ from ksbind.errors import BuildError, Location
 from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
 
-TORCH_RUNTIME = Path(__file__).parent / "torch_runtime.py"
+#: The folder the targets' ``runtime_source`` names are relative to: ksbind's package.
+PACKAGE_DIR = Path(__file__).parent
 _log = get_logger("compile")
 
 
 def compiled_name(spec: ModuleSpec) -> str:
     """The name of the compiled extension module: the module's own, or for the
-    torch target NAME_ext (NAME is then its Python wrapper)."""
+    torch target NAME_ext and the jax target NAME_jaxffi (NAME is then its Python wrapper)."""
     return get_target(spec.target).compiled_name(spec.name)
 
 
@@ -110,12 +118,13 @@ def _staged(path: Path):  # type: ignore[no-untyped-def]
 
 def _write_beside(spec: ModuleSpec, rendered: RenderedModule, folder: Path, package: str | None) -> list[Path]:
     texts: dict[str, str] = {}
-    runtime_copy = get_target(spec.target).runtime_copy
+    target = get_target(spec.target)
     for name in files_for(spec, package):
         if name == "py.typed":
             texts[name] = ""
-        elif runtime_copy is not None and name == runtime_copy.replace("{module}", spec.name):
-            texts[name] = TORCH_RUNTIME.read_text(encoding="utf-8")
+        elif target.runtime_copy is not None and target.runtime_source is not None \
+                and name == target.runtime_copy.replace("{module}", spec.name):
+            texts[name] = (PACKAGE_DIR / target.runtime_source).read_text(encoding="utf-8")
         elif name in rendered.files:
             texts[name] = rendered.files[name]
     for name, text in texts.items():

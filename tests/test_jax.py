@@ -10,6 +10,8 @@ is a failure (scripts/setup.sh installs it)."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import threading
 from pathlib import Path
 from types import ModuleType
@@ -333,3 +335,18 @@ def test_load_ks_target_jax_with_ksc_and_result_shape() -> None:
     np.testing.assert_allclose(jax.jit(m.twice)(v), [2, 4, 6])
     np.testing.assert_allclose(jax.grad(lambda a: m.twice(a).sum())(v), [2, 2, 2])
     np.testing.assert_allclose(m.ones(4), np.ones(4))
+
+
+def test_a_second_library_under_a_registered_ffi_name_is_an_import_error(relu3: ModuleType, tmp_path: Path) -> None:
+    """FFI target names are process-wide: a library copied to another folder of the same
+    name would reuse the first one's names, and must not silently call its handlers."""
+    from ksbind.backend import jax_runtime
+
+    lib = Path(relu3._library._name)
+    other = tmp_path / lib.parent.name
+    other.mkdir()
+    shutil.copy(lib, other / lib.name)
+    namespace: dict[str, Any] = {"__file__": str(other / "relu3_jax.py"), "__name__": "relu3_jax_copy"}
+    with pytest.raises(ImportError, match=r"relu3_jax_copy: FFI target 'ksbind\..*' is already registered from "
+                                          + re.escape(str(lib)) + ", not " + re.escape(str(other / lib.name))):
+        jax_runtime.install(namespace, lib.name, relu3.BINDINGS, arena_bytes=1 << 20, logging=False)

@@ -44,6 +44,7 @@ SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 COMPILED = {f"ks_softsign/_softsign{SUFFIX}", f"ks_softsign/_softsign_torch_ext{SUFFIX}"}
 MANYLINUX = re.compile(r"-cp3\d+-cp3\d+-manylinux_2_(\d+)_x86_64\.whl$")
 KSC_ENV = {"KSC": str(KSC), "KSC_RUNTIME": str(RUNTIME)}
+RELU3_DIR = REPO / "examples" / "relu3"
 
 
 def softsign(x: float) -> float:
@@ -367,6 +368,128 @@ def test_a_ksc_package_builds_with_ksbind_setuptools(fresh_python: Path, tmp_pat
     check_poly(call(fresh_python, POLY_CALLS.replace("ks_poly", "ks_poly_st"), tmp_path), fresh_python.parent.parent)
 
 
+# ------------------------------------------------------------ a jax-target module in a wheel
+
+JAX_MODULE = ('name = "relu3"\ntarget = "jax"\nks = ["ks/relu3.ks"]\ncpp = ["ks/relu3.cpp"]\nbindings = [\n'
+              '  {name = "relu3", function = "[relu3 Float]", vjp = "relu3_vjp", mode = "elementwise"},\n'
+              '  {name = "vrelu3", function = "[vrelu3 (Tensor 1 Float)]", vjp = "vrelu3_vjp"},\n]\n')
+JAX_CALLS = r"""
+import json, sys
+import jax, jax.numpy as jnp
+import importlib
+import PKG
+m = importlib.import_module("PKG.relu3")  # the wrapper module (PKG.relu3 is the function __init__ imports)
+assert PKG.relu3 is m.relu3
+x = jnp.linspace(-1, 2, 7, dtype=jnp.float32)
+grid = x[:6].reshape(2, 3)
+out = {"file": m.__file__, "runtime": m._runtime.__file__, "library": m._library._name,
+       "eager": m.relu3(grid).tolist(), "jit": jax.jit(m.relu3)(grid).tolist(),
+       "grad": jax.grad(lambda a: m.relu3(a).sum())(grid).tolist(),
+       "vrelu3": jax.jit(m.vrelu3)(x).tolist(),
+       "vrelu3_grad": jax.jit(jax.grad(lambda a: (m.vrelu3(a) * 2.0).sum()))(x).tolist(),
+       "vmap": jax.vmap(m.vrelu3)(grid).tolist(), "vjp": m.vrelu3_vjp(x, jnp.ones_like(x)).tolist(),
+       "init": PKG.__file__, "ksbind_modules": sorted(k for k in sys.modules if k.split(".")[0] == "ksbind")}
+try:
+    import ksbind
+    out["ksbind"] = ksbind.__file__
+except ImportError:
+    out["ksbind"] = None
+print(json.dumps(out))
+"""
+
+
+def relu3(x: float) -> float:
+    return 0.0 if x < 0 else x ** 3 / 3 if x < 1 else x - 2 / 3
+
+
+def relu3_grad(x: float) -> float:
+    return 0.0 if x < 0 else x * x if x < 1 else 1.0
+
+
+def jax_project(where: Path, package: str, how: str) -> Path:
+    """A project whose one module PACKAGE.relu3 is examples/relu3 on the jax target:
+    pyproject-only (an inline ``[[tool.ksbind.modules]]``) or a setup.py with ksbind.setuptools."""
+    (where / "ks").mkdir(parents=True)
+    (where / package).mkdir()
+    for name in ("relu3.ks", "relu3.cpp"):
+        shutil.copy(RELU3_DIR / name, where / "ks" / name)
+    (where / package / "__init__.py").write_text("from .relu3 import relu3, vrelu3\n")
+    name = package.replace("_", "-")
+    if how == "setuptools":
+        (where / "ksbind.yaml").write_text(
+            "name: relu3\ntarget: jax\nks: [ks/relu3.ks]\ncpp: [ks/relu3.cpp]\nbindings:\n"
+            "  - {name: relu3, function: '[relu3 Float]', vjp: relu3_vjp, mode: elementwise}\n"
+            "  - {name: vrelu3, function: '[vrelu3 (Tensor 1 Float)]', vjp: vrelu3_vjp}\n")
+        (where / "pyproject.toml").write_text(
+            '[build-system]\nrequires = ["setuptools>=68", "ksbind"]\nbuild-backend = "setuptools.build_meta"\n'
+            f'[project]\nname = "{name}"\nversion = "1.0"\n[tool.setuptools]\npackages = ["{package}"]\n')
+        (where / "setup.py").write_text(
+            "from setuptools import setup\nfrom ksbind.setuptools import BuildExt, KsbindExtension\n"
+            f"setup(ext_modules=[KsbindExtension('ksbind.yaml', package='{package}')], "
+            "cmdclass={'build_ext': BuildExt})\n")
+    else:
+        (where / "pyproject.toml").write_text(
+            '[build-system]\nrequires = ["ksbind"]\nbuild-backend = "ksbind.build_meta"\n'
+            f'[project]\nname = "{name}"\nversion = "1.0"\n[tool.ksbind]\npackage = "{package}"\n\n'
+            f"[[tool.ksbind.modules]]\n{JAX_MODULE}")
+    return where
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["build_meta", "setuptools"])
+def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_python: Path,
+                                                               tmp_path: Path) -> None:
+    """The wheel holds the wrapper, its stub, its own copy of the jax runtime and the
+    handler library named as an extension; installed where ksbind is not, the module
+    runs eagerly, under jit, grad and vmap (jax and numpy linked from this environment)."""
+    pytest.importorskip("jax")
+    package = f"ks_relu3_jax_{how}"
+    src = jax_project(tmp_path / "project", package, how)
+    start = time.perf_counter()
+    built_ok(run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+                  "-w", "dist", "."], src), f"pip wheel ({how})")
+    seconds = time.perf_counter() - start
+    wheel = wheel_in(src / "dist")
+    assert how == "setuptools" or MANYLINUX.search(wheel.name), wheel.name  # the backend's auditwheel repair
+    names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith(f"{package}/") and not n.endswith("/")}
+    assert names == {f"{package}/{n}" for n in ("__init__.py", "py.typed", "relu3.py", "relu3.pyi",
+                                                  "relu3_ksbind_jax_runtime.py", f"relu3_jaxffi{SUFFIX}")}
+    with zipfile.ZipFile(wheel) as z:
+        assert imports_of(z.read(f"{package}/relu3.py").decode()) == {"."}
+        assert z.read(f"{package}/relu3_ksbind_jax_runtime.py") == (REPO / "ksbind/backend/jax_runtime.py").read_bytes()
+    install(fresh_python, "--no-index", str(wheel))
+    out = call(fresh_python, JAX_CALLS.replace("PKG", package), tmp_path)
+    venv = str(fresh_python.parent.parent)
+    assert out["ksbind"] is None and out["ksbind_modules"] == []
+    for key in ("file", "runtime", "library", "init"):
+        assert str(out[key]).startswith(venv), (key, out[key])
+    assert Path(str(out["library"])).name == f"relu3_jaxffi{SUFFIX}"
+    xs = [-1.0 + 0.5 * i for i in range(7)]
+    grid = [xs[:3], xs[3:6]]
+    for key in ("eager", "jit", "vmap"):
+        assert out[key] == [pytest.approx([relu3(x) for x in row], rel=1e-6, abs=1e-7) for row in grid], key
+    assert out["grad"] == [pytest.approx([relu3_grad(x) for x in row], rel=1e-6) for row in grid]
+    assert out["vrelu3"] == pytest.approx([relu3(x) for x in xs], rel=1e-6, abs=1e-7)
+    assert out["vrelu3_grad"] == pytest.approx([2 * relu3_grad(x) for x in xs], rel=1e-6)
+    assert out["vjp"] == pytest.approx([relu3_grad(x) for x in xs], rel=1e-6)
+    print(f"\njax-target wheel ({how}): built in {seconds:.1f} s, {wheel.stat().st_size / 1024:.0f} KiB")
+
+
+
+def test_a_wheels_jax_wrapper_without_its_library_is_an_import_error_naming_the_folder(tmp_path: Path) -> None:
+    pytest.importorskip("jax")
+    import importlib.machinery
+
+    from ksbind.backend.jax_runtime import library_path
+
+    namespace = {"__file__": str(tmp_path / "relu3.py"), "__name__": "pkg.relu3"}
+    with pytest.raises(ImportError, match=f"pkg.relu3: its compiled handlers are missing: none of "
+                                          f"relu3_jaxffi{re.escape(SUFFIX)}, .* is in {tmp_path} "):
+        library_path(namespace, "relu3_jaxffi", True)
+    lib = tmp_path / f"relu3_jaxffi{importlib.machinery.EXTENSION_SUFFIXES[-1]}"
+    lib.write_bytes(b"")
+    assert library_path(namespace, "relu3_jaxffi", True) == str(lib)
+
 # ------------------------------------------------------------ editable installs
 
 EDITABLE_CALLS = r"""
@@ -477,13 +600,48 @@ def test_a_standalone_wrapper_imports_nothing_from_ksbind(package: str | None, r
     assert "from ksbind import torch_runtime as _runtime" in cached
 
 
-def test_the_torch_runtime_shipped_in_wheels_imports_only_torch_and_the_standard_library() -> None:
-    tree = ast.parse((REPO / "ksbind" / "torch_runtime.py").read_text())
+def imports_of(source: str) -> set[str]:
+    """The top-level modules a Python file imports ("." for a relative import)."""
+    tree = ast.parse(source)
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
-    imported |= {(node.module or ".").split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module != "__future__"}
-    assert imported <= {"torch", *sys.stdlib_module_names}, imported
+    return imported | {"." if node.level else (node.module or "").split(".")[0] for node in ast.walk(tree)
+                       if isinstance(node, ast.ImportFrom)}
+
+
+@pytest.mark.parametrize("runtime, allowed", [("torch_runtime.py", {"torch"}),
+                                              ("backend/jax_runtime.py", {"jax", "numpy"})])
+def test_the_runtimes_shipped_in_wheels_import_only_their_framework_and_the_standard_library(
+        runtime: str, allowed: set[str]) -> None:
+    imported = imports_of((REPO / "ksbind" / runtime).read_text())
+    assert imported <= {*allowed, *sys.stdlib_module_names}, imported
+    assert allowed <= imported
+
+
+JAX_YAML = (f"name: relu3\ntarget: jax\nks: [{RELU3_DIR}/relu3.ks]\ncpp: [{RELU3_DIR}/relu3.cpp]\n"
+            "bindings:\n  - {name: relu3, function: '[relu3 Float]', vjp: relu3_vjp, mode: elementwise}\n")
+
+
+@pytest.mark.parametrize("package, runtime_import", [
+    (None, "import relu3_ksbind_jax_runtime as _runtime"),
+    ("ks_relu3", "from . import relu3_ksbind_jax_runtime as _runtime"),
+])
+def test_a_standalone_jax_wrapper_imports_its_runtime_copy_and_finds_its_library_by_extension_suffix(
+        package: str | None, runtime_import: str, tmp_path: Path) -> None:
+    from ksbind.pipeline import render_spec
+
+    (tmp_path / "m.yaml").write_text(JAX_YAML)
+    ext = KsbindExtension(tmp_path / "m.yaml", package=package)
+    assert ext.name == (f"{package}." if package else "") + "relu3_jaxffi"
+    assert ext.extra_files() == ["relu3.pyi", "relu3.py", "relu3_ksbind_jax_runtime.py",
+                                 *(["py.typed"] if package else [])]
+    wrapper = render_spec(ext.spec, standalone=True, package=package).files["relu3.py"]
+    assert runtime_import in wrapper and "_runtime.install(globals(), 'relu3_jaxffi', BINDINGS" in wrapper
+    assert "extension_suffix=True" in wrapper
+    assert imports_of(wrapper) == {"." if package else "relu3_ksbind_jax_runtime"}
+    cached = render_spec(ext.spec).files["relu3.py"]
+    assert "from ksbind.backend import jax_runtime as _runtime" in cached
+    assert "'relu3_jaxffi.so'" in cached and "extension_suffix=False" in cached
 
 
 @pytest.mark.slow

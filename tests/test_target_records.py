@@ -50,6 +50,28 @@ def test_target_facts() -> None:
     assert ks.extra_context([], ModuleOptions()) == {}
 
 
+def test_jax_target_facts() -> None:
+    jax = get_target("jax")
+    assert (jax.build, jax.compiled_name("m"), jax.result_shapes) == ("jax", "m_jaxffi", True)
+    assert jax.beside("m") == ["m.pyi", "m.py", "m_ksbind_jax_runtime.py"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in TARGETS if TARGETS[n].runtime_source is not None))
+def test_a_runtime_a_wheel_copies_imports_nothing_of_ksbind(name: str) -> None:
+    """A standalone build copies the record's runtime_source beside the module, which
+    must then run with no ksbind installed."""
+    source = PACKAGE / str(get_target(name).runtime_source)
+    tree = ast.parse(source.read_text())
+    imported = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    imported |= {"." * node.level + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not [m for m in imported if m.split(".")[0] == "ksbind" or m.startswith(".")], imported
+
+
+def test_runtime_copy_and_source_go_together() -> None:
+    with pytest.raises(ValueError, match="runtime_copy and runtime_source go together"):
+        dataclasses.replace(get_target("torch"), runtime_source=None)
+
+
 def test_unknown_target() -> None:
     with pytest.raises(ConfigError, match=r"unknown target 'pytorch' \(did you mean 'torch'\?\)"):
         get_target("pytorch")

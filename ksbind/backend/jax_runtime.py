@@ -5,7 +5,9 @@ wrapper's namespace, with the allocator functions every module has.
 
 Imports jax, numpy and the standard library, nothing of ksbind's, so a module
 built here runs wherever this file and a jax whose FFI API is at least the
-one it was built against are importable (docs/jax.md).
+one it was built against are importable (docs/jax.md). A wheel ships a copy of
+it beside each jax-target module (``NAME_ksbind_jax_runtime.py``,
+ksbind/standalone.py), which the wrapper imports instead of ksbind's.
 
 Each binding's function (see docs/jax.md for the rules):
 - checks its arguments at trace time: every array must have its ks type's
@@ -21,6 +23,7 @@ Each binding's function (see docs/jax.md for the rules):
 from __future__ import annotations
 
 import ctypes
+import importlib.machinery
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -33,7 +36,8 @@ import numpy as np
 Tree = dict[str, Any]
 Shape = tuple[int, ...]
 
-_registered: set[str] = set()
+#: Each FFI target name registered through this copy of the runtime -> the library it is from.
+_registered: dict[str, str] = {}
 _register_lock = threading.Lock()
 _ERR_BYTES = 4096
 #: How each mode's handler is batched under jax.vmap: the plain handler by a
@@ -418,16 +422,32 @@ def _c_check(rc: int, err: Any, kind: type[Exception] = ValueError) -> None:
         raise kind(err.value.decode("utf-8", "replace"))
 
 
+def library_path(namespace: dict[str, Any], lib_file: str, extension_suffix: bool) -> str:
+    """The handler library beside the wrapper: ``lib_file`` itself, or (a wheel's
+    module, ``extension_suffix``) ``lib_file`` with one of this Python's extension
+    suffixes, as setuptools and ksbind's build backend name it."""
+    folder = os.path.dirname(os.path.abspath(namespace["__file__"]))
+    names = [lib_file + s for s in importlib.machinery.EXTENSION_SUFFIXES] if extension_suffix else [lib_file]
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    raise ImportError(f"{namespace['__name__']}: its compiled handlers are missing: none of {', '.join(names)} is in "
+                      f"{folder} (the wrapper and its library must be installed together)")
+
+
 def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[str, Any]], *,
-            arena_bytes: int, logging: bool) -> None:
+            arena_bytes: int, logging: bool, extension_suffix: bool = False) -> None:
     """Load the library beside the wrapper, register its handlers and define the module's functions."""
-    path = os.path.join(os.path.dirname(os.path.abspath(namespace["__file__"])), lib_file)
+    path = library_path(namespace, lib_file, extension_suffix)
     lib = ctypes.CDLL(path)
     err = ctypes.create_string_buffer(_ERR_BYTES)
     lib.ksbind_jax_configure.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
     _c_check(lib.ksbind_jax_configure(arena_bytes, int(logging), err, _ERR_BYTES), err)
-    # Target names are process-wide: one per built library (its cache folder names its content).
-    tag = os.path.basename(os.path.dirname(path)).replace("-", "_")
+    # Target names are process-wide: one per built library. A cache entry's folder names its
+    # content; a wheel's module is named by its full import name (unique in a process).
+    tag = ("wheel." + namespace["__name__"] if extension_suffix else
+           os.path.basename(os.path.dirname(path))).replace("-", "_")
     names: dict[str, str] = {}
     with _register_lock:
         for info in bindings:
@@ -436,10 +456,14 @@ def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[st
                     continue
                 target = f"ksbind.{tag}.{symbol}"
                 names[symbol] = target
-                if target not in _registered:
+                known = _registered.get(target)
+                if known is None:
                     capsule = jax.ffi.pycapsule(getattr(lib, symbol))  # type: ignore[no-untyped-call]
                     jax.ffi.register_ffi_target(target, capsule, platform="cpu")
-                    _registered.add(target)
+                    _registered[target] = path
+                elif known != path:  # the name would call the other library's handler
+                    raise ImportError(f"{namespace['__name__']}: FFI target {target!r} is already registered "
+                                      f"from {known}, not {path}")
     made = {}
     for info in bindings:
         b = Binding(info, lib, names)
@@ -495,4 +519,4 @@ def _allocator_functions(lib: ctypes.CDLL) -> dict[str, Callable[..., Any]]:
                                     logging)}
 
 
-__all__ = ["install", "Binding", "leaves_of", "unflatten", "VMAP_METHODS"]
+__all__ = ["install", "library_path", "Binding", "leaves_of", "unflatten", "VMAP_METHODS"]

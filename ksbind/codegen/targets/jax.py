@@ -52,6 +52,29 @@ def lib_name(module_name: str) -> str:
     return module_name + LIB_SUFFIX
 
 
+#: A standalone module's copy of ksbind/backend/jax_runtime.py, beside it: NAME + this.
+RUNTIME_SUFFIX = "_ksbind_jax_runtime"
+
+
+def runtime_module_name(module_name: str) -> str:
+    return module_name + RUNTIME_SUFFIX
+
+
+def wrapper_imports(options: ModuleOptions) -> dict[str, str]:
+    """How the generated wrapper imports its runtime and names its library: from
+    ksbind, and ``NAME_jaxffi.so`` in ksbind's cache; standalone (a wheel), from
+    its own copy of the runtime beside it (relative to its package), and the
+    library named as Python names an extension module (setuptools and the PEP 517
+    backend give it the building Python's extension suffix), found beside it."""
+    lib = lib_name(options.name)
+    if not options.standalone:
+        return {"jax_runtime_import": "from ksbind.backend import jax_runtime as _runtime", "jax_lib": lib + ".so",
+                "jax_lib_suffixes": "False"}
+    runtime = runtime_module_name(options.name)
+    imports = f"from . import {runtime} as _runtime" if options.package else f"import {runtime} as _runtime"
+    return {"jax_runtime_import": imports, "jax_lib": lib, "jax_lib_suffixes": "True"}
+
+
 # ------------------------------------------------------------ what crosses
 
 def holds_no_scalar(t: KsType) -> bool:
@@ -234,8 +257,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "entry_points": entries,
         "jax_entries": list(jax_entries.values()),
         "jax_bindings_literal": pprint.pformat(infos, indent=1, width=110, sort_dicts=False),
-        "jax_lib": lib_name(options.name) + ".so",
-        "jax_runtime_import": "from ksbind.backend import jax_runtime as _runtime",
+        **wrapper_imports(options),
     }
 
 
@@ -258,9 +280,11 @@ def crossing_problem(d: FunctionDecl) -> str | None:
 TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
     build="jax", tensors="jax.Array", stub_imports=("import jax",), compiled_name=lib_name,
-    result_shapes=True, crossing_problem=crossing_problem,
+    result_shapes=True, crossing_problem=crossing_problem, runtime_copy="{module}" + RUNTIME_SUFFIX + ".py",
+    runtime_source="backend/jax_runtime.py",
 )
 
 
 __all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "LIB_SUFFIX", "OLDEST_JAXLIB", "crossing", "tree", "py_type",
-           "check_binding", "crossing_problem", "extra_context", "lib_name", "unsupported_reason", "JaxEntry"]
+           "check_binding", "crossing_problem", "extra_context", "lib_name", "unsupported_reason", "JaxEntry",
+           "RUNTIME_SUFFIX", "runtime_module_name", "wrapper_imports"]

@@ -1,6 +1,6 @@
 """The target record: every fact about a binding target, in one frozen value.
 
-Each target module (ks.py, python.py, torch.py) defines its ``TARGET``; the
+Each target module (ks.py, python.py, torch.py, jax.py) defines its ``TARGET``; the
 package's ``get_target(name)`` looks one up. Code outside ``codegen/targets/``
 and ``backend/`` asks the record and never compares a target's name.
 """
@@ -68,8 +68,11 @@ class Target:
     stub_imports: import lines the stub's annotations need besides the common ones.
     torch_library: the config's ``torch_library`` (register torch.ops) applies.
     compiled_name: the compiled extension's module name, from the module's name.
-    runtime_copy: a standalone build (a wheel) puts a copy of ksbind/torch_runtime.py
-    beside the module under this name (``{module}`` replaced); None: no copy.
+    runtime_copy: a standalone build (a wheel) puts a copy of ``runtime_source`` beside the
+    module under this name (``{module}`` replaced), which its wrapper imports instead of
+    ksbind's; None: no copy.
+    runtime_source: that runtime file, relative to the ksbind package (``torch_runtime.py``);
+    it must import nothing of ksbind. Given exactly when ``runtime_copy`` is.
     result_shapes: bindings may name their ``result_shape`` (elsewhere it is a BindingError).
     crossing_problem: why a function's values cannot cross on this target, or None: default
     bindings skip such a function with a warning (as they skip any function that cannot be
@@ -90,12 +93,15 @@ class Target:
     torch_library: bool = False
     compiled_name: Callable[[str], str] = same_name
     runtime_copy: str | None = None
+    runtime_source: str | None = None
     result_shapes: bool = False
     crossing_problem: CrossingProblem = crosses_always
 
     def __post_init__(self) -> None:
         if self.build not in BUILD_KINDS:
             raise ValueError(f"target {self.name!r}: unknown build kind {self.build!r}")
+        if (self.runtime_copy is None) != (self.runtime_source is None):
+            raise ValueError(f"target {self.name!r}: runtime_copy and runtime_source go together")
         object.__setattr__(self, "files", _frozen(self.files))
         object.__setattr__(self, "single_file", _frozen(self.single_file))
 
@@ -105,7 +111,7 @@ class Target:
 
     def beside(self, module_name: str) -> list[str]:
         """The files a standalone build puts beside the compiled module: the
-        rendered Python files (the stub; torch: the wrapper too) and the runtime copy."""
+        rendered Python files (the stub; torch and jax: the wrapper too) and the runtime copy."""
         names = [f for f in ("{module}.pyi", "{module}.py") if f in self.files]
         if self.runtime_copy is not None:
             names.append(self.runtime_copy)

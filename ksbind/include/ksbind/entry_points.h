@@ -166,8 +166,11 @@ inline void set_arena_bytes(size_t bytes) {
 // what the user has set since.
 KSBIND_HIDDEN inline std::atomic<bool> g_configured{false};
 inline void configure(size_t config_arena_bytes, bool log) {
+#ifndef KSBIND_NO_PYTHON
     // Calls that keep the GIL capture ks code's stderr cheaply: the GIL's holder is their thread.
+    // (Without Python there is no GIL: exclusive_check stays null, no call is exclusive.)
     ksbind::failure::exclusive_check = [] { return Py_IsInitialized() && PyGILState_Check() != 0; };
+#endif
     if (g_configured.load()) return;
     size_t env = detail::env_arena_bytes();
     size_t bytes = env ? env : config_arena_bytes;
