@@ -179,6 +179,7 @@ class JaxEntry:
     """One handler: its C++ symbol, kind and the ks call it makes."""
 
     name: str            # the entry point's name (the binding's, or its vjp's)
+    ks_name: str         # the ks function it calls (structured name), for failure messages
     handler: str         # exported handler symbol
     probe: str | None    # exported shape probe symbol (plain/vmap primals)
     kind: str            # call | elementwise
@@ -202,7 +203,7 @@ def _jax_entry(e: EntryPoint, mode: str, result_type: KsType) -> JaxEntry:
     kind = "elementwise" if mode == "elementwise" else "call"
     n_out = len(result_type.elements) if isinstance(result_type, TupleType) else 1
     return JaxEntry(
-        name=e.name, handler=f"ksbind_jax_{e.name}", probe=None if e.is_vjp or kind != "call" else
+        name=e.name, ks_name=e.ks_name, handler=f"ksbind_jax_{e.name}", probe=None if e.is_vjp or kind != "call" else
         f"ksbind_jax_probe_{e.name}", kind=kind, result_cpp=result_type.cpp,
         params=tuple((p.cpp_type, p.name) for p in e.params), py_names=tuple(p.py_name for p in e.params),
         call=_ks_call(e), n_in=len(e.params), n_out=n_out)

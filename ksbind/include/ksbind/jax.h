@@ -301,6 +301,9 @@ struct cross<ks::Tuple<Ts...>, std::enable_if_t<!no_scalar<ks::Tuple<Ts...>>::va
 // ------------------------------------------------------------ calls
 
 inline ffi::Error failure(const char* binding, const std::string& what) {
+    // A failure inside ks code already names the binding and its ks function (ksbind/ks_failure.h).
+    const std::string named = std::string(binding) + " (ks function ";
+    if (what.rfind(named, 0) == 0) return ffi::Error(ffi::ErrorCode::kInvalidArgument, "ksbind: " + what);
     return ffi::Error(ffi::ErrorCode::kInvalidArgument, std::string("ksbind: binding '") + binding + "': " + what);
 }
 
@@ -410,8 +413,9 @@ auto args_from(ks::allocator* alloc, const Leaf* l, std::index_sequence<I...>) {
 // XLA's buffer. A failure (KS_ASSERT, a ks exception, a full arena, a shape
 // that is not the traced one) is an INVALID_ARGUMENT error with its message.
 template <class Ret, class... Args, class F>
-ffi::Error call(const char* binding, const std::vector<std::string>& names, ffi::RemainingArgs args,
+ffi::Error call(const CallSite& site, const std::vector<std::string>& names, ffi::RemainingArgs args,
                 ffi::RemainingRets rets, F&& f) {
+    const char* binding = site.binding;
     try {
         constexpr size_t n_in = (cross<Args>::leaves + ... + 0), n_out = cross<Ret>::leaves;
         static const std::vector<LeafType> in_types = arg_types<Args...>();
@@ -440,7 +444,7 @@ ffi::Error call(const char* binding, const std::vector<std::string>& names, ffi:
         for (int64_t s = 0; s < in.steps; ++s) {
             for (size_t j = 0; j < n_in; ++j) step_in[j] = step_leaf(in, j, s);
             for (size_t j = 0; j < n_out; ++j) step_out[j] = step_leaf(out, j, s);
-            arena.call(false, [&] {
+            arena.call(site, false, [&] {
                 auto values = args_from<Args...>(&alloc, step_in, std::index_sequence_for<Args...>());
                 if (ks::entry_points::g_logging) std::cerr << binding << ": step " << s << " of " << in.steps << std::endl;
                 Ret r = std::apply([&](auto&... a) { return f(&alloc, a...); }, values);
@@ -553,8 +557,9 @@ KSBIND_JAX_CLONES std::exception_ptr elementwise_loop(const F& f, ks::allocator*
 // them), NOut results of that shape; the scalar ks function inlined into the
 // loop, which long arrays split over XLA's intra-op pool (each thread its own arena).
 template <size_t NIn, size_t NOut, class F>
-ffi::Error elementwise(const char* binding, ffi::ThreadPool pool, ffi::RemainingArgs args, ffi::RemainingRets rets,
+ffi::Error elementwise(const CallSite& site, ffi::ThreadPool pool, ffi::RemainingArgs args, ffi::RemainingRets rets,
                        F&& f) {
+    const char* binding = site.binding;
     try {
         if (args.size() != NIn || rets.size() != NOut) return failure(binding, "wrong number of buffers");
         const float* in[NIn];
@@ -580,7 +585,7 @@ ffi::Error elementwise(const char* binding, ffi::ThreadPool pool, ffi::Remaining
         run_chunks(pool, n, [&](int64_t begin, int64_t end) {
             CallArena arena;  // this thread's
             ks::allocator* alloc = &arena.allocator();
-            arena.call(false, [&] {
+            arena.call(site, false, [&] {
                 if (std::exception_ptr e = elementwise_loop<NIn, NOut>(f, alloc, in, out, begin, end))
                     std::rethrow_exception(e);
                 return 0;
@@ -622,7 +627,8 @@ inline void fill_ones(unsigned char* data, int64_t n, ffi::DataType t) {
 // the traced shapes filled with ones (in_dims: every argument leaf's dims, in
 // order); out_dims receives every result leaf's. 0, or 1 with a message in err.
 template <class Ret, class... Args, class F>
-int probe(const char* binding, const int64_t* in_dims, int64_t* out_dims, char* err, size_t errlen, F&& f) {
+int probe(const CallSite& site, const int64_t* in_dims, int64_t* out_dims, char* err, size_t errlen, F&& f) {
+    const char* binding = site.binding;
     try {
         static const std::vector<LeafType> in_types = arg_types<Args...>();
         std::vector<std::vector<unsigned char>> zeros(in_types.size());  // filled with ones below
@@ -637,7 +643,7 @@ int probe(const char* binding, const int64_t* in_dims, int64_t* out_dims, char* 
         }
         CallArena arena;
         ks::allocator& alloc = arena.allocator();
-        arena.call(false, [&] {
+        arena.call(site, false, [&] {
             auto values = args_from<Args...>(&alloc, leaves.data(), std::index_sequence_for<Args...>());
             Ret r = std::apply([&](auto&... a) { return f(&alloc, a...); }, values);
             int64_t* o = out_dims;
