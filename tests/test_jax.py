@@ -23,6 +23,7 @@ import pytest
 import ksbind
 from ksbind.errors import BindingError, ConfigError
 from ksbind.spec import BindingSpec
+from tests.e2e_support import session_cache_dir
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "jax"
@@ -39,12 +40,12 @@ pytestmark = pytest.mark.skipif(jax is None, reason="jax is not installed (pip i
 
 @pytest.fixture(scope="module")
 def m() -> ModuleType:
-    return ksbind.build(DATA / "calls.yaml", quiet=True)
+    return ksbind.build(DATA / "calls.yaml", quiet=True, cache_dir=session_cache_dir())
 
 
 @pytest.fixture(scope="module")
 def relu3() -> ModuleType:
-    return ksbind.build(REPO / "configs" / "relu3_jax.yaml", quiet=True)
+    return ksbind.build(REPO / "configs" / "relu3_jax.yaml", quiet=True, cache_dir=session_cache_dir())
 
 
 def f32(*values: Any) -> Any:
@@ -332,7 +333,7 @@ def test_load_ks_target_jax_with_ksc_and_result_shape() -> None:
 """
     m = ksbind.load_ks(text, bindings=[{"name": "cube", "vjp": "cube_vjp"}, {"name": "twice", "vjp": "twice_vjp"},
                                        {"name": "ones", "result_shape": "(n,)"}],
-                       target="jax", ksc=KSC, ksc_runtime=RUNTIME, quiet=True)
+                       target="jax", ksc=KSC, ksc_runtime=RUNTIME, quiet=True, cache_dir=session_cache_dir())
     assert float(jax.grad(m.cube)(jnp.float32(2))) == 12.0
     v = f32(1, 2, 3)
     np.testing.assert_allclose(jax.jit(m.twice)(v), [2, 4, 6])

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.e2e_support import session_cache_dir
 from tests.test_gmm import GMM, WISHART, R, _build, gmm_torch  # noqa: F401  (gmm_torch: a fixture)
 
 jax = pytest.importorskip("jax") if not os.environ.get("CI") else __import__("jax")
@@ -50,8 +51,9 @@ def test_objective_and_gradient_match_the_torch_target(gmm_jax: ModuleType, gmm_
 
 
 def test_fit_jax_lowers_the_loss() -> None:
+    env = {**os.environ, "KSBIND_CACHE_DIR": str(session_cache_dir())}  # the test cache, not the user's
     proc = subprocess.run([sys.executable, str(GMM / "fit_jax.py"), "--steps", "30"], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     first, last = (float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith(("start", "end")))
     assert last < first
