@@ -17,15 +17,14 @@ API is at least the one it was built against (docs/jax.md).
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import shlex
-import sys
 import threading
 from pathlib import Path
 from types import ModuleType
 
 from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text
+from ksbind.backend.loader import import_wrapper
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import KS_FLAGS, Toolchain, compiler, hash_include_path, ks_include_dirs
 from ksbind.cache.entries import CacheEntry
@@ -34,7 +33,6 @@ from ksbind.cache.layout import cache_root
 from ksbind.codegen.output import write_atomic, write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets.jax import lib_name
-from ksbind.errors import BuildError, Location
 from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
 
@@ -139,22 +137,8 @@ def build_jax_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir: P
                     _compile(spec, rendered, entry, generated)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
-        _loaded[key] = _import_wrapper(spec.name, wrapper_path)
+        _loaded[key] = import_wrapper(spec.name, wrapper_path)
         return _loaded[key]
-
-
-def _import_wrapper(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise BuildError(f"cannot import {name!r}: not a loadable module", Location(str(path)))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
 
 
 def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEntry, generated: list[Path]) -> None:

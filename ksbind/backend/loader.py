@@ -60,6 +60,23 @@ def import_from_path(name: str, path: Path) -> ModuleType:
         return module
 
 
+def import_wrapper(name: str, path: Path) -> ModuleType:
+    """Import a generated Python wrapper (the torch and jax targets' ``NAME.py``) from ``path`` as
+    ``name``; it is in ``sys.modules`` while it runs (its own imports may need it) and taken out
+    again if it fails."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise BuildError(f"cannot import {name!r}: not a loadable module", Location(str(path)))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
 _loaded: dict[str, str] = {}  # module name -> key of the build loaded under that name here
 _lock = threading.Lock()
 
@@ -89,4 +106,4 @@ def versioned_spec(spec: ModuleSpec, key: str) -> ModuleSpec:
         output=spec.output / "versions" / (spec.name + suffix))
 
 
-__all__ = ["import_from_path", "needs_version", "note_loaded", "versioned_spec", "version_suffix"]
+__all__ = ["import_from_path", "import_wrapper", "needs_version", "note_loaded", "versioned_spec", "version_suffix"]

@@ -24,7 +24,6 @@ folder on sys.path makes ``import NAME`` work without ksbind's build.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import shlex
 import sys
@@ -41,7 +40,7 @@ from ksbind.backend.compile import (
     shared_copies,
     shared_text,
 )
-from ksbind.backend.loader import import_from_path
+from ksbind.backend.loader import import_from_path, import_wrapper
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import (
     DEBUG_FLAGS,
@@ -59,7 +58,6 @@ from ksbind.cache.layout import cache_root
 from ksbind.codegen.output import write_atomic, write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets.torch import ext_name
-from ksbind.errors import BuildError, Location
 from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
 
@@ -185,22 +183,8 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
         sys.modules[ext] = _loaded[str(entry.module_path)]
         key = str(wrapper_path)
         if key not in _loaded:
-            _loaded[key] = _import_wrapper(spec.name, wrapper_path)
+            _loaded[key] = import_wrapper(spec.name, wrapper_path)
         return _loaded[key]
-
-
-def _import_wrapper(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise BuildError(f"cannot import {name!r}: not a loadable module", Location(str(path)))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
 
 
 def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEntry, generated: list[Path],

@@ -14,7 +14,7 @@ from ksbind.errors import BindingError
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import EMPTY_TUPLE, KsType, TensorType, TupleType
-from ksbind.spec import Binding
+from ksbind.spec import Binding, ModuleOptions
 
 
 @dataclass(frozen=True)
@@ -147,6 +147,14 @@ def _result(t: KsType, crossing: CrossingRule, role: str = "result") -> Result:
                   py_type=c.py_type, holds_tensor=holds_tensor)
 
 
+def runtime_copy_import(options: ModuleOptions, runtime_module: str) -> str:
+    """A standalone wrapper's import of its own runtime copy beside it (a wheel needs no
+    ksbind): relative to its package, else by top-level name."""
+    if options.package:
+        return f"from . import {runtime_module} as _runtime"
+    return f"import {runtime_module} as _runtime"
+
+
 def entry_points_for(bindings: list[Binding], crossing: CrossingRule) -> list[EntryPoint]:
     out: list[EntryPoint] = []
     for b in bindings:
@@ -156,5 +164,5 @@ def entry_points_for(bindings: list[Binding], crossing: CrossingRule) -> list[En
     return out
 
 
-__all__ = ["Crossing", "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
+__all__ = ["runtime_copy_import", "Crossing", "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
            "entry_points_for"]

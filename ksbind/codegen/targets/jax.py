@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
+from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
 from ksbind.lang.model import FunctionDecl
@@ -70,9 +70,8 @@ def wrapper_imports(options: ModuleOptions) -> dict[str, str]:
     if not options.standalone:
         return {"jax_runtime_import": "from ksbind.backend import jax_runtime as _runtime", "jax_lib": lib + ".so",
                 "jax_lib_suffixes": "False"}
-    runtime = runtime_module_name(options.name)
-    imports = f"from . import {runtime} as _runtime" if options.package else f"import {runtime} as _runtime"
-    return {"jax_runtime_import": imports, "jax_lib": lib, "jax_lib_suffixes": "True"}
+    return {"jax_runtime_import": runtime_copy_import(options, runtime_module_name(options.name)), "jax_lib": lib,
+            "jax_lib_suffixes": "True"}
 
 
 # ------------------------------------------------------------ what crosses

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, cast
 
 from ksbind.binding import warn
-from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
+from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.ks import SCALAR_PY
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
@@ -73,11 +73,8 @@ def wrapper_imports(options: ModuleOptions) -> dict[str, str]:
     ext = ext_name(options.name)
     if not options.standalone:
         return {"torch_runtime_import": "from ksbind import torch_runtime as _runtime", "ext_import": ext}
-    runtime = runtime_module_name(options.name)
-    package = options.package
-    if package:
-        return {"torch_runtime_import": f"from . import {runtime} as _runtime", "ext_import": f"{package}.{ext}"}
-    return {"torch_runtime_import": f"import {runtime} as _runtime", "ext_import": ext}
+    return {"torch_runtime_import": runtime_copy_import(options, runtime_module_name(options.name)),
+            "ext_import": f"{options.package}.{ext}" if options.package else ext}
 
 
 # ------------------------------------------------------------ crossing rules
