@@ -17,9 +17,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import scratch_dir  # noqa: E402
 
 KS = "(def f_{k} Float (x : Float) (add (mul x {k}.0) 1.0))\n"
 CPP = """\
@@ -82,7 +83,7 @@ def measure(tmp: Path, n: int, repeats: int) -> tuple[float, float]:
 
 def main(argv: list[str]) -> int:
     n = int(argv[0]) if argv else 40
-    with tempfile.TemporaryDirectory(prefix="ksbind-batch-") as d:
+    with scratch_dir(prefix="ksbind-batch-") as d:
         t_one, t_each = measure(Path(d), n, 1)
     print(f"{n} modules: one command {t_one:.1f} s, one command each {t_each:.1f} s, ratio {t_one / t_each:.2f}")
     return 0

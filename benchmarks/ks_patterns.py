@@ -22,13 +22,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from scratch import scratch_dir  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -270,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sys.path.insert(0, str(REPO))
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="ksbind-ks-patterns-") as tmp:
+    with scratch_dir(prefix="ksbind-ks-patterns-") as tmp:
         results = measure(Path(tmp), args.quick, log=lambda s: print(f"... {s}", file=sys.stderr, flush=True))
     print(f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/ks_patterns.py"
           f"{' --quick' if args.quick else ''}` in {time.perf_counter() - start:.0f} s")

@@ -19,7 +19,6 @@ import statistics
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import textwrap
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ import ks_patterns  # noqa: E402
 import ksc_gmm_build  # noqa: E402
 import render_bench  # noqa: E402
 import target_builds  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 import ksbind  # noqa: E402
 
@@ -519,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     start = time.perf_counter()
     log = lambda what: print(f"... {what}", file=sys.stderr, flush=True)  # noqa: E731
-    with tempfile.TemporaryDirectory(prefix="ksbind-benchmarks-") as d:
+    with scratch_dir(prefix="ksbind-benchmarks-") as d:
         rows = measure(sizes, Path(d), log)
         skipped = ("--quick (they build the GMM module many ways, 3 times)" if args.quick
                    else ksc_gmm_build.available())

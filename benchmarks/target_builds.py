@@ -32,7 +32,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from ksc_gmm_build import GMM, KSC, RUNTIME, WARMUP_KS, available, build, gxx_alone  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 REPO = HERE.parent
 TARGETS = ("ks", "python", "torch")
@@ -221,7 +221,7 @@ def main() -> None:
     if why:
         print(f"skipped: {why}")
         return
-    with tempfile.TemporaryDirectory(prefix="ksbind-targets-") as tmp:
+    with scratch_dir(prefix="ksbind-targets-") as tmp:
         t = measure(Path(tmp), args.repeats, args.baseline, lambda s: print(f"... {s}", file=sys.stderr))
     print(f"medians of {args.repeats}, {os.cpu_count()} cores, CXX={os.environ.get('CXX', 'g++')}; "
           f"baseline: {t.baseline}")

@@ -24,7 +24,7 @@ fi
 status=0
 echo "== ruff and mypy --strict (scripts/lint.sh)"
 bash scripts/lint.sh || status=1
-.venv/bin/python -m pytest -q || status=$?
+.venv/bin/python -m pytest -q --durations=40 || status=$?
 echo "== the python- and ks-target tests on the other CPythons (scripts/test_pythons.sh)"
 bash scripts/test_pythons.sh || status=1
 echo "== the conversion tests under AddressSanitizer and UBSan (scripts/test_asan.sh)"

@@ -154,11 +154,25 @@ BUILDING_STALE_SECONDS = 1800.0
 
 def building(root: Path, key: str) -> bool:
     """Whether a process is building this precompiled header now."""
-    marker = ObjectCache(root, PCH_DIR).unit_dir(key) / BUILDING
+    return _fresh(ObjectCache(root, PCH_DIR).unit_dir(key) / BUILDING)
+
+
+def _fresh(marker: Path) -> bool:
     try:
         return time.time() - marker.stat().st_mtime < BUILDING_STALE_SECONDS
     except OSError:
         return False
+
+
+def wait_for_background(folder: Path, timeout: float = 600.0) -> bool:
+    """Wait until no background header build writes under folder (any cache root inside
+    it): what a caller must do before deleting a cache it built in. False on timeout."""
+    deadline = time.monotonic() + timeout
+    while any(m.parent.parent.name == PCH_DIR and _fresh(m) for m in folder.rglob(BUILDING)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def start_background(tc: Toolchain, root: Path, shared: SharedPch) -> None:
@@ -213,7 +227,7 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["SharedPch", "lookup", "build", "start_background", "building", "pch_key", "header_text", "HEADER",
+__all__ = ["SharedPch", "lookup", "build", "start_background", "building", "wait_for_background", "pch_key", "header_text", "HEADER",
            "meaning_flags", "suffix"]
 
 
