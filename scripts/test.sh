@@ -10,7 +10,9 @@
 #      run from a CPython 3.12 venv with jax 0.12.0.1.
 # With arguments, only step 1, with them passed to pytest.
 #   --all   also what does not fit CI's time: every program of ksc's corpus
-#           (../shared/ksc/programs), not a fixed third.
+#           (../shared/ksc/programs), not a fixed third; the isolated builds of
+#           the packaging example; the torch case of the shared compile cache
+#           (tests/test_sccache.py); the setuptools variant of the jax wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--all" ]; then

@@ -436,7 +436,8 @@ def jax_project(where: Path, package: str, how: str) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["build_meta", "setuptools"])
+@pytest.mark.parametrize("how", ["build_meta", pytest.param("setuptools", marks=pytest.mark.skipif(
+    not EVERYTHING, reason="the same wheel through ksbind.setuptools, one more jax build: scripts/test.sh --all"))])
 def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_python: Path,
                                                                tmp_path: Path) -> None:
     """The wheel holds the wrapper, its stub, its own copy of the jax runtime and the
