@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from types import ModuleType
 
+from ksbind.backend.compile import PCH_FIRST
 from ksbind.backend.runner import jobs, resume_runners, stop_every_runner
 from ksbind.errors import BatchBuildError, KsbindError, ModuleFailure
 from ksbind.log import get_logger
@@ -87,8 +88,12 @@ def build_many(specs: Sequence[ModuleSpec], build_one: Callable[[ModuleSpec], Mo
     workers = max(1, min(len(groups), 2 * jobs()))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ksbind-module")
     futures: list[Future[None]] = []
+    # The modules' shared precompiled headers are built first and waited for
+    # (ksbind/backend/compile.py PCH_FIRST): every later module of the batch uses them.
+    context = contextvars.copy_context()
+    context.run(PCH_FIRST.set, True)
     try:
-        futures = [pool.submit(contextvars.copy_context().run, build_group, g) for g in groups.values()]
+        futures = [pool.submit(context.copy().run, build_group, g) for g in groups.values()]
         pending = set(futures)
         while pending:  # woken now and then, so Ctrl-C reaches this thread promptly
             _, pending = wait(pending, timeout=0.2)

@@ -186,3 +186,35 @@ def test_a_bug_in_one_module_is_raised_as_itself_once_the_others_are_done(monkey
     with pytest.raises(ValueError, match="a bug"):
         build_many(_specs("x", "bug", "y", "z"), build_one)
     assert sorted(done) == ["x", "y", "z"]
+
+
+def test_a_batch_builds_its_shared_precompiled_header_first_and_every_module_uses_it(
+        tmp_path: Path) -> None:
+    """A single build starts the shared precompiled header in the background after it
+    (tests/test_pch_reuse.py); a batch builds it first and waits for it, so that every
+    module's pybind11 units compile with it from the first module on."""
+    configs = batch_build.write_modules(tmp_path / "src", 2)
+    log = tmp_path / "compilers.log"
+    recorder = tmp_path / "recorder.sh"
+    recorder.write_text(RECORDER.format(log=log))
+    recorder.chmod(0o755)
+    env = {**os.environ, "KSBIND_CACHE_DIR": str(tmp_path / "cache"), "KSBIND_PCH": "1", "KSBIND_JOBS": "2",
+           "KSBIND_CCACHE": str(recorder), "KSBIND_VERBOSE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "ksbind", "build", *(c.name for c in configs)],
+                          cwd=tmp_path / "src", env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "building the shared precompiled header first" in proc.stderr
+    commands = [line.split()[3:] for line in log.read_text().splitlines() if line.startswith("start ")]
+    header = [i for i, c in enumerate(commands) if "c++-header" in c]
+    assert len(header) == 1, commands  # built once, for both modules
+    generated = [i for i, c in enumerate(commands) if any(a.endswith(("entry_points.cpp", "module.cpp"))
+                                                          for a in c)]
+    assert len(generated) == 4
+    for i in generated:
+        assert i > header[0] and "-include" in commands[i], commands[i]
+    # The modules compute (module k is x * k + 1), found in the cache by a new process:
+    for k, config in enumerate(configs, start=1):
+        out = subprocess.run([sys.executable, "-c", f"import ksbind; m = ksbind.build({str(config)!r}, quiet=True); "
+                              f"print(m.f_{k}(2.0))"], env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert float(out.stdout) == 2.0 * k + 1

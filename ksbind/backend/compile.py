@@ -47,6 +47,12 @@ from ksbind.log import get_logger
 
 OBJECT = "unit.o"
 
+#: Set by a batch of modules (ksbind/batch.py): a shared precompiled header the
+#: units ask for that is not built yet is built first, in this build, and waited
+#: for (one build at a time per header), rather than in the background after it:
+#: the batch's later modules all use it, which more than pays for the wait.
+PCH_FIRST: contextvars.ContextVar[bool] = contextvars.ContextVar("ksbind_pch_first", default=False)
+
 log = get_logger("compile")
 
 
@@ -155,6 +161,20 @@ def unit_key(unit: Unit, tc: Toolchain, pch_key: str) -> str:
     return h.hexdigest()
 
 
+def _build_first(tc: Toolchain, root: Path, shared: pch.SharedPch, runner: Runner,
+                 flags: tuple[str, ...]) -> pch.SharedPch:
+    """PCH_FIRST's step: build the header now (or wait for the module of this batch
+    that builds it), then look it up again. A failure only means it is not used."""
+    log.info("%sbuilding the shared precompiled header first: the batch's other modules use it too",
+             runner.prefix)
+    try:
+        pch.build(tc, root, shared, runner, wait=True)
+    except (BuildError, OSError) as e:
+        log.debug("the shared precompiled header %s did not build (%s): compiling without it",
+                  shared.plain.parent, e)
+    return pch.lookup(tc, root, flags)
+
+
 def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCache | None, work: Path,
                     log_dir: Path, label: str = "", background_pch: bool = True,
                     after: list[Callable[[], None]] | None = None) -> list[Path]:
@@ -193,7 +213,10 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
                 variant = (includes, pch.meaning_flags(u.flags))
                 if variant not in variants:
                     vtc = dataclasses.replace(tc, pch_includes=includes)
-                    variants[variant] = (vtc, pch.lookup(vtc, objects.root, variant[1]))
+                    found_pch = pch.lookup(vtc, objects.root, variant[1])
+                    if found_pch.stored is None and PCH_FIRST.get():
+                        found_pch = _build_first(vtc, objects.root, found_pch, runner, variant[1])
+                    variants[variant] = (vtc, found_pch)
                 shared[i] = variants[variant][1]
     to_compile: list[int] = []
     found: dict[int, Path] = {}

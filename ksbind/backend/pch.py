@@ -120,12 +120,14 @@ def lookup(tc: Toolchain, root: Path, flags: Sequence[str] = ()) -> SharedPch:
     return SharedPch(key, plain, plain, None, (), flags)
 
 
-def build(tc: Toolchain, root: Path, shared: SharedPch, runner: Runner) -> None:
-    """Build the precompiled header, unless another process is building it (then this build goes without)."""
+def build(tc: Toolchain, root: Path, shared: SharedPch, runner: Runner, wait: bool = False) -> None:
+    """Build the precompiled header, unless another process is building it: then this
+    build goes without, or with ``wait``, waits for that one and uses what it built."""
 
     store = ObjectCache(root, PCH_DIR)
-    with store.try_lock(shared.key) as held:
-        if not held or store.find(shared.key) is not None:
+    lock = store.lock(shared.key, what="the shared precompiled header") if wait else store.try_lock(shared.key)
+    with lock as held:
+        if held is False or store.find(shared.key) is not None:
             return
         with store.staging() as tmp:
             (tmp / HEADER).write_text(header_text(tc), encoding="utf-8")  # what units -include
@@ -227,8 +229,8 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["SharedPch", "lookup", "build", "start_background", "building", "wait_for_background", "pch_key", "header_text", "HEADER",
-           "meaning_flags", "suffix"]
+__all__ = ["SharedPch", "lookup", "build", "start_background", "building", "wait_for_background", "pch_key",
+           "header_text", "HEADER", "meaning_flags", "suffix"]
 
 
 if __name__ == "__main__":
