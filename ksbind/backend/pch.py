@@ -33,6 +33,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -192,11 +193,14 @@ def start_background(tc: Toolchain, root: Path, shared: SharedPch) -> None:
     except OSError:
         pass
     try:
-        subprocess.Popen([sys.executable, "-m", __name__, args], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                         preexec_fn=lambda: os.nice(10))
+        proc = subprocess.Popen([sys.executable, "-m", __name__, args], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=lambda: os.nice(10))
     except OSError:
-        pass  # no precompiled header: slower, the same result
+        return  # no precompiled header: slower, the same result
+    # Reaped by a thread of its own: a Popen dropped while its process runs is a
+    # ResourceWarning in the user's program, and one never waited for a zombie.
+    threading.Thread(target=proc.wait, name="ksbind-pch-reaper", daemon=True).start()
 
 
 def _jsonable(v: Any) -> Any:
