@@ -11,8 +11,7 @@
 # With arguments, only step 1, with them passed to pytest.
 #   --all   also what does not fit CI's time: every program of ksc's corpus
 #           (../shared/ksc/programs), not a fixed third; the isolated builds of
-#           the packaging example; the torch case of the shared compile cache
-#           (tests/test_sccache.py); the setuptools variant of the jax wheel.
+#           the packaging example; the setuptools variant of the jax wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--all" ]; then

@@ -112,15 +112,9 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
 
 
 CASES = [("ks", "g++"), ("python", "g++"), ("torch", "g++"), ("python", "clang++")]
-# The torch case is two more torch builds without a precompiled header (about a minute):
-# scripts/test.sh --all runs it.
-EVERYTHING = os.environ.get("KSBIND_CORPUS") == "all"
 
 
-@pytest.mark.parametrize("target,compiler", [
-    pytest.param(t, c, id=f"{t}-{c}", marks=[] if t != "torch" or EVERYTHING else [pytest.mark.skip(
-        reason="two torch builds without a precompiled header (about a minute): scripts/test.sh --all")])
-    for t, c in CASES])
+@pytest.mark.parametrize("target,compiler", CASES, ids=[f"{t}-{c}" for t, c in CASES])
 def test_a_second_machine_gets_every_compile_from_the_shared_cache(
         shared: Shared, target: str, compiler: str, tmp_path: Path) -> None:
     if target == "torch":
