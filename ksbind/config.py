@@ -391,8 +391,10 @@ def _runtime(r: _NodeReader, node: yaml.Node, base: Path) -> RuntimeSpec:
         raise ConfigError(f"'runtime' must be 'bundled' or a mapping with include_dirs/sources, found {value!r}",
                           r.loc(node))
     fields = _known_keys(r, node, "'runtime'", RUNTIME_KEYS)
+    if "include_dirs" not in fields:  # before the model's own check, for this message
+        raise ConfigError("'runtime' needs include_dirs: the folder holding knossos.h", r.loc(node))
     values = _read_settings(r, fields, settings_of(RuntimeSpec), "'runtime'", r.loc(node), base)
-    if not values.get("include_dirs"):
+    if not values["include_dirs"]:
         raise ConfigError("'runtime' needs include_dirs: the folder holding knossos.h", r.loc(node))
     return RuntimeSpec(bundled=False, **values)
 

@@ -41,7 +41,7 @@ class Key:
     name the value (default ``'KEY'``); label: how an identifier's problem names it
     (default: as ``what``). expected: what messages say it must be.
     must_exist, maximum: the path and count forms' limits. record: the record a
-    record, records or runtime form reads.
+    record, records or runtime form reads. A required paths key needs at least one path.
     """
 
     form: Form
@@ -56,6 +56,9 @@ class Key:
     must_exist: MustExist = ""
     maximum: int = 0
     record: type | None = None
+    #: The value becomes a binding's name, checked when bindings are selected (ksbind/binding.py,
+    #: a BindingError); the schema states the same rules.
+    binding_name: bool = False
 
 
 @dataclass(frozen=True)

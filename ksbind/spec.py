@@ -68,7 +68,8 @@ class BindingSpec:
         "keyword (soft keywords such as `match` included), no `__`, not a name the module defines itself "
         "(`reset_allocator`, `allocator_top`, `allocator_peak`, `logging`, `set_arena_bytes`, `arena_bytes`, "
         "`Tensor_*`), unique in the module (vjp names included).",
-        type_doc="identifier", required="its Python name", what="a binding's 'name'", expected="a string")]
+        type_doc="identifier", required="its Python name", what="a binding's 'name'", expected="a string",
+        binding_name=True)]
     function: Annotated[str | None, Key(
         "text", "The ks function. A structured name (`\"[f (Tuple Float Float)]\"`, `\"[sufrev [f Float]]\"`; "
         "quote it in YAML) names exactly one declaration; a plain name must be declared at one type only, "
@@ -79,7 +80,7 @@ class BindingSpec:
         "the gradient of each argument. It is `[sufrev F]` or `[rev F]` (same calling form, same result), as "
         "`vjp_from` says. Taken from the declarations when stated there (a `.kso`, or a `gdef`), else derived "
         "from F's signature (and, with `ksc:`, asked of ksc).",
-        type_doc="identifier", expected="a name for the vjp binding")] = None
+        type_doc="identifier", expected="a name for the vjp binding", binding_name=True)] = None
     mode: Annotated[Mode, Key(
         "choice", "torch and jax targets ([jax.md](jax.md#modes)): `elementwise` applies a `Float -> Float` (or "
         "`(Float, Float) -> Float`) function to every element; `vmap` maps over the leading dimension of tensor "
@@ -167,8 +168,8 @@ class RuntimeSpec:
 
     bundled: bool = True
     include_dirs: Annotated[tuple[Path, ...], Key(
-        "paths", "The folders holding ksc's `knossos.h` (required).", must_exist="dir",
-        type_doc="directory or list")] = ()
+        "paths", "The folder holding ksc's `knossos.h` (or several folders).", must_exist="dir",
+        type_doc="directory or list", required="the folder holding knossos.h")] = ()
     sources: Annotated[tuple[Path, ...], Key(
         "paths", "C++ files of the runtime to compile with the module (hand-written C++ lists ksc's "
         "`knossos.cpp` here; ksc's own output includes it itself).", must_exist="file")] = ()
