@@ -189,7 +189,7 @@ class _BlockSharingContext(jinja2.runtime.Context):
 @dataclass
 class RenderedModule:
     name: str
-    target: str
+    target: TargetName
     files: dict[str, str]       # output file name -> text, in a fixed order
     context: dict[str, Any] = field(repr=False)
     templates: dict[str, str] = field(default_factory=dict)  # output file name -> template name
