@@ -27,7 +27,6 @@ from ksbind.spec import (
     KscSpec,
     ModuleSpec,
     RuntimeSpec,
-    TargetName,
     TensorElement,
 )
 
@@ -254,7 +253,8 @@ def _read(r: _NodeReader, s: Setting, node: yaml.Node, base: Path) -> Any:
     if form == "runtime":
         return _runtime(r, node, base)
     if form == "record":
-        return _ksc(r, node, base)
+        assert k.record is not None
+        return _record(r, node, s.key, k.record, base)
     if form == "records":
         return _bindings(r, node, s.what)
     raise AssertionError(f"no reader for form {form!r}")  # a Form added to settings.py without one here
@@ -269,24 +269,24 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
                               f"{', '.join(MODULE_KEYS)}", r.loc(k))
     base = config_path.parent
     values = _read_settings(r, fields, settings_of(ModuleSpec), "a module", where, base)
-    name: str = values["name"]
-    target: TargetName = values.get("target", "ks")
-    if not values.get("ks_files") and values.get("declarations") is None:
-        raise ConfigError(f"module {name!r} declares no functions: add 'ks:' (.ks/.kso files) or "
-                          "'declarations:' (inline ks text)", where)
-    record = get_target(target)
-    if "torch_library" in values and not record.torch_library:
-        raise ConfigError(f"'torch_library' needs target: {_targets_with('torch_library')} (this module's target "
-                          f"is {target!r})", r.loc(fields["torch_library"][0]))
-    if "tensor_types" in values and not record.tensor_classes:
-        raise ConfigError(f"'tensor_types' declares the {_targets_with('tensor_classes')} target's tensor classes; "
-                          f"this module's target is {target!r}, whose tensors are {record.tensors} "
-                          "(remove 'tensor_types')", r.loc(fields["tensor_types"][0]))
-    # The defaults that depend on other keys (docs/config.md says each).
+    # The defaults that depend on other keys (docs/config.md's table says each).
     if "runtime" not in values and values.get("ksc") is not None:
         values["runtime"] = RuntimeSpec(bundled=False, from_ksc=True)
-    values.setdefault("output", _normal(base / "build" / name))
-    return ModuleSpec(config_path=config_path, location=where, **values)
+    values.setdefault("output", _normal(base / "build" / values["name"]))
+    spec = ModuleSpec(config_path=config_path, location=where, **values)
+    # The rules between keys (schema.py states them too).
+    if not spec.ks_files and spec.declarations is None:
+        raise ConfigError(f"module {spec.name!r} declares no functions: add 'ks:' (.ks/.kso files) or "
+                          "'declarations:' (inline ks text)", where)
+    record = get_target(spec.target)
+    if "torch_library" in fields and not record.torch_library:
+        raise ConfigError(f"'torch_library' needs target: {_targets_with('torch_library')} (this module's target "
+                          f"is {spec.target!r})", r.loc(fields["torch_library"][0]))
+    if "tensor_types" in fields and not record.tensor_classes:
+        raise ConfigError(f"'tensor_types' declares the {_targets_with('tensor_classes')} target's tensor classes; "
+                          f"this module's target is {spec.target!r}, whose tensors are {record.tensors} "
+                          "(remove 'tensor_types')", r.loc(fields["tensor_types"][0]))
+    return spec
 
 
 def _normal(p: Path) -> Path:
@@ -399,13 +399,14 @@ def _runtime(r: _NodeReader, node: yaml.Node, base: Path) -> RuntimeSpec:
     return RuntimeSpec(bundled=False, **values)
 
 
-def _ksc(r: _NodeReader, node: yaml.Node, base: Path) -> KscSpec:
-    """``ksc: {path, runtime, timeout}``; every key optional (``ksc: {}`` takes the defaults).
-    ``path`` is not checked here: a cached module loads where this ksc is absent; find_ksc
-    says so when ksc must run."""
-    fields = _known_keys(r, node, "'ksc'", KSC_KEYS)
-    values = _read_settings(r, fields, settings_of(KscSpec, "ksc: "), "'ksc'", r.loc(node), base)
-    return KscSpec(location=r.loc(node), **values)
+def _record(r: _NodeReader, node: yaml.Node, key: str, record: type, base: Path) -> Any:
+    """A mapping of a record's own keys, such as ``ksc: {path, runtime, timeout}`` (``ksc: {}``
+    takes the defaults). ksc's ``path`` is not checked here: a cached module loads where
+    this ksc is absent; find_ksc says so when ksc must run."""
+    what = f"'{key}'"
+    fields = _known_keys(r, node, what, keys_of(record))
+    values = _read_settings(r, fields, settings_of(record, f"{key}: "), what, r.loc(node), base)
+    return record(location=r.loc(node), **values)
 
 
 def _bindings(r: _NodeReader, node: yaml.Node, what: str) -> tuple[BindingSpec, ...]:
