@@ -104,9 +104,10 @@ def _binding(b: BindingArg) -> BindingSpec:
         value: object = b[s.key]
         if s.spec.form == "choice":
             value = pick(value, s.choices)
-        ok = isinstance(value, bool) if s.spec.form == "flag" else isinstance(value, str)
+        ok = isinstance(value, bool) if s.spec.form == "flag" else isinstance(value, str) or (
+            value is None and s.spec.form == "text" and s.default is None)  # None: the default
         if not ok:
-            bad.append(f"{s.key} {_expected(s)}")
+            bad.append(f"{s.key} must be {_expected(s)}")
         values[s.field] = value
     if bad:
         raise ConfigError(f"a binding's {', '.join(bad)}; found {dict(b)!r}")

@@ -211,7 +211,7 @@ def test_load_ks_bindings_are_read_by_the_model() -> None:
     from ksbind.load import _binding
     b = _binding({"name": "f", "vjp": "f_vjp", "vjp_from": "rev", "long": True, "mode": "vmap"})
     assert b == spec.BindingSpec("f", vjp="f_vjp", vjp_from="rev", long_call=True, mode="vmap")
-    with pytest.raises(ConfigError, match="a binding's mode one of plain, elementwise, vmap"):
+    with pytest.raises(ConfigError, match="a binding's mode must be one of plain, elementwise, vmap"):
         _binding({"name": "f", "mode": "vmapp"})
     with pytest.raises(ConfigError, match=r"unknown key 'lon' .*\(did you mean 'long'\?\)"):
         _binding({"name": "f", "lon": True})
