@@ -222,3 +222,27 @@ def test_render_module_checks_tensor_elements() -> None:
     decls = parse_ks("(edef f Float (Float))")
     with pytest.raises(ConfigError, match=r"unknown tensor element 'Flaot' \(did you mean 'Float'\?\)"):
         render_module(decls, tensor_types=[(1, "Flaot")])
+
+
+def test_render_options_agree_with_the_model() -> None:
+    """ModuleOptions and render_module's keyword arguments restate some module keys (the
+    renderer's own API); their types and defaults must be the model's."""
+    import dataclasses
+    import inspect
+
+    from ksbind.codegen.render import render_module
+    model = {s.field: s for s in settings.settings_of(spec.ModuleSpec)}
+    options = typing.get_type_hints(spec.ModuleOptions)
+    shared = [f for f in dataclasses.fields(spec.ModuleOptions) if f.name in model and f.name != "templates"]
+    assert [f.name for f in shared] == ["name", "target", "tensor_types", "logging", "arena_bytes", "layout",
+                                        "torch_library"]
+    params = inspect.signature(render_module).parameters
+    hints = typing.get_type_hints(render_module)
+    for f in shared:
+        s = model[f.name]
+        assert options[f.name] == s.type, f.name
+        if f.name != "name":  # the model's name is required; a renderer's defaults to "m"
+            assert f.default == s.default, f.name
+        if f.name in params and f.name != "tensor_types":
+            assert hints[f.name] in (s.type, s.type | None), f.name
+            assert params[f.name].default in (s.default, None), f.name
