@@ -17,7 +17,7 @@ from ksbind.lang.identifiers import (
     sanitize,
 )
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
-from ksbind.spec import GIL_POLICIES, MODES, RESERVED_NAMES, Binding, BindingSpec
+from ksbind.spec import GIL_POLICIES, MODES, RESERVED_NAMES, VJP_KINDS, Binding, BindingSpec, VjpFrom
 
 
 def select_bindings(decls: Sequence[FunctionDecl], specs: Sequence[BindingSpec] | None = None,
@@ -133,9 +133,9 @@ def _default_bindings(decls: Sequence[FunctionDecl], by_name: dict[StructuredNam
 
 
 def declared_vjp(primal: StructuredName, by_name: dict[StructuredName, FunctionDecl],
-                 vjp_from: str = "auto") -> FunctionDecl | None:
+                 vjp_from: VjpFrom = "auto") -> FunctionDecl | None:
     """The declared vjp of a function: [sufrev F], else [rev F] (auto), or the one asked for."""
-    kinds = ("sufrev", "rev") if vjp_from == "auto" else (vjp_from,)
+    kinds = VJP_KINDS if vjp_from == "auto" else (vjp_from,)
     for kind in kinds:
         found = by_name.get(StructuredName.derived(kind, primal))
         if found is not None:

@@ -129,6 +129,11 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("names", nargs="*", metavar="NAME", help="the templates to copy (default: all)")
     e.add_argument("--force", action="store_true", help="overwrite files in DIR that differ from the built-ins")
 
+    command(sub, "schema", "print the JSON Schema of ksbind configs",
+            "Print the JSON Schema of ksbind configs (the file ksbind ships as ksbind/config.schema.json). "
+            "Save it and name it in a config's first line, '# yaml-language-server: $schema=PATH', and "
+            "editors with a YAML language server complete keys and mark mistakes as you type.")
+
     k = command(sub, "cache", "list or clean the build cache ($KSBIND_CACHE_DIR)")
     ksub = k.add_subparsers(dest="cache_command", required=True, metavar="{list,clean}",
                             help="what to do with the cache")
@@ -297,6 +302,9 @@ def _cache(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.command == "cache":
         return _cache(args)
+    if args.command == "schema":  # the shipped file: nothing to import or render
+        sys.stdout.write((Path(__file__).parent / "config.schema.json").read_text(encoding="utf-8"))
+        return 0
     from ksbind import pipeline
 
     if args.command == "generate":

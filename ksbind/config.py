@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -19,36 +19,28 @@ from ksbind.errors import ConfigError, KsbindError, Location, closest
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.reader import read_text
 from ksbind.lang.types import MAX_RANK
+from ksbind.settings import Setting, keys_of, settings_of
 from ksbind.spec import (
-    DEFAULT_ARENA_BYTES,
-    DEFAULT_TIMEOUT,
-    GIL_POLICIES,
-    LAYOUTS,
-    MODES,
     TENSOR_ELEMENTS,
-    VJP_SOURCES,
     BindingSpec,
     InlineDeclarations,
     KscSpec,
     ModuleSpec,
     RuntimeSpec,
+    TensorElement,
 )
 
-MODULE_KEYS = ("name", "target", "ks", "declarations", "cpp", "runtime", "bindings", "tensor_types",
-               "logging", "templates", "torch_library", "arena_bytes", "output", "layout", "filters", "ksc",
-               "prelude", "fast_math", "debug", "stubs")
-BINDING_KEYS = ("name", "function", "vjp", "mode", "vjp_from", "release_gil", "long", "result_shape")
-RUNTIME_KEYS = ("include_dirs", "sources")
-KSC_KEYS = ("path", "runtime", "timeout")
+#: Each record's config keys, from the settings model (ksbind/spec.py's Annotated fields).
+MODULE_KEYS = keys_of(ModuleSpec)
+BINDING_KEYS = keys_of(BindingSpec)
+RUNTIME_KEYS = keys_of(RuntimeSpec)
+KSC_KEYS = keys_of(KscSpec)
+#: What ``filters:`` must match: a dotted Python module name (schema.py says the same).
+MODULE_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "seq", "map")}
 
 _T = TypeVar("_T")
-
-
-
-
-
-
+_C = TypeVar("_C", bound=str)
 
 
 def select_module(path: str | os.PathLike[str], name: str | None, how_to_choose: str,
@@ -222,91 +214,108 @@ def _targets_with(flag: str) -> str:
     return " or ".join(name for name, t in TARGETS.items() if getattr(t, flag))
 
 
+def _read_settings(r: _NodeReader, fields: dict[str, tuple[yaml.Node, yaml.Node]], settings: Sequence[Setting],
+                   owner: str, where: Location, base: Path) -> dict[str, Any]:
+    """Field name -> value of each key ``fields`` gives, read by its Setting, after the
+    required keys' check (``owner`` names the mapping: "a module needs 'name:'")."""
+    for s in settings:
+        if s.spec.required is not None and s.key not in fields:
+            raise ConfigError(f"{owner} needs '{s.key}:' ({s.spec.required})", where)
+    return {s.field: _read(r, s, fields[s.key][1], base) for s in settings if s.key in fields}
+
+
+def _read(r: _NodeReader, s: Setting, node: yaml.Node, base: Path) -> Any:
+    """One key's value, by its form (ksbind/settings.py)."""
+    k = s.spec
+    expected = k.expected
+    form = k.form
+    if form == "text":
+        return r.typed(node, str, s.what, expected or "a string")
+    if form == "identifier":
+        return _identifier(r, node, s.what, expected or "an identifier", k.label)
+    if form == "module_name":
+        return _module_name(r, node, s.what)
+    if form == "choice":
+        return _choice(r, node, s.what, s.choices)
+    if form == "flag":
+        return r.typed(node, bool, s.what, "true or false")
+    if form == "count":
+        value = _positive_int(r, node, s.what, k.maximum)
+        return float(value) if s.type is float else value
+    if form == "path":
+        return _path(r, node, s.what, base, k.must_exist, expected or "a path")
+    if form == "paths":
+        return _paths(r, node, s.what, base, k.must_exist)
+    if form == "ks_text":
+        return _inline(r, node, s.what, expected or "ks text")
+    if form == "tensor_types":
+        return _tensor_types(r, node, s.what)
+    if form == "runtime":
+        return _runtime(r, node, base)
+    if form == "record":
+        assert k.record is not None
+        return _record(r, node, s.key, k.record, base)
+    if form == "records":
+        return _bindings(r, node, s.what)
+    raise AssertionError(f"no reader for form {form!r}")  # a Form added to settings.py without one here
+
+
 def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
+    where = r.loc(node)
     fields = r.mapping(node, "a module")
     for key, (k, _) in fields.items():
         if key not in MODULE_KEYS:
             raise ConfigError(f"unknown key {key!r}{closest(key, MODULE_KEYS)}; expected one of "
                               f"{', '.join(MODULE_KEYS)}", r.loc(k))
     base = config_path.parent
-    where = r.loc(node)
-
-    def get(key: str, parse: Callable[[yaml.Node], Any], default: Any = None) -> Any:
-        return parse(fields[key][1]) if key in fields else default
-
-    if "name" not in fields:
-        raise ConfigError("a module needs 'name:' (the Python module name)", where)
-    name = r.typed(fields["name"][1], str, "'name'", "a string")
-    problem = identifier_problem(name)
-    if problem:
-        raise ConfigError(f"module name {problem}", r.loc(fields["name"][1]))
-
-    target = get("target", lambda n: _choice(r, n, "'target'", tuple(TARGETS)), "ks")
-    ks_files = get("ks", lambda n: _paths(r, n, "'ks'", base, must_exist="file"), ())
-    declarations = get("declarations", lambda n: _inline(r, n), None)
-    if not ks_files and declarations is None:
-        raise ConfigError(f"module {name!r} declares no functions: add 'ks:' (.ks/.kso files) or "
+    values = _read_settings(r, fields, settings_of(ModuleSpec), "a module", where, base)
+    # The defaults that depend on other keys (docs/config.md's table says each).
+    if "runtime" not in values and values.get("ksc") is not None:
+        values["runtime"] = RuntimeSpec(bundled=False, from_ksc=True)
+    values.setdefault("output", _normal(base / "build" / values["name"]))
+    spec = ModuleSpec(config_path=config_path, location=where, **values)
+    # The rules between keys (schema.py states them too).
+    if not spec.ks_files and spec.declarations is None:
+        raise ConfigError(f"module {spec.name!r} declares no functions: add 'ks:' (.ks/.kso files) or "
                           "'declarations:' (inline ks text)", where)
-    torch_library = get("torch_library", lambda n: _identifier(r, n, "'torch_library'"), None)
-    ksc = get("ksc", lambda n: _ksc(r, n, base), None)
-    default_runtime = RuntimeSpec(bundled=False, from_ksc=True) if ksc is not None else RuntimeSpec()
-    record = get_target(target)
-    if torch_library is not None and not record.torch_library:
+    record = get_target(spec.target)
+    if "torch_library" in fields and not record.torch_library:
         raise ConfigError(f"'torch_library' needs target: {_targets_with('torch_library')} (this module's target "
-                          f"is {target!r})", r.loc(fields["torch_library"][0]))
+                          f"is {spec.target!r})", r.loc(fields["torch_library"][0]))
     if "tensor_types" in fields and not record.tensor_classes:
         raise ConfigError(f"'tensor_types' declares the {_targets_with('tensor_classes')} target's tensor classes; "
-                          f"this module's target is {target!r}, whose tensors are {record.tensors} "
+                          f"this module's target is {spec.target!r}, whose tensors are {record.tensors} "
                           "(remove 'tensor_types')", r.loc(fields["tensor_types"][0]))
-    return ModuleSpec(
-        name=name, config_path=config_path, target=target, ks_files=ks_files, declarations=declarations,
-        cpp=get("cpp", lambda n: _paths(r, n, "'cpp'", base, must_exist="file"), ()),
-        runtime=get("runtime", lambda n: _runtime(r, n, base), default_runtime),
-        bindings=get("bindings", lambda n: _bindings(r, n), None),
-        tensor_types=get("tensor_types", lambda n: _tensor_types(r, n), ()),
-        logging=get("logging", lambda n: r.typed(n, bool, "'logging'", "true or false"), False),
-        templates=get("templates", lambda n: _paths(r, n, "'templates'", base, must_exist="dir"), ()),
-        torch_library=torch_library,
-        arena_bytes=get("arena_bytes", lambda n: _positive_int(r, n, "'arena_bytes'"), DEFAULT_ARENA_BYTES),
-        output=get("output", lambda n: _normal(base / r.typed(n, str, "'output'", "a path")),
-                   _normal(base / "build" / name)),
-        layout=get("layout", lambda n: _choice(r, n, "'layout'", LAYOUTS), "split"),
-        filters=get("filters", lambda n: _module_name(r, n), None),
-        ksc=ksc,
-        prelude=get("prelude", lambda n: _paths(r, n, "'prelude'", base, must_exist="file"), None),
-        fast_math=get("fast_math", lambda n: r.typed(n, bool, "'fast_math'", "true or false"), False),
-        debug=get("debug", lambda n: r.typed(n, bool, "'debug'", "true or false"), False),
-        stubs=get("stubs", lambda n: _normal(base / r.typed(n, str, "'stubs'", "a folder")), None),
-        location=where,
-    )
+    return spec
 
 
 def _normal(p: Path) -> Path:
     return Path(os.path.normpath(p))
 
 
-def _choice(r: _NodeReader, node: yaml.Node, what: str, choices: Sequence[str]) -> str:
+def _choice(r: _NodeReader, node: yaml.Node, what: str, choices: Sequence[_C]) -> _C:
     value = r.typed(node, str, what, "one of " + ", ".join(choices))
-    if value not in choices:
-        raise ConfigError(f"unknown {what.strip(chr(39))} {value!r}{closest(value, choices)}; expected one of "
-                          f"{', '.join(choices)}", r.loc(node))
-    return value
+    for choice in choices:
+        if value == choice:
+            return choice
+    raise ConfigError(f"unknown {what.strip(chr(39))} {value!r}{closest(value, choices)}; expected one of "
+                      f"{', '.join(choices)}", r.loc(node))
 
 
-def _module_name(r: _NodeReader, node: yaml.Node) -> str:
+def _module_name(r: _NodeReader, node: yaml.Node, what: str) -> str:
     """A dotted Python module name (it is imported from the config's folder, never a path)."""
-    value = r.typed(node, str, "'filters'", "a Python module name")
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", value):
-        raise ConfigError(f"'filters' must be a Python module name such as my_filters, found {value!r}",
+    value = r.typed(node, str, what, "a Python module name")
+    if not re.fullmatch(MODULE_NAME_PATTERN, value):
+        raise ConfigError(f"{what} must be a Python module name such as my_filters, found {value!r}",
                           r.loc(node))
     return value
 
 
-def _identifier(r: _NodeReader, node: yaml.Node, what: str) -> str:
-    value = r.typed(node, str, what, "an identifier")
+def _identifier(r: _NodeReader, node: yaml.Node, what: str, expected: str, label: str | None = None) -> str:
+    value = r.typed(node, str, what, expected)
     problem = identifier_problem(value)
     if problem:
-        raise ConfigError(f"{what} {problem}", r.loc(node))
+        raise ConfigError(f"{label or what} {problem}", r.loc(node))
     return value
 
 
@@ -334,8 +343,8 @@ def _paths(r: _NodeReader, node: yaml.Node, what: str, base: Path, must_exist: s
     return tuple(out)
 
 
-def _inline(r: _NodeReader, node: yaml.Node) -> InlineDeclarations:
-    text = r.typed(node, str, "'declarations'", "ks text")
+def _inline(r: _NodeReader, node: yaml.Node, what: str, expected: str) -> InlineDeclarations:
+    text = r.typed(node, str, what, expected)
     assert isinstance(node, yaml.ScalarNode)  # typed() accepted it
     # Pad so the ks reader's line numbers are the config file's.
     mark = node.start_mark
@@ -367,9 +376,10 @@ def _known_keys(r: _NodeReader, node: yaml.Node, what: str, allowed: Sequence[st
     return fields
 
 
-def _path(r: _NodeReader, node: yaml.Node, what: str, base: Path, must_exist: str) -> Path:
+def _path(r: _NodeReader, node: yaml.Node, what: str, base: Path, must_exist: str, expected: str = "a path"
+          ) -> Path:
     """One path (a string, not a list)."""
-    r.typed(node, str, what, "a path")
+    r.typed(node, str, what, expected)
     return _paths(r, node, what, base, must_exist)[0]
 
 
@@ -381,52 +391,38 @@ def _runtime(r: _NodeReader, node: yaml.Node, base: Path) -> RuntimeSpec:
         raise ConfigError(f"'runtime' must be 'bundled' or a mapping with include_dirs/sources, found {value!r}",
                           r.loc(node))
     fields = _known_keys(r, node, "'runtime'", RUNTIME_KEYS)
-    dirs = _paths(r, fields["include_dirs"][1], "'include_dirs'", base, "dir") if "include_dirs" in fields else ()
-    sources = _paths(r, fields["sources"][1], "'sources'", base, "file") if "sources" in fields else ()
-    if not dirs:
+    if "include_dirs" not in fields:  # before the model's own check, for this message
         raise ConfigError("'runtime' needs include_dirs: the folder holding knossos.h", r.loc(node))
-    return RuntimeSpec(False, dirs, sources)
+    values = _read_settings(r, fields, settings_of(RuntimeSpec), "'runtime'", r.loc(node), base)
+    if not values["include_dirs"]:
+        raise ConfigError("'runtime' needs include_dirs: the folder holding knossos.h", r.loc(node))
+    return RuntimeSpec(bundled=False, **values)
 
 
-def _ksc(r: _NodeReader, node: yaml.Node, base: Path) -> KscSpec:
-    """``ksc: {path, runtime, timeout}``; every key optional (``ksc: {}`` takes the defaults)."""
-    fields = _known_keys(r, node, "'ksc'", KSC_KEYS)
-    # Not checked here: a cached module loads where this ksc is absent; find_ksc says so when ksc must run.
-    path = _path(r, fields["path"][1], "'ksc: path'", base, "") if "path" in fields else None
-    runtime = _path(r, fields["runtime"][1], "'ksc: runtime'", base, "dir") if "runtime" in fields else None
-    timeout = float(_positive_int(r, fields["timeout"][1], "'ksc: timeout'", 86400)) if "timeout" in fields \
-        else DEFAULT_TIMEOUT
-    return KscSpec(path, runtime, timeout, r.loc(node))
+def _record(r: _NodeReader, node: yaml.Node, key: str, record: type, base: Path) -> Any:
+    """A mapping of a record's own keys, such as ``ksc: {path, runtime, timeout}`` (``ksc: {}``
+    takes the defaults). ksc's ``path`` is not checked here: a cached module loads where
+    this ksc is absent; find_ksc says so when ksc must run."""
+    what = f"'{key}'"
+    fields = _known_keys(r, node, what, keys_of(record))
+    values = _read_settings(r, fields, settings_of(record, f"{key}: "), what, r.loc(node), base)
+    return record(location=r.loc(node), **values)
 
 
-def _bindings(r: _NodeReader, node: yaml.Node) -> tuple[BindingSpec, ...]:
+def _bindings(r: _NodeReader, node: yaml.Node, what: str) -> tuple[BindingSpec, ...]:
     out = []
-    for item in r.sequence(node, "'bindings'"):
+    for item in r.sequence(node, what):
         fields = _known_keys(r, item, "a binding", BINDING_KEYS)
-        if "name" not in fields:
-            raise ConfigError("a binding needs 'name:' (its Python name)", r.loc(item))
-        name = r.typed(fields["name"][1], str, "a binding's 'name'", "a string")
-        function = (r.typed(fields["function"][1], str, "'function'", "a function name")
-                    if "function" in fields else None)
-        vjp = r.typed(fields["vjp"][1], str, "'vjp'", "a name for the vjp binding") if "vjp" in fields else None
-        mode = _choice(r, fields["mode"][1], "'mode'", MODES) if "mode" in fields else "plain"
-        vjp_from = _choice(r, fields["vjp_from"][1], "'vjp_from'", VJP_SOURCES) if "vjp_from" in fields else "auto"
-        if vjp_from != "auto" and vjp is None:
+        values = _read_settings(r, fields, settings_of(BindingSpec), "a binding", r.loc(item), Path())
+        if values.get("vjp_from", "auto") != "auto" and "vjp" not in values:
             raise ConfigError("'vjp_from' needs 'vjp:' (the name to bind the vjp under)", r.loc(fields["vjp_from"][0]))
-        release_gil = _choice(r, fields["release_gil"][1], "'release_gil'", GIL_POLICIES) \
-            if "release_gil" in fields else "auto"
-        long_call = r.typed(fields["long"][1], bool, "'long'", "true or false") if "long" in fields else False
-        result_shape = (r.typed(fields["result_shape"][1], str, "'result_shape'",
-                                "a Python expression over the arguments (docs/jax.md)")
-                        if "result_shape" in fields else None)
-        out.append(BindingSpec(name, function, vjp, mode, r.loc(fields["name"][1]), vjp_from, release_gil, long_call,
-                               result_shape))
+        out.append(BindingSpec(location=r.loc(fields["name"][1]), **values))
     return tuple(out)
 
 
-def _tensor_types(r: _NodeReader, node: yaml.Node) -> tuple[tuple[int, str], ...]:
+def _tensor_types(r: _NodeReader, node: yaml.Node, what: str) -> tuple[tuple[int, TensorElement], ...]:
     out = []
-    for item in r.sequence(node, "'tensor_types'"):
+    for item in r.sequence(node, what):
         pair = r.sequence(item, "each tensor type") if isinstance(item, yaml.SequenceNode) else None
         if pair is None or len(pair) != 2:
             raise ConfigError("each tensor type is [RANK, ELEMENT], e.g. [1, Float]", r.loc(item))
@@ -436,4 +432,5 @@ def _tensor_types(r: _NodeReader, node: yaml.Node) -> tuple[tuple[int, str], ...
     return tuple(out)
 
 
-__all__ = ["load_config_text", "ModuleSpec", "RuntimeSpec", "InlineDeclarations", "load_config"]
+__all__ = ["load_config_text", "ModuleSpec", "RuntimeSpec", "InlineDeclarations", "load_config", "MODULE_KEYS",
+           "BINDING_KEYS", "RUNTIME_KEYS", "KSC_KEYS"]

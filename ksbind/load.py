@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from ksbind.cache.layout import LOAD_KS_DIR, cache_root
 from ksbind.codegen.output import write_atomic
@@ -19,26 +20,18 @@ from ksbind.codegen.targets import get_target
 from ksbind.config import BINDING_KEYS
 from ksbind.errors import ConfigError, Location, closest, show_file_as
 from ksbind.lang.identifiers import identifier_problem
-from ksbind.spec import (
-    DEFAULT_ARENA_BYTES,
-    GIL_POLICIES,
-    MODES,
-    VJP_SOURCES,
-    BindingSpec,
-    KscSpec,
-    ModuleSpec,
-    RuntimeSpec,
-)
+from ksbind.settings import Setting, pick, settings_of
+from ksbind.spec import DEFAULT_ARENA_BYTES, BindingSpec, KscSpec, ModuleSpec, RuntimeSpec, TargetName
 
 #: What messages call the text given to load_ks.
 LOAD_KS_TEXT = "<load_ks text>"
 
 #: A binding as load_ks takes it: a function name (bound under itself), a mapping with
-#: BindingSpec's fields (name, function, vjp, mode, vjp_from), or a BindingSpec.
-BindingArg = str | Mapping[str, str] | BindingSpec
+#: a config binding's keys (name, function, vjp, mode, vjp_from, ...), or a BindingSpec.
+BindingArg = str | Mapping[str, str | bool] | BindingSpec
 
 
-def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, target: str = "python",
+def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, target: TargetName = "python",
             name: str | None = None, ksc: str | os.PathLike[str] | KscSpec | None = None,
             ksc_runtime: str | os.PathLike[str] | None = None, cpp: Sequence[str | os.PathLike[str]] = (),
             arena_bytes: int = DEFAULT_ARENA_BYTES, torch_library: str | None = None, fast_math: bool = False,
@@ -100,17 +93,31 @@ def _binding(b: BindingArg) -> BindingSpec:
         raise ConfigError(f"unknown key {key!r} in binding {dict(b)!r}{closest(key, BINDING_KEYS)}; a binding's "
                           f"keys are {', '.join(BINDING_KEYS)}")
     if "name" not in b:
-        raise ConfigError(f"a binding is a name or a mapping with 'name' and optionally function, vjp, mode, "
-                          f"vjp_from, release_gil, long, result_shape; found {dict(b)!r}")
-    mode, vjp_from, release_gil = b.get("mode", "plain"), b.get("vjp_from", "auto"), b.get("release_gil", "auto")
-    long_call, result_shape = b.get("long", False), b.get("result_shape")
-    if mode not in MODES or vjp_from not in VJP_SOURCES or release_gil not in GIL_POLICIES \
-            or not isinstance(long_call, bool) or not isinstance(result_shape, (str, type(None))):
-        raise ConfigError(f"a binding's mode is one of {', '.join(MODES)}, vjp_from one of "
-                          f"{', '.join(VJP_SOURCES)}, release_gil one of {', '.join(GIL_POLICIES)} and long "
-                          f"true or false, result_shape a string; found {dict(b)!r}")
-    return BindingSpec(b["name"], b.get("function"), b.get("vjp"), mode, None, vjp_from, release_gil, long_call,
-                       result_shape)
+        raise ConfigError(f"a binding is a name or a mapping with 'name' and optionally "
+                          f"{', '.join(k for k in BINDING_KEYS if k != 'name')}; found {dict(b)!r}")
+    # Each key as the settings model types it (ksbind/spec.py): a choice one of its values, a flag a bool.
+    values: dict[str, Any] = {}
+    bad = []
+    for s in settings_of(BindingSpec):
+        if s.key not in b:
+            continue
+        value: object = b[s.key]
+        if s.spec.form == "choice":
+            value = pick(value, s.choices)
+        ok = isinstance(value, bool) if s.spec.form == "flag" else isinstance(value, str) or (
+            value is None and s.spec.form == "text" and s.default is None)  # None: the default
+        if not ok:
+            bad.append(f"{s.key} must be {_expected(s)}")
+        values[s.field] = value
+    if bad:
+        raise ConfigError(f"a binding's {', '.join(bad)}; found {dict(b)!r}")
+    return BindingSpec(**values)
+
+
+def _expected(s: Setting) -> str:
+    if s.spec.form == "choice":
+        return "one of " + ", ".join(s.choices)
+    return "true or false" if s.spec.form == "flag" else "a string"
 
 
 __all__ = ["load_ks"]

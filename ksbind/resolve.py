@@ -42,7 +42,8 @@ from ksbind.lang.reader import (
     same_signature,
     scan_ks,
 )
-from ksbind.spec import Binding, BindingSpec, ModuleSpec, RuntimeSpec
+from ksbind.settings import pick
+from ksbind.spec import VJP_KINDS, Binding, BindingSpec, ModuleSpec, RuntimeSpec, VjpKind
 
 
 @dataclass(frozen=True)
@@ -208,13 +209,14 @@ def _what_to_ask(planned: Sequence[Binding], specs: Sequence[BindingSpec] | None
         if vjp in defs:
             used.append(vjp)
         elif vjp not in edefs:
-            assert vjp.name in ("sufrev", "rev")
-            vjps.append(VjpRequest(b.decl.name, vjp_from.get(b.name, vjp.name), b.location))
+            kind = pick(vjp.name, VJP_KINDS)
+            assert kind is not None  # a vjp_decl is [sufrev F] or [rev F]
+            vjps.append(VjpRequest(b.decl.name, vjp_from.get(b.name, kind), b.location))
     return used, vjps
 
 
 def _with_chosen_vjps(specs: Sequence[BindingSpec] | None, planned: Sequence[Binding],
-                      kinds: dict[StructuredName, str]) -> tuple[BindingSpec, ...] | None:
+                      kinds: dict[StructuredName, VjpKind]) -> tuple[BindingSpec, ...] | None:
     """Explicit bindings with vjp_from set to what ksc built for them."""
     if specs is None:
         return None

@@ -19,7 +19,7 @@ from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError, ConfigError
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.types import KsType, ScalarType, TensorType
-from ksbind.spec import LAYOUTS, Binding, ModuleOptions
+from ksbind.spec import LAYOUTS, Binding, Mode, ModuleOptions
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class KsFunction:
 class BindingInfo:
     name: str
     ks_name: str
-    mode: str
+    mode: Mode
     primal: EntryPoint
     vjp: EntryPoint | None
 

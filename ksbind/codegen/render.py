@@ -22,10 +22,20 @@ from ksbind._version import TEMPLATE_API, __version__
 from ksbind.binding import select_bindings
 from ksbind.codegen.context import build_context
 from ksbind.codegen.targets import get_target
-from ksbind.errors import KsbindError, Location, TemplateError, user_stacklevel
+from ksbind.errors import ConfigError, KsbindError, Location, TemplateError, closest, user_stacklevel
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import KsType, parse_type
-from ksbind.spec import DEFAULT_ARENA_BYTES, Binding, BindingSpec, ModuleOptions
+from ksbind.settings import pick
+from ksbind.spec import (
+    DEFAULT_ARENA_BYTES,
+    TENSOR_ELEMENTS,
+    Binding,
+    BindingSpec,
+    Layout,
+    ModuleOptions,
+    TargetName,
+    TensorElement,
+)
 
 BUILTIN_TEMPLATES = Path(__file__).parent / "templates"
 
@@ -179,15 +189,15 @@ class _BlockSharingContext(jinja2.runtime.Context):
 @dataclass
 class RenderedModule:
     name: str
-    target: str
+    target: TargetName
     files: dict[str, str]       # output file name -> text, in a fixed order
     context: dict[str, Any] = field(repr=False)
     templates: dict[str, str] = field(default_factory=dict)  # output file name -> template name
 
 
-def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name: str = "m", target: str = "ks",
+def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name: str = "m", target: TargetName = "ks",
                   *, bindings: Sequence[BindingSpec] | None = None, tensor_types: Sequence[Sequence[Any]] = (),
-                  logging: bool = False, arena_bytes: int | None = None, layout: str = "split",
+                  logging: bool = False, arena_bytes: int | None = None, layout: Layout = "split",
                   templates: Sequence[str | os.PathLike[str]] = (), torch_library: str | None = None,
                   config: str | None = None, filters: dict[str, Callable[..., Any]] | None = None,
                   options: ModuleOptions | None = None) -> RenderedModule:
@@ -199,7 +209,7 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
     """
     if options is None:
         options = ModuleOptions(
-            name=module_name, target=target, tensor_types=tuple((int(r), str(e)) for r, e in tensor_types),
+            name=module_name, target=target, tensor_types=tuple((int(r), _element(e)) for r, e in tensor_types),
             logging=logging, layout=layout, torch_library=torch_library, config=config,
             templates=tuple(os.fspath(t) for t in templates),
             arena_bytes=DEFAULT_ARENA_BYTES if arena_bytes is None else arena_bytes,
@@ -225,6 +235,15 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
         files[out] = render_template(env, name, file_ctx, options.templates)
         used[out] = name
     return RenderedModule(options.name, options.target, files, ctx, used)
+
+
+def _element(e: object) -> TensorElement:
+    """A ``tensor_types`` element given to render_module, checked as the config's are."""
+    element = pick(str(e), TENSOR_ELEMENTS)
+    if element is None:
+        raise ConfigError(f"unknown tensor element {str(e)!r}{closest(str(e), TENSOR_ELEMENTS)}; expected one of "
+                          f"{', '.join(TENSOR_ELEMENTS)}")
+    return element
 
 
 def template_origin(name: str, overrides: Sequence[str]) -> str | None:

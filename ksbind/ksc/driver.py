@@ -35,7 +35,8 @@ from ksbind.ksc.diagnostics import KscFailure, one_line, strip_callstack
 from ksbind.ksc.planner import CallGraph, Planner, VjpRequest, prelude_names
 from ksbind.lang.model import StructuredName
 from ksbind.lang.reader import KsSource, read_text, scan_ks
-from ksbind.spec import DEFAULT_TIMEOUT, KscSpec
+from ksbind.settings import pick
+from ksbind.spec import DEFAULT_TIMEOUT, VJP_KINDS, KscSpec, VjpKind
 
 log = logging.getLogger("ksbind.ksc")
 
@@ -67,7 +68,7 @@ class KscOutput:
     kso: Path
     cpp: Path
     #: For each requested vjp's primal, the derivation ksc built: "sufrev" or "rev".
-    vjp_kinds: dict[StructuredName, str]
+    vjp_kinds: dict[StructuredName, VjpKind]
     ran: bool  # False when the output came from the cache
 
 
@@ -200,7 +201,7 @@ def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[Ks
             log.info("ksc: %s unchanged: ksc's cached output reused (%s)", _label(sources), tool.missing.message)
         else:
             log.debug("ksc: %s unchanged: ksc's cached output reused", _label(sources))
-        return KscOutput(kso, cpp, {StructuredName.parse(k): v for k, v in kinds.items()}, ran=False)
+        return KscOutput(kso, cpp, {StructuredName.parse(k): _vjp_kind(v) for k, v in kinds.items()}, ran=False)
     if tool.missing is not None:  # ksc would have to run, and there is none
         raise KscError(tool.missing.message, tool.missing.location)
     cache_root.mkdir(parents=True, exist_ok=True)
@@ -224,6 +225,14 @@ def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[Ks
                 raise
     return KscOutput(kso, cpp, kinds, ran=True)
 
+
+
+def _vjp_kind(text: object) -> VjpKind:
+    """A derivation as the cache's ksc.json records it (written by this module: a bad one is a bug)."""
+    kind = pick(text, VJP_KINDS)
+    if kind is None:
+        raise AssertionError(f"ksc.json names an unknown vjp kind {text!r}")
+    return kind
 
 def _sources_key(sources: Sequence[Path]) -> str:
     """What ksc is given, less ksc itself: found again without ksc (ksc_toolchains)."""

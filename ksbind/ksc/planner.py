@@ -33,6 +33,7 @@ from ksbind.ksc.diagnostics import KscFailure, ksc_words, missing_names, suf_ad_
 from ksbind.lang.model import StructuredName
 from ksbind.lang.reader import KsSource, read_text, scan_ks
 from ksbind.lang.types import TupleType
+from ksbind.spec import VJP_KINDS, VjpFrom, VjpKind
 
 log = logging.getLogger("ksbind.ksc")
 
@@ -46,7 +47,7 @@ class VjpRequest:
     """A binding's vjp: of which function, from which derivation, asked for where."""
 
     primal: StructuredName
-    vjp_from: str = "auto"
+    vjp_from: VjpFrom = "auto"
     location: Location | None = field(default=None, compare=False)
 
 
@@ -212,7 +213,7 @@ class Planner:
         self.used = list(dict.fromkeys(used))
         self.vjps = list(vjps)
         self.declared = {d.name for s in scanned for d in s.decls} | {g.name for s in scanned for g in s.gdefs}
-        self.kinds: dict[StructuredName, str] = {}
+        self.kinds: dict[StructuredName, VjpKind] = {}
         #: Gdefs ksc asked for that the call graph did not show: target -> "suf"/"rev".
         self.reported: dict[StructuredName, set[str]] = {}
         #: Why a vjp_from: auto vjp is rev: ksc's words, for the log.
@@ -220,10 +221,10 @@ class Planner:
 
     # -- choosing what to ask for
 
-    def _initial_kind(self, v: VjpRequest) -> str:
+    def _initial_kind(self, v: VjpRequest) -> VjpKind:
         if v.vjp_from != "auto":
             return v.vjp_from
-        for kind in ("sufrev", "rev"):
+        for kind in VJP_KINDS:
             if StructuredName.derived(kind, v.primal) in self.declared:
                 return kind
         recursive = [n for n in self.graph.reachable([v.primal]) if n in self.graph.recursive]
@@ -253,7 +254,7 @@ class Planner:
 
     # -- running
 
-    def solve(self) -> dict[StructuredName, str]:
+    def solve(self) -> dict[StructuredName, VjpKind]:
         """Each vjp's derivation ("sufrev" or "rev") once ksc has built them all."""
         self.kinds = {v.primal: self._initial_kind(v) for v in self.vjps}
         asked: StructuredName | None = None
@@ -344,7 +345,7 @@ class Planner:
         self.reported = {t: f if t in still else f - {"suf"} for t, f in self.reported.items()}
         return True
 
-    def _builds_alone(self, v: VjpRequest, kind: str = "sufrev") -> bool:
+    def _builds_alone(self, v: VjpRequest, kind: VjpKind = "sufrev") -> bool:
         """Whether ksc derives [kind F] of this vjp when asked for nothing else."""
         trial = Planner(self.runner, self.graph, self.sources, self.scanned, [v.primal],
                         [VjpRequest(v.primal, kind)])

@@ -14,7 +14,7 @@ from ksbind.errors import BindingError
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import EMPTY_TUPLE, KsType, TensorType, TupleType
-from ksbind.spec import Binding, ModuleOptions
+from ksbind.spec import Binding, GilPolicy, Mode, ModuleOptions
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,9 @@ class EntryPoint:
     is_vjp: bool = False
     primal: str = ""             # for a vjp: the primal binding's name
     primal_symbol: str = ""      # for a vjp: the primal's C++ symbol (a full arena's message runs it)
-    mode: str = "plain"
+    mode: Mode = "plain"
     doc: str = ""
-    release_gil: str = "auto"    # the binding's GIL policy: auto, always or never
+    release_gil: GilPolicy = "auto"  # the binding's GIL policy: auto, always or never
     long_call: bool = False      # the binding is marked long: `auto` releases the GIL for every call
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 

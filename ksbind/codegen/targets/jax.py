@@ -26,16 +26,16 @@ from __future__ import annotations
 import pprint
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType, parse_type
-from ksbind.spec import Binding, ModuleOptions
+from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 
-NAME = "jax"
+NAME: TargetName = "jax"
 # "{module}" in a file name is replaced by the module's name: NAME.py is the
 # wrapper users import; the handlers compile into the library NAME_jaxffi.so.
 FILES = {"jax_handlers.cpp": "jax_handlers.cpp.j2", "{module}.py": "jax_wrapper.py.j2",
@@ -181,7 +181,7 @@ class JaxEntry:
     ks_name: str         # the ks function it calls (structured name), for failure messages
     handler: str         # exported handler symbol
     probe: str | None    # exported shape probe symbol (plain/vmap primals)
-    kind: str            # call | elementwise
+    kind: Literal["call", "elementwise"]
     result_cpp: str
     params: tuple[tuple[str, str], ...]  # (ks C++ type, C++ name)
     py_names: tuple[str, ...]
@@ -198,8 +198,8 @@ def _ks_call(e: EntryPoint) -> str:
     return f"ks::{e.symbol}(alloc{args})"
 
 
-def _jax_entry(e: EntryPoint, mode: str, result_type: KsType) -> JaxEntry:
-    kind = "elementwise" if mode == "elementwise" else "call"
+def _jax_entry(e: EntryPoint, mode: Mode, result_type: KsType) -> JaxEntry:
+    kind: Literal["call", "elementwise"] = "elementwise" if mode == "elementwise" else "call"
     n_out = len(result_type.elements) if isinstance(result_type, TupleType) else 1
     return JaxEntry(
         name=e.name, ks_name=e.ks_name, handler=f"ksbind_jax_{e.name}", probe=None if e.is_vjp or kind != "call" else

@@ -9,8 +9,9 @@ from __future__ import annotations
 from ksbind.codegen.targets.common import Crossing
 from ksbind.codegen.targets.record import Target
 from ksbind.lang.types import KsType, ScalarType, TensorType, TupleType
+from ksbind.spec import TargetName
 
-NAME = "ks"
+NAME: TargetName = "ks"
 # "{module}" in a file name is replaced by the module's name.
 FILES = {"entry_points.h": "entry_points.h.j2", "entry_points.cpp": "entry_points.cpp.j2",
          "module.cpp": "module.cpp.j2", "{module}.pyi": "stub.pyi.j2"}

@@ -13,14 +13,14 @@ from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
 from ksbind.codegen.targets.ks import SCALAR_PY
 from ksbind.codegen.targets.record import Target
 from ksbind.lang.types import KsType, ScalarType, TensorType, TupleType
-from ksbind.spec import Binding, ModuleOptions
+from ksbind.spec import Binding, ModuleOptions, TargetName
 
 # The ks target's layout, with a module on Python's C API (ksbind/python_module.h) in place of pybind11's.
 FILES = {"entry_points.h": "entry_points.h.j2", "entry_points.cpp": "entry_points.cpp.j2",
          "module.cpp": "python_module.cpp.j2", "{module}.pyi": "stub.pyi.j2"}
 SINGLE_FILE = {"module.cpp": "python_single_file.cpp.j2", "{module}.pyi": "stub.pyi.j2"}
 
-NAME = "python"
+NAME: TargetName = "python"
 __all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "crossing", "py_type", "extra_context", "python_signature"]
 
 

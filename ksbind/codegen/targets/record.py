@@ -13,7 +13,7 @@ from typing import Any
 
 from ksbind.codegen.targets.common import CrossingRule
 from ksbind.lang.model import FunctionDecl
-from ksbind.spec import Binding, ModuleOptions
+from ksbind.spec import Binding, Layout, ModuleOptions, TargetName
 
 #: Values a target adds to the template context (and may replace ``entry_points`` with).
 ExtraContext = Callable[[Sequence[Binding], ModuleOptions], dict[str, Any]]
@@ -79,7 +79,7 @@ class Target:
     bound); an explicit binding of it stays an error (the target's own check says why).
     """
 
-    name: str
+    name: TargetName
     files: Mapping[str, str] = field(hash=False)
     single_file: Mapping[str, str] = field(hash=False)
     crossing: CrossingRule
@@ -105,7 +105,7 @@ class Target:
         object.__setattr__(self, "files", _frozen(self.files))
         object.__setattr__(self, "single_file", _frozen(self.single_file))
 
-    def file_plan(self, layout: str) -> Mapping[str, str]:
+    def file_plan(self, layout: Layout) -> Mapping[str, str]:
         """Output file -> template for a layout ("split" or "single")."""
         return self.single_file if layout == "single" else self.files
 

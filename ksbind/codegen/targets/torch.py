@@ -22,7 +22,7 @@ from __future__ import annotations
 import pprint
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from ksbind.binding import warn
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
@@ -37,9 +37,9 @@ from ksbind.lang.types import (
     TupleType,
     parse_type,
 )
-from ksbind.spec import Binding, ModuleOptions
+from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 
-NAME = "torch"
+NAME: TargetName = "torch"
 # "{module}" in a file name is replaced by the module's name: NAME.py (the wrapper
 # users import) and NAME.pyi (its stub) sit next to the extension NAME_ext.
 FILES = {"entry_points.h": "torch_entry_points.h.j2", "entry_points.cpp": "torch_entry_points.cpp.j2",
@@ -221,6 +221,10 @@ def check_binding(b: Binding) -> None:
 
 # ------------------------------------------------------------ template values
 
+#: How the wrapper passes an argument: a tensor (viewed), a nested list of tensors, a list, a scalar, a tuple.
+TorchParamKind = Literal["tensor", "nested", "list", "scalar", "tuple"]
+
+
 @dataclass(frozen=True)
 class TorchParam:
     """How the wrapper and the mode loops treat one argument."""
@@ -229,7 +233,7 @@ class TorchParam:
     py_name: str
     ks_value: str        # the ks value's C++ name
     cpp_type: str        # its ks C++ type
-    kind: str            # tensor | nested | list | scalar | tuple
+    kind: TorchParamKind
     batched: bool        # vmap: sliced along the leading dimension
     differentiable: bool  # autograd gives it a gradient (it holds a Float; tensors only for ops and vmap)
     schema: str          # torch.library schema type
@@ -239,7 +243,7 @@ class TorchParam:
 @dataclass(frozen=True)
 class TorchEntry:
     name: str
-    mode: str
+    mode: Mode
     is_vjp: bool
     params: tuple[TorchParam, ...]
     result_cpp: str      # ks C++ type of what the ks function returns
@@ -253,7 +257,7 @@ class TorchBinding:
 
     name: str
     vjp: str | None
-    mode: str
+    mode: Mode
     params: tuple[dict[str, Any], ...]
     result: dict[str, Any]
     autograd: bool
@@ -262,7 +266,7 @@ class TorchBinding:
     vjp_schema: str | None
 
 
-def _param_kind(t: KsType) -> str:
+def _param_kind(t: KsType) -> TorchParamKind:
     if is_scalar_tensor(t):
         return "tensor"
     if is_nested_tensor(t):
@@ -276,7 +280,7 @@ def _holds_float(t: KsType) -> bool:
     return t.contains(lambda x: x == FLOAT)
 
 
-def _torch_params(e: EntryPoint, mode: str, as_op: bool) -> tuple[TorchParam, ...]:
+def _torch_params(e: EntryPoint, mode: Mode, as_op: bool) -> tuple[TorchParam, ...]:
     """as_op: the binding is a torch.library op, whose schema differentiates tensors only."""
     out = []
     for p in e.params:
@@ -301,7 +305,7 @@ def _torch_params(e: EntryPoint, mode: str, as_op: bool) -> tuple[TorchParam, ..
     return tuple(out)
 
 
-def _mode_entry_type(t: KsType, mode: str) -> str:
+def _mode_entry_type(t: KsType, mode: Mode) -> str:
     """Entry type of a param or result after the mode's batching."""
     if isinstance(t, TupleType):
         return "std::tuple<" + ", ".join(_mode_entry_type(x, mode) for x in t.elements) + ">"
@@ -313,7 +317,7 @@ def _mode_entry_type(t: KsType, mode: str) -> str:
     return entry_type(t)
 
 
-def _result_info(t: KsType, mode: str) -> dict[str, Any]:
+def _result_info(t: KsType, mode: Mode) -> dict[str, Any]:
     """What the wrapper (fake implementations, autograd) needs to know of a result."""
     def one(x: KsType) -> dict[str, Any]:
         if mode != "plain" and (isinstance(x, TensorType) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS)):
@@ -459,7 +463,7 @@ class EntrySignature:
     params: tuple[tuple[str, str], ...]  # (entry type, name)
 
 
-def _entry_signature(te: TorchEntry, e: EntryPoint, b_mode: str) -> EntrySignature:
+def _entry_signature(te: TorchEntry, e: EntryPoint, b_mode: Mode) -> EntrySignature:
     if b_mode == "plain":
         return EntrySignature(e.result.entry_type, tuple((p.entry_type, p.name) for p in e.params))
     params = []

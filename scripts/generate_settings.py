@@ -1,0 +1,33 @@
+"""Write what the settings model (ksbind/spec.py) makes: docs/config.md's key tables
+and the JSON Schema ksbind ships (ksbind/config.schema.json). ``--check``: write
+nothing, exit 1 naming each file that would change (tests/test_settings.py checks
+the same)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ksbind.schema import SCHEMA_FILE, schema_text, with_tables
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "config.md"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file would change")
+    args = parser.parse_args()
+    stale = []
+    for path, text in ((DOC, with_tables(DOC.read_text(encoding="utf-8"))), (SCHEMA_FILE, schema_text())):
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            path.write_text(text, encoding="utf-8")
+    for path in stale:
+        print(f"{'would change' if args.check else 'wrote'}: {path}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
