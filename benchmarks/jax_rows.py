@@ -14,6 +14,7 @@
   the second reference.
 
     python benchmarks/jax_rows.py [--quick] [--fresh-cache] [--no-gmm]
+    python benchmarks/jax_rows.py --gmm-build [--repeats N]   (only the GMM build row)
 
 (standalone it uses KSBIND_CACHE_DIR's cache, where the GMM modules may already be built)
 """
@@ -115,8 +116,9 @@ def _jnp_gmm(x: Any, alphas: Any, means: Any, qs: Any, ls: Any, wishart: tuple[f
     return loglik - n * d * 0.5 * math.log(2 * math.pi) + prior
 
 
-def _gmm_build_row(tmp: Path, quick: bool) -> tuple[float, float]:
-    """Cold jax-target build of the GMM module in a new process and fresh cache; g++ alone on gmm.cpp."""
+def _gmm_build_row(tmp: Path, quick: bool, repeats: int = 3) -> tuple[float, float]:
+    """Cold jax-target build of the GMM module in a new process and fresh cache; g++ alone on gmm.cpp
+    (alternating, ``repeats`` of each; medians)."""
     from ksbind.backend.jax_build import CFLAGS
     from ksbind.backend.toolchain import RUNTIME_DIR
 
@@ -126,7 +128,7 @@ def _gmm_build_row(tmp: Path, quick: bool) -> tuple[float, float]:
     code = ("import time; t0 = time.perf_counter(); import ksbind; "
             f"ksbind.build({str(cfg)!r}, quiet=True); print(time.perf_counter() - t0)")
     builds, alone = [], []
-    for i in range(1 if quick else 3):
+    for i in range(1 if quick else repeats):
         env = {**os.environ, "KSBIND_CACHE_DIR": str(tmp / f"cache{i}"), "KSBIND_PCH": "0",
                "PYTHONPATH": str(REPO)}
         proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
@@ -234,6 +236,13 @@ if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
     from run import Row, table
 
+    if "--gmm-build" in sys.argv:  # the one row, its own repeats
+        n = int(sys.argv[sys.argv.index("--repeats") + 1]) if "--repeats" in sys.argv else 3
+        with tempfile.TemporaryDirectory(prefix="ksbind-jax-bench-") as d:
+            t_build, t_gxx = _gmm_build_row(Path(d), False, n)
+        print(table([Row("gmm build, jax target", "GMM module (examples/gmm), jax target, cold, new process",
+                         "g++ alone on its user C++, the jax build's flags", t_build, t_gxx, "s", "<= 1.3")]))
+        sys.exit(0)
     with tempfile.TemporaryDirectory() as c:
         cache = Path(c) if "--fresh-cache" in sys.argv else Path(os.environ.get("KSBIND_CACHE_DIR", c))
         print(table(rows(cache, "--quick" in sys.argv, lambda s: print("...", s, file=sys.stderr), Row,

@@ -354,3 +354,47 @@ def test_a_second_library_under_a_registered_ffi_name_is_an_import_error(relu3: 
     with pytest.raises(ImportError, match=r"relu3_jax_copy: FFI target 'ksbind\..*' is already registered from "
                                           + re.escape(str(lib)) + ", not " + re.escape(str(other / lib.name))):
         jax_runtime.install(namespace, lib.name, relu3.BINDINGS, arena_bytes=1 << 20, logging=False)
+
+
+# ------------------------------------------------------------ the build's units
+
+@pytest.mark.parametrize("config, module, loops", [(DATA / "calls.yaml", "jax_calls", True),
+                                                   (REPO / "examples" / "gmm" / "gmm.yaml", "gmm_jax", False)])
+def test_the_users_unit_holds_nothing_of_xla_and_the_handlers_are_a_unit_of_their_own(
+        config: Path, module: str, loops: bool, tmp_path: Path) -> None:
+    """The user's C++ compiles with the entry points only (so its cost is about g++ alone's), the
+    handlers apart at -O2 (in parallel); checked on what the preprocessor really includes."""
+    import dataclasses
+    import subprocess
+
+    from ksbind.backend import jax_build
+    from ksbind.codegen.output import write_generated
+    from ksbind.config import load_config
+    from ksbind.pipeline import render_spec
+
+    spec = next(s for s in load_config(config) if s.name == module)
+    spec = dataclasses.replace(spec, output=tmp_path / "out", fast_math=True)
+    units = jax_build.jax_units(spec, write_generated(spec.output, render_spec(spec)), None)
+    assert [u.source.name for u in units[:2]] == ["jax_unit.cpp", "jax_handlers.cpp"]
+    user, handlers = units[0], units[1]
+    assert "-O2" in handlers.flags and "-ffinite-math-only" not in handlers.flags  # fast_math: the user's code only
+    assert "-ffinite-math-only" in user.flags
+    tc = jax_build.toolchain(spec)
+
+    def headers(u: Any) -> str:
+        cmd = [*tc.cxx, *tc.compile_args(u.flags), "-M", str(u.source)]
+        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+    user_headers, handler_headers = headers(user), headers(handlers)
+    assert "xla/ffi" not in user_headers and "ksbind/jax.h" not in user_headers
+    assert ("ksbind/jax_entry.h" in user_headers) == loops  # the loops' header only where a loop is
+    assert all(str(p) in user_headers for p in spec.cpp)
+    assert "xla/ffi/api/ffi.h" in handler_headers and "jax_entry_points.h" in handler_headers
+    assert not any(str(p) in handler_headers for p in spec.cpp)
+
+
+def test_the_ffi_headers_are_found_as_jax_finds_them() -> None:
+    from ksbind.backend import jax_build
+
+    assert jax_build.ffi_include_dir() == Path(jax.ffi.include_dir())
+    assert (jax_build.ffi_include_dir() / "xla" / "ffi" / "api" / "ffi.h").is_file()

@@ -4,9 +4,17 @@ compiled against the FFI headers jaxlib ships (``jax.ffi.include_dir()``,
 header-only: nothing of jaxlib or Python is linked), beside the generated
 pure-Python wrapper ``NAME.py`` that loads it with ctypes.
 
-One translation unit, ``jax_unit.cpp`` (written beside the generated files):
-the config's C++ sources, then the generated handlers, so the ks functions
-inline into the handlers' loops; plus the runtime's own sources, if any.
+Translation units (compiled in parallel, each from the object cache when
+nothing it depends on changed), as the torch target splits its own:
+- ``jax_unit.cpp`` (written beside the generated files): the config's C++
+  sources and the generated ``jax_entry_points.cpp`` in one unit, so the ks
+  functions inline into the elementwise loops; it includes nothing of XLA's
+  FFI, at the flags ``g++`` alone would compile the user's C++ with.
+- ``jax_handlers.cpp``: the FFI handlers, probes and allocator functions
+  (XLA's ``ffi.h`` and ``ksbind/jax.h``'s layout templates: the slow part of
+  the handlers), calling the entry points through ``jax_entry_points.h``; no
+  loop of ks code, so at -O2 (``GLUE_FLAGS``, as the torch target's glue).
+- the runtime's own sources, if any.
 
 The cache entry holds ``NAME_jaxffi.so``, ``NAME.py`` and its stub
 ``NAME.pyi``; its key covers the generated files, the config's sources and
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import threading
 from pathlib import Path
 from types import ModuleType
@@ -33,6 +42,7 @@ from ksbind.cache.layout import cache_root
 from ksbind.codegen.output import write_atomic, write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets.jax import lib_name
+from ksbind.errors import BuildError
 from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
 
@@ -42,7 +52,12 @@ from ksbind.spec import ModuleSpec
 #: lambdas (the FFI headers need C++17). No Python include folder at all.
 CFLAGS = ("-O3", "-std=c++20", "-fPIC", "-fvisibility=hidden", "-fno-trapping-math", "-fno-math-errno", "-g0",
           "-DKSBIND_NO_PYTHON=1", "-Wno-unused-variable", *KS_FLAGS)
+#: jax_handlers.cpp holds no loop of ks code (the entry points, in the user's unit, do): -O2,
+#: as the other targets' glue (after CFLAGS, so it wins over their -O3).
+GLUE_FLAGS = ("-O2",)
 UNIT = "jax_unit.cpp"
+HANDLERS = "jax_handlers.cpp"
+ENTRY_POINTS = "jax_entry_points.cpp"
 LIB_EXT = ".so"
 
 _loaded: dict[str, ModuleType] = {}
@@ -51,15 +66,41 @@ _lock = threading.Lock()
 
 
 def ffi_include_dir() -> Path:
-    import jax.ffi
+    """The FFI headers jaxlib ships: ``jax.ffi.include_dir()``, found as it finds
+    them (jaxlib's package folder, ``include/``) without importing jax, which
+    costs a build more than a second (the module's wrapper imports it meanwhile:
+    ``_import_jax_meanwhile``)."""
+    import jaxlib
 
-    return Path(jax.ffi.include_dir())
+    folder: str | None = os.path.dirname(os.path.abspath(jaxlib.__file__)) if jaxlib.__file__ else None
+    if folder is None:  # a namespace package, as jax.ffi.include_dir() allows
+        folder = next(iter(getattr(jaxlib, "__path__", [])), None)
+    if not folder:
+        raise BuildError("cannot find jaxlib's folder (its FFI headers are in its include/)")
+    return Path(folder) / "include"
 
 
 def jaxlib_version() -> str:
     import jaxlib
 
     return str(getattr(jaxlib, "__version__", "unknown"))
+
+
+def _import_jax_meanwhile() -> None:
+    """Start importing jax in a thread while the compilers run: the wrapper
+    imports it as soon as the library is built (Python's import lock makes
+    that import wait for this one, or raise its error); in a new process it
+    costs about as much as a second of compiling."""
+    if "jax" in sys.modules:
+        return
+
+    def run() -> None:
+        try:
+            import jax  # noqa: F401
+        except Exception:  # the wrapper's own import of jax raises it, attributed to the user's call
+            pass
+
+    threading.Thread(target=run, name="ksbind-import-jax", daemon=True).start()
 
 
 def flags() -> tuple[str, ...]:
@@ -72,11 +113,12 @@ def toolchain(spec: ModuleSpec) -> Toolchain:
                      key_parts=(("jaxlib", jaxlib_version()),))
 
 
-def unit_text(spec: ModuleSpec, handlers: Path) -> str:
-    lines = ["// Written by ksbind's jax build: ks sources and FFI handlers in one unit,",
-             "// so ks functions inline into the handlers' loops."]
+def unit_text(spec: ModuleSpec, entry_points: Path) -> str:
+    """The user's translation unit: the config's C++ and the entry points, included."""
+    lines = ["// Written by ksbind's jax build: ks sources and the entry points in one unit,",
+             "// so ks functions inline into the entry points' loops (the FFI handlers are another unit)."]
     lines += [f'#include "{p.resolve()}"' for p in spec.cpp]
-    lines.append(f'#include "{handlers.resolve()}"')
+    lines.append(f'#include "{entry_points.resolve()}"')
     return "\n".join(lines) + "\n"
 
 
@@ -104,21 +146,30 @@ def module_key(spec: ModuleSpec, rendered: RenderedModule) -> str:
 
 
 def jax_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | None) -> list[Unit]:
-    """The library's units: the one unit of ks code and handlers, and the runtime's sources."""
+    """The library's units (see the module's docstring): the user's C++ with the
+    entry points, the handlers, and the runtime's sources. With ``shared_root``
+    (the object cache's root), the generated files are compiled from
+    content-addressed copies (ksbind/backend/compile.py, shared_copies), so the
+    same handlers reuse their object in every module and folder."""
     from ksbind.backend.toolchain import FAST_MATH_FLAGS
 
-    handlers = next(p for p in generated if p.suffix == ".cpp")
-    copies = shared_copies(shared_root, [handlers]) if shared_root is not None else {handlers: handlers}
-    text = unit_text(spec, copies[handlers])
+    sources = [p for p in generated if p.suffix in (".cpp", ".h")]
+    copies = shared_copies(shared_root, sources) if shared_root is not None else {p: p for p in sources}
+    by_name = {p.name: p for p in sources}
+    entry_points, handlers = by_name[ENTRY_POINTS], by_name[HANDLERS]
+    text = unit_text(spec, copies[entry_points])
     if shared_root is not None:
         unit = shared_text(shared_root, UNIT, text)
     else:
         unit = spec.output / UNIT
         if not unit.is_file() or unit.read_text(encoding="utf-8") != text:
             write_atomic(unit, text)
+    # The user's ks code and the loops inlining it: the one unit `fast_math` applies to.
     ks_flags = FAST_MATH_FLAGS if spec.fast_math else ()
+    parts = tuple((copies[g], g) for g in sources)
     runtime_sources = [] if spec.runtime.bundled else list(spec.runtime.sources)
-    return [Unit(unit, ks_flags, parts=((copies[handlers], handlers),)), *(Unit(Path(s)) for s in runtime_sources)]
+    return [Unit(unit, ks_flags, parts=parts), Unit(copies[handlers], GLUE_FLAGS, parts=parts),
+            *(Unit(Path(s)) for s in runtime_sources)]
 
 
 def build_jax_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir: Path | None = None) -> ModuleType:
@@ -134,6 +185,7 @@ def build_jax_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir: P
         if not entry.is_built():
             with entry.lock():
                 if not entry.is_built():  # another process may have built it while we waited
+                    _import_jax_meanwhile()
                     _compile(spec, rendered, entry, generated)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
@@ -157,4 +209,4 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEntry, gene
 
 
 __all__ = ["build_jax_module", "module_key", "cache_key", "jax_units", "toolchain", "unit_text", "CFLAGS",
-           "ffi_include_dir", "jaxlib_version"]
+           "GLUE_FLAGS", "ffi_include_dir", "jaxlib_version"]

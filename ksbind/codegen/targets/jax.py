@@ -2,7 +2,9 @@
 
 The compiled part is a plain shared library with no Python in it: one XLA
 FFI handler per entry point (``ksbind/jax.h`` holds their generic bodies), a
-shape probe per primal, and the allocator functions, all ``extern "C"``. The
+shape probe per primal, and the allocator functions, all ``extern "C"``; the
+handlers reach the ks code through entry points compiled with it
+(``jax_entry_points.cpp``; elementwise loops: ``ksbind/jax_entry.h``). The
 generated pure-Python wrapper ``NAME.py`` loads it with ctypes, registers the
 handlers with ``jax.ffi`` and defines one traceable function per binding
 (``ksbind/backend/jax_runtime.py``): ``jax.custom_vjp`` from its vjp, result
@@ -37,8 +39,11 @@ from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 
 NAME: TargetName = "jax"
 # "{module}" in a file name is replaced by the module's name: NAME.py is the
-# wrapper users import; the handlers compile into the library NAME_jaxffi.so.
-FILES = {"jax_handlers.cpp": "jax_handlers.cpp.j2", "{module}.py": "jax_wrapper.py.j2",
+# wrapper users import; the library NAME_jaxffi.so is two units (ksbind/backend/
+# jax_build.py): the config's C++ with jax_entry_points.cpp (the entry points,
+# declared in jax_entry_points.h), and jax_handlers.cpp (XLA's FFI side).
+FILES = {"jax_entry_points.h": "jax_entry_points.h.j2", "jax_entry_points.cpp": "jax_entry_points.cpp.j2",
+         "jax_handlers.cpp": "jax_handlers.cpp.j2", "{module}.py": "jax_wrapper.py.j2",
          "{module}.pyi": "stub.pyi.j2"}
 SINGLE_FILE = FILES
 LIB_SUFFIX = "_jaxffi"

@@ -1,7 +1,11 @@
-// The jax target's C++ side: ks values to and from XLA FFI buffers, the
-// handlers' generic bodies (plain and vmap calls, elementwise loops), the
+// The jax target's handlers' side: ks values to and from XLA FFI buffers, the
+// handlers' generic bodies (plain and vmap calls, elementwise buffers), the
 // trace-time shape probe, and the allocator functions, all without Python
-// (the library is loaded by ctypes; docs/jax.md).
+// (the library is loaded by ctypes; docs/jax.md). The handlers' translation
+// unit includes it; the user's ks code is in another unit, which the
+// handlers call through the generated jax_entry_points.h (its elementwise
+// loops: ksbind/jax_entry.h), so XLA's FFI headers and these templates
+// compile beside the user's C++, not after it.
 //
 // How a ks type is laid out in buffers ("leaves", in order):
 //   Float / Integer / Bool            one 0-dim buffer (f32 / s32 / pred)
@@ -518,47 +522,14 @@ void run_chunks(ffi::ThreadPool& pool, int64_t n, const Body& body) {
     if (!loop->error.empty()) throw std::runtime_error(loop->error);
 }
 
-// The elementwise loop itself, over [begin, end). On x86-64 Linux it is built
-// twice, for the baseline and for x86-64-v3 (AVX2, FMA), and the loader picks
-// the one the CPU runs (an ifunc): 8 floats a step where the CPU has them,
-// as XLA's own loops use, while the module still runs on any x86-64.
-#if defined(__x86_64__) && defined(__linux__) && defined(__has_attribute) && !defined(KSBIND_JAX_NO_CLONES)
-#if __has_attribute(target_clones)
-#define KSBIND_JAX_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-#endif
-#ifndef KSBIND_JAX_CLONES
-#define KSBIND_JAX_CLONES
-#endif
-
-// A failure comes back as an exception_ptr, rethrown by the caller: GCC's
-// dispatcher of cloned functions does not pass exceptions through (terminate).
-template <size_t NIn, size_t NOut, class F>
-KSBIND_JAX_CLONES std::exception_ptr elementwise_loop(const F& f, ks::allocator* alloc, const float* const* in,
-                                                      float* const* out, int64_t begin, int64_t end) noexcept {
-    try {
-        for (int64_t i = begin; i < end; ++i) {
-            auto r = [&]<size_t... I>(std::index_sequence<I...>) { return f(alloc, in[I][i]...); }(
-                std::make_index_sequence<NIn>());
-            if constexpr (NOut == 1) {
-                out[0][i] = r;
-            } else {
-                [&]<size_t... K>(std::index_sequence<K...>) { ((out[K][i] = ks::get<K>(r)), ...); }(
-                    std::make_index_sequence<NOut>());
-            }
-        }
-    } catch (...) {
-        return std::current_exception();
-    }
-    return nullptr;
-}
-
 // An elementwise call: NIn float32 buffers of one shape (the wrapper broadcast
-// them), NOut results of that shape; the scalar ks function inlined into the
-// loop, which long arrays split over XLA's intra-op pool (each thread its own arena).
-template <size_t NIn, size_t NOut, class F>
+// them), NOut results of that shape. The loop itself, with the scalar ks
+// function inlined, is in the user's translation unit (ksbind/jax_entry.h,
+// elementwise_chunk): `chunk(in, out, begin, end)` runs it over [begin, end);
+// long arrays are split over XLA's intra-op pool (each thread its own arena).
+template <size_t NIn, size_t NOut, class Chunk>
 ffi::Error elementwise(const CallSite& site, ffi::ThreadPool pool, ffi::RemainingArgs args, ffi::RemainingRets rets,
-                       F&& f) {
+                       Chunk&& chunk) {
     const char* binding = site.binding;
     try {
         if (args.size() != NIn || rets.size() != NOut) return failure(binding, "wrong number of buffers");
@@ -582,15 +553,7 @@ ffi::Error elementwise(const CallSite& site, ffi::ThreadPool pool, ffi::Remainin
             out[j] = static_cast<float*>((*b)->untyped_data());
         }
         if (ks::entry_points::g_logging) std::cerr << binding << " elementwise over " << n << " elements" << std::endl;
-        run_chunks(pool, n, [&](int64_t begin, int64_t end) {
-            CallArena arena;  // this thread's
-            ks::allocator* alloc = &arena.allocator();
-            arena.call(site, false, [&] {
-                if (std::exception_ptr e = elementwise_loop<NIn, NOut>(f, alloc, in, out, begin, end))
-                    std::rethrow_exception(e);
-                return 0;
-            });
-        });
+        run_chunks(pool, n, [&](int64_t begin, int64_t end) { chunk(in, out, begin, end); });
         return ffi::Error::Success();
     } catch (const std::exception& e) {
         return failure(binding, e.what());
