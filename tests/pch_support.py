@@ -30,6 +30,7 @@ CALL = {
           "dtype='float32')))).tolist()",
     "python": "m.{b}([0.5, 2.0])",
     "torch": "m.{b}(__import__('torch').tensor([0.5, 2.0])).tolist()",
+    "jax": "m.{b}(__import__('numpy').array([0.5, 2.0], dtype='float32')).tolist()",
 }
 
 

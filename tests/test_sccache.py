@@ -111,14 +111,14 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
         redis.wait(timeout=30)
 
 
-CASES = [("ks", "g++"), ("python", "g++"), ("torch", "g++"), ("python", "clang++")]
+CASES = [("ks", "g++"), ("python", "g++"), ("torch", "g++"), ("jax", "g++"), ("python", "clang++")]
 
 
 @pytest.mark.parametrize("target,compiler", CASES, ids=[f"{t}-{c}" for t, c in CASES])
 def test_a_second_machine_gets_every_compile_from_the_shared_cache(
         shared: Shared, target: str, compiler: str, tmp_path: Path) -> None:
-    if target == "torch":
-        pytest.importorskip("torch")
+    if target in ("torch", "jax"):
+        pytest.importorskip(target)
     env = {k: shared.env[k] for k in ("KSBIND_CCACHE", "SCCACHE_SERVER_PORT", "SCCACHE_REDIS_ENDPOINT",
                                       "SCCACHE_DIR", "SCCACHE_BASEDIRS")}
     if compiler == "clang++":
