@@ -113,11 +113,60 @@ inline std::string dtype_text(c10::ScalarType t) {
     throw py::value_error("argument '" + where + "': " + message);
 }
 
+// The dispatch keys of tensors whose memory ks must not read raw: torch.func's
+// wrappers (vmap's BatchedTensor, grad's TensorWrapper: no storage of their
+// own), functionalized tensors, and subclasses with __torch_dispatch__ (wrapper
+// subclasses, FakeTensor: their data is not, or not only, in their storage).
+inline c10::DispatchKeySet unviewable_keys() {
+    return c10::DispatchKeySet({c10::DispatchKey::FuncTorchBatched, c10::DispatchKey::FuncTorchGradWrapper,
+                                c10::DispatchKey::Functionalize, c10::DispatchKey::Python});
+}
+
+// A tensor of a torch.func transform (vmap, grad...): the entry points of
+// bindings with a vjp route those to their Python autograd.Function.
+inline c10::DispatchKeySet functorch_keys() {
+    return c10::DispatchKeySet({c10::DispatchKey::FuncTorchBatched, c10::DispatchKey::FuncTorchGradWrapper});
+}
+
+// Refuse, naming the argument, a tensor whose memory cannot be viewed (checked
+// first: a FakeTensor's own device is 'meta', a nested tensor's layout strided).
+inline void check_viewable(const at::Tensor& t, const std::string& where, const std::string& ks_type) {
+    if (t.is_nested())
+        value_error(where, "expected a dense tensor for ks " + ks_type +
+                               ", got a nested tensor (pass a list of its tensors: t.unbind())");
+    const c10::DispatchKeySet keys = t.key_set();
+    if (!keys.has_any(unviewable_keys()) && t.has_storage()) return;
+    if (keys.has_any(functorch_keys()))
+        type_error(where, "got a tensor of a torch.func transform (vmap, grad, vjp, jacrev...) for ks " + ks_type +
+                              ": only bindings with a vjp take part in torch.func transforms, this one has none");
+    if (keys.has(c10::DispatchKey::Python))
+        type_error(where, "got a tensor subclass that overrides __torch_dispatch__ (a wrapper subclass, or a "
+                          "FakeTensor outside its FakeTensorMode) for ks " + ks_type +
+                              ": its data cannot be viewed; pass a plain torch.Tensor");
+    type_error(where, "got a tensor without data of its own (functionalized, or of a torch.func transform) for ks " +
+                          ks_type + ": pass a plain torch.Tensor");
+}
+
+// Replace t by a copy with its negative bit resolved (torch._neg_view, the
+// .imag of a conjugate view: its memory holds the negated values), a lazy
+// zero tensor by real zeros.
+inline void resolve_bits(at::Tensor& t, const std::string& where, const std::string& ks_type) {
+    if (t._is_zerotensor()) {
+        t = t.new_zeros(t.sizes());
+        return;
+    }
+    if (t.is_neg()) t = t.resolve_neg();
+    if (t.is_conj()) t = t.resolve_conj();
+    if (t.numel() > 0 && t.storage().data() == nullptr)
+        type_error(where, "got a tensor whose data is not allocated for ks " + ks_type + ": pass a plain torch.Tensor");
+}
+
 // Check dtype, device, layout and rank (rank: the tensor's dim must be
-// `rank`); make it contiguous if it is not.
+// `rank`); resolve its negative bit; make it contiguous if it is not.
 template <class E>
 void check_tensor(at::Tensor& t, int64_t rank, const std::string& where, const char* ks_type) {
     if (!t.defined()) type_error(where, std::string("expected a tensor for ks ") + ks_type + ", got an undefined tensor");
+    check_viewable(t, where, ks_type);
     if (t.scalar_type() != dtype_of<E>::value)
         type_error(where, std::string("expected a ") + dtype_of<E>::torch_name + " tensor for ks " + ks_type +
                               ", got " + dtype_text(t.scalar_type()) + " (convert it first, e.g. .to(" +
@@ -131,6 +180,7 @@ void check_tensor(at::Tensor& t, int64_t rank, const std::string& where, const c
                                ", got shape " + shape_text(t.sizes()));
     if (t.numel() > INT_MAX) value_error(where, "tensor has " + std::to_string(t.numel()) +
                                                     " elements; ks indexes with 32-bit ints");
+    resolve_bits(t, where, ks_type);
     if (!t.is_contiguous()) t = t.contiguous();
 }
 
@@ -237,19 +287,51 @@ bool requires_grad(const std::tuple<Ts...>& t) {
     return std::apply([](const auto&... x) { return (false || ... || requires_grad(x)); }, t);
 }
 
+// Whether a tensor anywhere in the value belongs to a torch.func transform
+// (vmap's BatchedTensor, grad's wrapper): the entry then routes the call to its
+// autograd.Function, whose setup_context and vmap rule torch.func uses.
+inline bool functorch_wrapped(const at::Tensor& t) { return t.defined() && t.key_set().has_any(functorch_keys()); }
+template <class E>
+bool functorch_wrapped(const ScalarArg<E>& s) { return functorch_wrapped(s.tensor); }
+template <class Inner>
+bool functorch_wrapped(const Nested<Inner>& n);
+template <class T>
+bool functorch_wrapped(const std::vector<T>& v);
+template <class... Ts>
+bool functorch_wrapped(const std::tuple<Ts...>& t);
+template <class T>
+bool functorch_wrapped(const T&) { return false; }  // numbers, strings
+
+template <class Inner>
+bool functorch_wrapped(const Nested<Inner>& n) {
+    return n.stacked.defined() ? functorch_wrapped(n.stacked) : functorch_wrapped(n.items);
+}
+template <class T>
+bool functorch_wrapped(const std::vector<T>& v) {
+    for (const T& x : v)
+        if (functorch_wrapped(x)) return true;
+    return false;
+}
+template <class... Ts>
+bool functorch_wrapped(const std::tuple<Ts...>& t) {
+    return std::apply([](const auto&... x) { return (false || ... || functorch_wrapped(x)); }, t);
+}
+
 // ------------------------------------------------------------ Python -> ks
 
 template <class E>
 E scalar_from(ScalarArg<E>& s, const std::string& where) {
     if (!s.tensor.defined()) return s.value;
-    const at::Tensor& t = s.tensor;
+    at::Tensor t = s.tensor;  // s.tensor stays the caller's (autograd gives it the gradient)
     const std::string ks_type = dtype_of<E>::ks_name;
+    check_viewable(t, where, ks_type);
     if (t.dim() != 0)
         value_error(where, "expected a number or a 0-dimensional tensor for ks " + ks_type + ", got a tensor of shape " +
                                shape_text(t.sizes()));
     if (!t.device().is_cpu())
         value_error(where, "expected a CPU tensor for ks " + ks_type + ", got a tensor on device '" + t.device().str() + "'");
     if (t.layout() != c10::kStrided) value_error(where, "expected a dense (strided) tensor for ks " + ks_type);
+    resolve_bits(t, where, ks_type);
     const c10::ScalarType st = t.scalar_type();
     // A 0-dim tensor is a number: any floating dtype for Float, any integer one
     // for Integer (autograd casts a gradient back to its input's dtype).
