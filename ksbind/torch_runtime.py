@@ -486,12 +486,31 @@ def register_op(namespace: str, b: dict[str, Any], entry: Callable[..., Any],
             ctx.save_for_backward(*tensors)
 
         def backward(ctx: Any, *grads: torch.Tensor) -> Any:
-            args = _join(ctx.saved_tensors, ctx.others)
+            saved = ctx.saved_tensors
+            if (torch.is_grad_enabled() and _needs_grad([*saved, *grads]) and not _functorch_active()
+                    and not _functorch_wrapped([*saved, *grads])):
+                raise double_backward_error(name, b["vjp"])
+            args = _join(saved, ctx.others)
             dret = list(grads) if tuple_result else grads[0]
             return _op_input_grads(b, args, vjp_op(*args, dret))
 
         op.register_autograd(backward, setup_context=setup_context)
+    op.register_vmap(_op_vmap(b, getattr(getattr(torch.ops, namespace), name)))
     return getattr(getattr(torch.ops, namespace), name)
+
+
+def _op_vmap(b: dict[str, Any], op: Any) -> Callable[..., Any]:
+    """The op's batching rule (torch.vmap without torch's slow per-sample fallback):
+    vmap_rule over its tensor arguments (an op takes tensors and numbers only)."""
+    def rule(info: Any, in_dims: Sequence[int | None], *args: Any) -> Any:
+        leaves: list[torch.Tensor] = []
+        spec = flatten(args, leaves)
+        dims = [d for a, d in zip(args, in_dims) if isinstance(a, torch.Tensor)]
+        box = _Box()
+        out, out_dims = vmap_rule(b["mode"], b["params"], op, info, dims, spec, box, leaves)
+        return unflatten(box.spec, iter(out)), unflatten(box.spec, iter(out_dims))
+
+    return rule
 
 
 def documented_op(op: Any, shown: Callable[..., Any]) -> Callable[..., Any]:

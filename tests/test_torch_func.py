@@ -280,3 +280,25 @@ def test_vmap_of_grad_and_autograd_through_vmap(ops: ModuleType) -> None:
         y = torch.randn(shape, requires_grad=True)
         torch.vmap(f)(y).sum().backward()
         torch.testing.assert_close(y.grad, _grads(lambda t: _looped(f, (t,), (0,)), (y,), (0,))[0])
+
+
+# ------------------------------------------------------------ torch.library ops
+
+def test_library_ops_batch_with_their_rule_and_refuse_double_backward(torch_lib: ModuleType,
+                                                                      capfd: pytest.CaptureFixture[str]) -> None:
+    """Each op has a batching rule (torch.library.register_vmap): no per-sample
+    fallback and its warning. Double backward is the same clear error."""
+    lib = torch_lib
+    for f, args, in_dims in [(lib.vrelu3, (torch.randn(3, 5),), (0,)),
+                             (lib.relu3, (torch.randn(2, 3, 4),), (1,)),
+                             (lib.mulsin, (torch.randn(4, 3, 1), torch.randn(5)), (0, None)),
+                             (lib.vrelu3_rows, (torch.randn(2, 3, 4),), (0,)),
+                             (lambda a, b: lib.scale_add(a, b, 2), (torch.randn(3, 4), torch.randn(4)), (0, None)),
+                             (lib.stats, (torch.randn(3, 4),), (0,))]:
+        torch.testing.assert_close(torch.vmap(f, in_dims=in_dims)(*args), _looped(f, args, in_dims))
+    assert "performance drop" not in capfd.readouterr().err
+    x = torch.randn(5, requires_grad=True)
+    with pytest.raises(RuntimeError, match="vrelu3: double backward is not supported"):
+        torch.autograd.grad(lib.vrelu3(x).sum(), x, create_graph=True)
+    (g,) = torch.autograd.grad(lib.vrelu3(x).sum(), x)
+    torch.testing.assert_close(g, torch.where(x < 0, 0.0, torch.where(x < 1, x * x, 1.0)).detach())
