@@ -225,7 +225,7 @@ def test_torch_func_grad_vjp_jacrev(ops: ModuleType, case: Any) -> None:
     # The Jacobian row by row, against autograd's rows.
     flat = out.reshape(-1)
     for k in range(min(flat.numel(), 3)):
-        rows = _grads(lambda *a: f(*a).reshape(-1)[k], args, argnums)
+        rows = _grads(lambda *a, k=k: f(*a).reshape(-1)[k], args, argnums)
         for j, r in zip(jac, rows):
             torch.testing.assert_close(j.reshape(-1, *r.shape)[k], r)
     assert ops.allocator_top() == 0
@@ -279,7 +279,7 @@ def test_vmap_of_grad_and_autograd_through_vmap(ops: ModuleType) -> None:
     for f, shape in [(ops.relu3, (3, 4)), (ops.vrelu3, (3, 4)), (ops.vrelu3_rows, (2, 3, 4))]:
         y = torch.randn(shape, requires_grad=True)
         torch.vmap(f)(y).sum().backward()
-        torch.testing.assert_close(y.grad, _grads(lambda t: _looped(f, (t,), (0,)), (y,), (0,))[0])
+        torch.testing.assert_close(y.grad, _grads(lambda t, f=f: _looped(f, (t,), (0,)), (y,), (0,))[0])
 
 
 # ------------------------------------------------------------ torch.library ops
