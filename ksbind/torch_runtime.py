@@ -75,6 +75,9 @@ def install(namespace: dict[str, Any], ext: ModuleType, bindings: Sequence[dict[
             namespace[b["name"]] = entry
             namespace[f"{b['name']}_Function"] = function.Function  # type: ignore[attr-defined]
         else:
+            if b["params"] and not b["op"]:
+                # The entry routes only torch.func's tensors here (torch.vmap).
+                ext._set_autograd(b["name"], forward_function(b, entry))
             namespace[b["name"]] = entry
     namespace["raw"] = SimpleNamespace(**raw)
     namespace["extension"] = ext
@@ -278,6 +281,52 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
     Function.__name__ = Function.__qualname__ = f"{name}_Function"
 
     _apply: Callable[..., Any] = Function.apply  # torch leaves apply untyped
+
+    def call(*args: Any) -> Any:
+        leaves: list[torch.Tensor] = []
+        spec = flatten(args, leaves)
+        box = _Box()
+        out = _apply(spec, box, *leaves)
+        return unflatten(box.spec, iter(out))
+
+    call.Function = Function  # type: ignore[attr-defined]
+    call.__name__ = name
+    return call
+
+
+def forward_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[..., Any]:
+    """``f(*args)`` for a binding without autograd (no vjp, or a result without
+    a Float), called by its entry only when an argument holds a torch.func
+    tensor: a torch.autograd.Function with the binding's vmap rule. Its results
+    have no gradient, as the entry's have; torch.func.grad, vjp or jacrev
+    asking for one is an error, not a silent zero."""
+    name = b["name"]
+
+    class Function(torch.autograd.Function):
+        @staticmethod
+        def forward(spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
+            out = entry(*unflatten(spec, iter(leaves)))
+            out_leaves: list[torch.Tensor] = []
+            box.spec = flatten(out, out_leaves)
+            return tuple(out_leaves)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
+            if any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs[2:]):
+                raise RuntimeError(f"{name}: this binding has no vjp (or no Float result), so torch.func.grad, vjp "
+                                   f"and jacrev cannot differentiate it; give it a vjp in the config")
+            ctx.mark_non_differentiable(*output)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: torch.Tensor) -> Any:  # pragma: no cover - results are non-differentiable
+            raise RuntimeError(f"{name}: this binding has no vjp")
+
+        @staticmethod
+        def vmap(info: Any, in_dims: tuple[Any, ...], spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
+            return vmap_rule(b["mode"], b["params"], entry, info, in_dims[2:], spec, box, leaves)
+
+    Function.__name__ = Function.__qualname__ = f"{name}_Function"
+    _apply: Callable[..., Any] = Function.apply
 
     def call(*args: Any) -> Any:
         leaves: list[torch.Tensor] = []

@@ -117,8 +117,8 @@ def _fake(t: torch.Tensor) -> torch.Tensor:
      ValueError, ["'t'", "nested tensor"]),
     (lambda m: m.vrelu3_rows(torch.nested.nested_tensor([torch.randn(2), torch.randn(3)], layout=torch.strided)),
      ValueError, ["'t'", "nested tensor"]),
-    (lambda m: torch.vmap(m.add_int, in_dims=(0, None))(torch.zeros(2, 3, dtype=torch.int32), 1), TypeError,
-     ["'v'", "torch.func", "vjp"]),
+    (lambda m: torch.vmap(m.vrelu3_vjp)(torch.zeros(2, 3), torch.zeros(2, 3)), TypeError,
+     ["'t'", "torch.func", "vjp binding"]),
 ])
 def test_unviewable_tensors_are_refused_naming_the_argument(ops: ModuleType, call: Callable[[ModuleType], Any],
                                                             error: type[Exception], words: list[str]) -> None:
@@ -254,6 +254,15 @@ VMAPS: list[tuple[str, Callable[[ModuleType], Callable[..., Any]], Callable[[], 
     ("vmap mode, batch dim 1", lambda m: m.vrelu3_rows, lambda: (torch.randn(2, 5, 3),), (1,)),
     ("vmap mode, one batched", lambda m: lambda a, b: m.scale_add_rows(a, b, 3),
      lambda: (torch.randn(4, 2, 3), torch.randn(2, 3)), (0, None)),
+    # Bindings without a vjp: the same rules.
+    ("no vjp, plain, Integer", lambda m: lambda v: m.add_int(v, 4),
+     lambda: (torch.randint(-9, 9, (3, 5), dtype=torch.int32),), (0,)),
+    ("no vjp, plain, Bool to Integer", lambda m: m.count_true, lambda: (torch.rand(4, 6) < 0.5,), (0,)),
+    ("no vjp, plain, rank 2", lambda m: m.transpose, lambda: (torch.randn(3, 2, 4),), (2,)),
+    ("no vjp, plain, tuple result", lambda m: m.stats, lambda: (torch.randn(3, 4),), (0,)),
+    ("no vjp, vmap mode", lambda m: lambda v: m.add_int_rows(v, 2),
+     lambda: (torch.randint(-9, 9, (3, 2, 5), dtype=torch.int32),), (0,)),
+    ("no vjp, vmap mode, tuple result", lambda m: m.stats_rows, lambda: (torch.randn(3, 2, 5),), (1,)),
 ]
 
 
@@ -266,6 +275,14 @@ def test_torch_vmap_without_torch_library(ops: ModuleType, case: Any) -> None:
     expected = _looped(f, args, in_dims)
     torch.testing.assert_close(got, expected)
     assert ops.allocator_top() == 0
+
+
+def test_torch_func_grad_of_a_binding_without_vjp_is_an_error(ops: ModuleType) -> None:
+    """Not a silent zero gradient: the binding's Function refuses to be differentiated."""
+    with pytest.raises(RuntimeError, match="transpose: this binding has no vjp"):
+        torch.func.grad(lambda m: (ops.transpose(m) * m.t()).sum())(torch.randn(2, 3))
+    torch.testing.assert_close(torch.func.grad(lambda m: (ops.transpose(m.detach()) * m.t()).sum())(torch.ones(2, 3)),
+                               torch.ones(2, 3))
 
 
 def test_vmap_of_grad_and_autograd_through_vmap(ops: ModuleType) -> None:

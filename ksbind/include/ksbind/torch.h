@@ -138,7 +138,8 @@ inline void check_viewable(const at::Tensor& t, const std::string& where, const 
     if (!keys.has_any(unviewable_keys()) && t.has_storage()) return;
     if (keys.has_any(functorch_keys()))
         type_error(where, "got a tensor of a torch.func transform (vmap, grad, vjp, jacrev...) for ks " + ks_type +
-                              ": only bindings with a vjp take part in torch.func transforms, this one has none");
+                              ": a vjp binding (NAME_vjp) does not take part in torch.func transforms; call the binding itself, "
+                              "whose Function has the vmap rule and calls the vjp");
     if (keys.has(c10::DispatchKey::Python))
         type_error(where, "got a tensor subclass that overrides __torch_dispatch__ (a wrapper subclass, or a "
                           "FakeTensor outside its FakeTensorMode) for ks " + ks_type +
