@@ -279,17 +279,26 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
             raise forward_mode_error(name)
 
     Function.__name__ = Function.__qualname__ = f"{name}_Function"
+    return _caller(Function, name)
 
-    _apply: Callable[..., Any] = Function.apply  # torch leaves apply untyped
+
+def _caller(function: type, name: str) -> Callable[..., Any]:
+    """``f(*args)`` through ``function.apply`` (a Function over the flattened
+    arguments). Outside torch.func, the C++ apply directly: Function.apply binds
+    default arguments through inspect.signature (for setup_context Functions)
+    and walks the arguments for dead torch.func wrappers, several microseconds
+    a call, and the entry routes neither here then (it refuses dead wrappers)."""
+    apply: Callable[..., Any] = function.apply  # type: ignore[attr-defined]  # torch leaves apply untyped
+    fast_apply: Callable[..., Any] = super(torch.autograd.Function, function).apply  # type: ignore[misc]
 
     def call(*args: Any) -> Any:
         leaves: list[torch.Tensor] = []
         spec = flatten(args, leaves)
         box = _Box()
-        out = _apply(spec, box, *leaves)
+        out = (apply if _functorch_active() else fast_apply)(spec, box, *leaves)
         return unflatten(box.spec, iter(out))
 
-    call.Function = Function  # type: ignore[attr-defined]
+    call.Function = function  # type: ignore[attr-defined]
     call.__name__ = name
     return call
 
@@ -326,18 +335,7 @@ def forward_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[.
             return vmap_rule(b["mode"], b["params"], entry, info, in_dims[2:], spec, box, leaves)
 
     Function.__name__ = Function.__qualname__ = f"{name}_Function"
-    _apply: Callable[..., Any] = Function.apply
-
-    def call(*args: Any) -> Any:
-        leaves: list[torch.Tensor] = []
-        spec = flatten(args, leaves)
-        box = _Box()
-        out = _apply(spec, box, *leaves)
-        return unflatten(box.spec, iter(out))
-
-    call.Function = Function  # type: ignore[attr-defined]
-    call.__name__ = name
-    return call
+    return _caller(Function, name)
 
 
 def double_backward_error(name: str, vjp_name: str) -> RuntimeError:

@@ -34,6 +34,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/EmptyTensor.h>
 #include <c10/core/ScalarType.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <algorithm>
 #include <array>
@@ -286,6 +287,13 @@ bool requires_grad(const std::vector<T>& v) {
 template <class... Ts>
 bool requires_grad(const std::tuple<Ts...>& t) {
     return std::apply([](const auto&... x) { return (false || ... || requires_grad(x)); }, t);
+}
+
+// Whether a torch.func transform is running: functorch includes its dynamic
+// layer keys in this thread's dispatch keys while its stack is not empty. (Its
+// tensors outside a transform are dead wrappers, which a call refuses.)
+inline bool functorch_active() {
+    return c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::FuncTorchDynamicLayerFrontMode);
 }
 
 // Whether a tensor anywhere in the value belongs to a torch.func transform
