@@ -131,28 +131,31 @@ inline c10::DispatchKeySet functorch_keys() {
 
 // Refuse, naming the argument, a tensor whose memory cannot be viewed (checked
 // first: a FakeTensor's own device is 'meta', a nested tensor's layout strided).
-inline void check_viewable(const at::Tensor& t, const std::string& where, const std::string& ks_type) {
-    if (t.is_nested())
-        value_error(where, "expected a dense tensor for ks " + ks_type +
-                               ", got a nested tensor (pass a list of its tensors: t.unbind())");
+// (ks_type a C string: a std::string built on every call would allocate.)
+inline void check_viewable(const at::Tensor& t, const std::string& where, const char* ks_type) {
     const c10::DispatchKeySet keys = t.key_set();
-    if (!keys.has_any(unviewable_keys()) && t.has_storage()) return;
+    if (!t.is_nested() && !keys.has_any(unviewable_keys()) && t.has_storage()) return;
+    const std::string for_ks = std::string(" for ks ") + ks_type;  // only on the way to an error
+    if (t.is_nested())
+        value_error(where, "expected a dense tensor" + for_ks + ", got a nested tensor (pass a list of its tensors: "
+                           "t.unbind())");
     if (keys.has_any(functorch_keys()))
-        type_error(where, "got a tensor of a torch.func transform (vmap, grad, vjp, jacrev...) for ks " + ks_type +
-                              ": a vjp binding (NAME_vjp) does not take part in torch.func transforms; call the binding itself, "
-                              "whose Function has the vmap rule and calls the vjp");
+        type_error(where, "got a tensor of a torch.func transform (vmap, grad, vjp, jacrev...)" + for_ks +
+                              ", outside its transform or given to a vjp binding (NAME_vjp), which takes no part in "
+                              "torch.func transforms: call the binding itself, whose Function has the vmap rule and "
+                              "calls the vjp");
     if (keys.has(c10::DispatchKey::Python))
         type_error(where, "got a tensor subclass that overrides __torch_dispatch__ (a wrapper subclass, or a "
-                          "FakeTensor outside its FakeTensorMode) for ks " + ks_type +
+                          "FakeTensor outside its FakeTensorMode)" + for_ks +
                               ": its data cannot be viewed; pass a plain torch.Tensor");
-    type_error(where, "got a tensor without data of its own (functionalized, or of a torch.func transform) for ks " +
-                          ks_type + ": pass a plain torch.Tensor");
+    type_error(where, "got a tensor without data of its own (e.g. functionalized)" + for_ks +
+                          ": pass a plain torch.Tensor");
 }
 
 // Replace t by a copy with its negative bit resolved (torch._neg_view, the
 // .imag of a conjugate view: its memory holds the negated values), a lazy
 // zero tensor by real zeros.
-inline void resolve_bits(at::Tensor& t, const std::string& where, const std::string& ks_type) {
+inline void resolve_bits(at::Tensor& t, const std::string& where, const char* ks_type) {
     if (t._is_zerotensor()) {
         t = t.new_zeros(t.sizes());
         return;
@@ -160,7 +163,8 @@ inline void resolve_bits(at::Tensor& t, const std::string& where, const std::str
     if (t.is_neg()) t = t.resolve_neg();
     if (t.is_conj()) t = t.resolve_conj();
     if (t.numel() > 0 && t.storage().data() == nullptr)
-        type_error(where, "got a tensor whose data is not allocated for ks " + ks_type + ": pass a plain torch.Tensor");
+        type_error(where, std::string("got a tensor whose data is not allocated for ks ") + ks_type +
+                              ": pass a plain torch.Tensor");
 }
 
 // Check dtype, device, layout and rank (rank: the tensor's dim must be
@@ -333,14 +337,14 @@ E scalar_from(ScalarArg<E>& s, const std::string& where) {
     if (!s.tensor.defined()) return s.value;
     at::Tensor t = s.tensor;  // s.tensor stays the caller's (autograd gives it the gradient)
     const std::string ks_type = dtype_of<E>::ks_name;
-    check_viewable(t, where, ks_type);
+    check_viewable(t, where, ks_type.c_str());
     if (t.dim() != 0)
         value_error(where, "expected a number or a 0-dimensional tensor for ks " + ks_type + ", got a tensor of shape " +
                                shape_text(t.sizes()));
     if (!t.device().is_cpu())
         value_error(where, "expected a CPU tensor for ks " + ks_type + ", got a tensor on device '" + t.device().str() + "'");
     if (t.layout() != c10::kStrided) value_error(where, "expected a dense (strided) tensor for ks " + ks_type);
-    resolve_bits(t, where, ks_type);
+    resolve_bits(t, where, ks_type.c_str());
     const c10::ScalarType st = t.scalar_type();
     // A 0-dim tensor is a number: any floating dtype for Float, any integer one
     // for Integer (autograd casts a gradient back to its input's dtype).
