@@ -11,12 +11,17 @@ of its bindings (computed by ksbind/codegen/targets/torch.py at generation time)
   a vjp and a float tensor result, the entry checks (in C++, at no cost to
   calls without gradients) whether grad mode is on and a differentiable
   argument requires grad; only then it calls ``NAME_Function.apply``, a
-  ``torch.autograd.Function`` whose backward calls the vjp entry.
+  ``torch.autograd.Function`` whose backward calls the vjp entry. Calls
+  holding torch.func tensors (while a transform runs) go to that Function
+  too, or, for a binding without a vjp, to a forward-only one
+  (``forward_function``): both have a ``setup_context`` and a vmap rule
+  (``vmap_rule``), so torch.func.grad, vjp, jacrev and torch.vmap work.
 - with ``torch_library: NS``: the op ``torch.ops.NS.NAME`` (a
   ``torch.library.custom_op``) with its autograd formula from the vjp (op
   ``NS.NAME_vjp``) and a fake implementation, so it traces under
   ``torch.compile(fullgraph=True)``; the module's NAME calls it and carries
-  the binding's signature and docstring (``documented_op``; ``.op`` is the op).
+  the binding's signature and docstring (``documented_op``; ``.op`` is the op)
+  and a batching rule (``torch.library.register_vmap``) from ``vmap_rule``.
 
 The vjp binding itself is always the raw vjp entry. ``raw`` holds every raw
 entry point by name.
@@ -404,7 +409,7 @@ def vjp_function(b: dict[str, Any], vjp: Callable[..., Any]) -> Callable[..., An
 
 def vmap_rule(mode: str, params: Sequence[dict[str, Any]], fn: Callable[..., Any], info: Any,
               dims: Sequence[int | None], spec: Any, box: _Box, leaves: Sequence[torch.Tensor]
-              ) -> tuple[tuple[torch.Tensor, ...], tuple[int, ...]]:
+              ) -> tuple[tuple[torch.Tensor, ...], tuple[int | None, ...]]:
     """The vmap rule of a binding's Function: ``fn`` (which routes tensors of
     outer transforms back to the Function) over ``leaves`` batched along
     ``dims``. Elementwise bindings take the batch as one more broadcast
@@ -418,7 +423,7 @@ def vmap_rule(mode: str, params: Sequence[dict[str, Any]], fn: Callable[..., Any
         result = fn(*unflatten(spec, iter(moved)))
         out = []
         box.spec = flatten(result, out)
-        return tuple(out), tuple(0 for _ in out)  # pragma: no cover - torch.func batches something
+        return tuple(out), tuple(None for _ in out)
     if mode == "elementwise":
         out = _elementwise_batched(fn, spec, box, moved, batched)
     elif mode == "vmap":
@@ -613,4 +618,4 @@ def _fake_tensor(part: dict[str, Any], batch: Any, device: torch.device) -> torc
     return torch.empty(sizes, dtype=_DTYPES[part["dtype"]], device=device)
 
 
-__all__ = ["extension", "install", "autograd_function", "register_op"]
+__all__ = ["extension", "install", "autograd_function", "forward_function", "vmap_rule", "register_op"]
