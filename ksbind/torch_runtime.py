@@ -11,12 +11,17 @@ of its bindings (computed by ksbind/codegen/targets/torch.py at generation time)
   a vjp and a float tensor result, the entry checks (in C++, at no cost to
   calls without gradients) whether grad mode is on and a differentiable
   argument requires grad; only then it calls ``NAME_Function.apply``, a
-  ``torch.autograd.Function`` whose backward calls the vjp entry.
+  ``torch.autograd.Function`` whose backward calls the vjp entry. Calls
+  holding torch.func tensors (while a transform runs) go to that Function
+  too, or, for a binding without a vjp, to a forward-only one
+  (``forward_function``): both have a ``setup_context`` and a vmap rule
+  (``vmap_rule``), so torch.func.grad, vjp, jacrev and torch.vmap work.
 - with ``torch_library: NS``: the op ``torch.ops.NS.NAME`` (a
   ``torch.library.custom_op``) with its autograd formula from the vjp (op
   ``NS.NAME_vjp``) and a fake implementation, so it traces under
   ``torch.compile(fullgraph=True)``; the module's NAME calls it and carries
-  the binding's signature and docstring (``documented_op``; ``.op`` is the op).
+  the binding's signature and docstring (``documented_op``; ``.op`` is the op)
+  and a batching rule (``torch.library.register_vmap``) from ``vmap_rule``.
 
 The vjp binding itself is always the raw vjp entry. ``raw`` holds every raw
 entry point by name.
@@ -75,6 +80,9 @@ def install(namespace: dict[str, Any], ext: ModuleType, bindings: Sequence[dict[
             namespace[b["name"]] = entry
             namespace[f"{b['name']}_Function"] = function.Function  # type: ignore[attr-defined]
         else:
+            if b["params"] and not b["op"]:
+                # The entry routes only torch.func's tensors here (torch.vmap).
+                ext._set_autograd(b["name"], forward_function(b, entry))
             namespace[b["name"]] = entry
     namespace["raw"] = SimpleNamespace(**raw)
     namespace["extension"] = ext
@@ -180,59 +188,307 @@ def _fit(spec: Any, value: Any, grad: Any, out: list[Any], broadcast: bool) -> N
         _fit(p, v, g, out, broadcast)
 
 
+class _Box:
+    """The result's spec, which forward (or the vmap rule) fills in: an object,
+    not a list, so that torch.func's pytree maps pass it on as it is."""
+
+    __slots__ = ("spec",)
+
+    def __init__(self) -> None:
+        self.spec: Any = None
+
+
+def _functorch_active() -> bool:
+    are_active: Callable[[], bool] = torch._C._are_functorch_transforms_active
+    return are_active()
+
+
+def _needs_grad(tensors: Sequence[Any]) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+
+
+def _functorch_wrapped(tensors: Sequence[Any]) -> bool:
+    """A tensor of torch.func's, live or dead (torch.func.vjp's vjp_fn runs
+    after its transform has ended, on the wrappers it left)."""
+    wrapped: Callable[[torch.Tensor], bool] = torch._C._functorch.is_functorch_wrapped_tensor
+    return any(isinstance(t, torch.Tensor) and wrapped(t) for t in tensors)
+
+
+def _unwrap_dead(leaves: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The plain tensors inside the wrappers of ended torch.func transforms."""
+    unwrap: Callable[[torch.Tensor], torch.Tensor] = torch._C._functorch.unwrap_if_dead
+    return [unwrap(t) for t in leaves]
+
+
 def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callable[..., Any] | None
                       ) -> Callable[..., Any]:
     """``f(*args)``, differentiable through the binding's vjp: a
     torch.autograd.Function over the tensors anywhere in the arguments (nested
     in lists and tuples too) and in the result, whatever its structure.
 
-    Inside forward grad mode is off, so ``entry`` (the C++ function that
-    routes calls needing gradients here) computes directly. The Function class
-    is the returned callable's ``Function`` attribute.
+    ``entry`` is the C++ function that routes calls needing gradients, and calls
+    with torch.func's tensors, here. Inside forward grad mode is off and the
+    tensors are plain, so it computes directly. The Function has a
+    setup_context and a vmap rule (``vmap_rule``), so torch.func.grad, vjp,
+    jacrev and vmap work; its backward computes through a second Function
+    over the vjp entry, whose own backward says double backward is not
+    supported. The Function class is the returned callable's ``Function``.
     """
     if vjp is None:
         raise ValueError(f"binding {b['name']!r} has no vjp: autograd needs one")
-    backward_fn: Callable[..., Any] = vjp
+    name, vjp_name = b["name"], b["vjp"]
     single = len(b["params"]) == 1
     broadcast = b["mode"] == "elementwise"
+    vjp_call = vjp_function(b, vjp)
 
     class Function(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, spec: Any, result_spec: list[Any], *leaves: torch.Tensor) -> Any:
+        def forward(spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
             out = entry(*unflatten(spec, iter(leaves)))
             out_leaves: list[torch.Tensor] = []
-            result_spec.append(flatten(out, out_leaves))
-            ctx.spec, ctx.result_spec = spec, result_spec[0]
-            ctx.floats = [t.is_floating_point() for t in out_leaves]
-            ctx.mark_non_differentiable(*[t for t in out_leaves if not t.is_floating_point()])
-            ctx.save_for_backward(*leaves)
+            box.spec = flatten(out, out_leaves)
             return tuple(out_leaves)
 
         @staticmethod
+        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
+            spec, box, *leaves = inputs
+            ctx.spec, ctx.result_spec = spec, box.spec
+            ctx.floats = [t.is_floating_point() for t in output]
+            ctx.mark_non_differentiable(*[t for t in output if not t.is_floating_point()])
+            ctx.save_for_backward(*leaves)
+
+        @staticmethod
         def backward(ctx: Any, *grads: torch.Tensor) -> Any:
-            args = unflatten(ctx.spec, iter(ctx.saved_tensors))
+            saved = ctx.saved_tensors
+            # create_graph=True in plain autograd: the gradient would silently lack its
+            # second-order term. (torch.func always asks for a graph: there, the vjp's
+            # Function raises only if its result is differentiated.)
+            if (torch.is_grad_enabled() and _needs_grad([*saved, *grads]) and not _functorch_active()
+                    and not _functorch_wrapped([*saved, *grads])):
+                raise double_backward_error(name, vjp_name)
+            args = unflatten(ctx.spec, iter(saved))
             dret = _dret(ctx.result_spec, iter(grads), iter(ctx.floats))
-            g = backward_fn(*args, () if dret is _NoTangent else dret)
+            g = vjp_call(*args, () if dret is _NoTangent else dret)
             per_arg = (g,) if single else g
             leaf_grads: list[Any] = []
             for p, a, ga in zip(ctx.spec[1], args, per_arg):
                 _fit(p, a, ga, leaf_grads, broadcast)
             return (None, None, *leaf_grads)
 
-    Function.__name__ = Function.__qualname__ = f"{b['name']}_Function"
+        @staticmethod
+        def vmap(info: Any, in_dims: tuple[Any, ...], spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
+            return vmap_rule(b["mode"], b["params"], entry, info, in_dims[2:], spec, box, leaves)
 
-    _apply: Callable[..., Any] = Function.apply  # torch leaves apply untyped
+        @staticmethod
+        def jvp(ctx: Any, *tangents: Any) -> Any:
+            raise forward_mode_error(name)
+
+    Function.__name__ = Function.__qualname__ = f"{name}_Function"
+    return _caller(Function, name)
+
+
+def _caller(function: type, name: str) -> Callable[..., Any]:
+    """``f(*args)`` through ``function.apply`` (a Function over the flattened
+    arguments). Outside torch.func, the C++ apply directly: Function.apply binds
+    default arguments through inspect.signature (for setup_context Functions)
+    and walks the arguments for dead torch.func wrappers, several microseconds
+    a call, and the entry routes neither here then (it refuses dead wrappers)."""
+    apply: Callable[..., Any] = function.apply  # type: ignore[attr-defined]  # torch leaves apply untyped
+    fast_apply: Callable[..., Any] = super(torch.autograd.Function, function).apply  # type: ignore[misc]
 
     def call(*args: Any) -> Any:
         leaves: list[torch.Tensor] = []
         spec = flatten(args, leaves)
-        result_spec: list[Any] = []
-        out = _apply(spec, result_spec, *leaves)
-        return unflatten(result_spec[0], iter(out))
+        box = _Box()
+        out = (apply if _functorch_active() else fast_apply)(spec, box, *leaves)
+        return unflatten(box.spec, iter(out))
 
-    call.Function = Function  # type: ignore[attr-defined]
-    call.__name__ = b["name"]
+    call.Function = function  # type: ignore[attr-defined]
+    call.__name__ = name
     return call
+
+
+def forward_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[..., Any]:
+    """``f(*args)`` for a binding without autograd (no vjp, or a result without
+    a Float), called by its entry only when an argument holds a torch.func
+    tensor: a torch.autograd.Function with the binding's vmap rule. Its results
+    have no gradient, as the entry's have; torch.func.grad, vjp or jacrev
+    asking for one is an error, not a silent zero."""
+    name = b["name"]
+
+    class Function(torch.autograd.Function):
+        @staticmethod
+        def forward(spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
+            out = entry(*unflatten(spec, iter(leaves)))
+            out_leaves: list[torch.Tensor] = []
+            box.spec = flatten(out, out_leaves)
+            return tuple(out_leaves)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
+            if any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs[2:]):
+                raise RuntimeError(f"{name}: this binding has no vjp (or no Float result), so torch.func.grad, vjp "
+                                   f"and jacrev cannot differentiate it; give it a vjp in the config")
+            ctx.mark_non_differentiable(*output)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: torch.Tensor) -> Any:  # pragma: no cover - results are non-differentiable
+            raise RuntimeError(f"{name}: this binding has no vjp")
+
+        @staticmethod
+        def vmap(info: Any, in_dims: tuple[Any, ...], spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
+            return vmap_rule(b["mode"], b["params"], entry, info, in_dims[2:], spec, box, leaves)
+
+    Function.__name__ = Function.__qualname__ = f"{name}_Function"
+    return _caller(Function, name)
+
+
+def double_backward_error(name: str, vjp_name: str) -> RuntimeError:
+    return RuntimeError(
+        f"{name}: double backward is not supported: the gradient of its vjp {vjp_name!r} would be needed "
+        f"(torch.autograd.grad or .backward with create_graph=True, a Hessian, torch.func.grad of "
+        f"torch.func.grad...), and a ks vjp has no vjp of its own. Call without create_graph=True, or bind a "
+        f"function that computes the second-order term")
+
+
+def forward_mode_error(name: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"{name}: forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad) is not supported: "
+        f"a ks binding has a vjp (reverse mode) only; use torch.func.vjp, jacrev or grad")
+
+
+def vjp_function(b: dict[str, Any], vjp: Callable[..., Any]) -> Callable[..., Any]:
+    """``vjp(*args, dret)`` for backward: the raw vjp entry itself in plain
+    autograd, else (under torch.func, or where a tensor requires grad) a
+    torch.autograd.Function over it with a vmap rule (torch.func.jacrev vmaps
+    the backward) and a backward that raises: double backward is not supported."""
+    name, vjp_name = b["name"], b["vjp"]
+    # The vjp's arguments are the binding's and dret, batched like its results.
+    params = [*b["params"], {"name": "dret", "batched": True}]
+
+    class VjpFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
+            out = vjp(*unflatten(spec, iter(_unwrap_dead(leaves))))
+            out_leaves: list[torch.Tensor] = []
+            box.spec = flatten(out, out_leaves)
+            return tuple(out_leaves)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+            pass
+
+        @staticmethod
+        def backward(ctx: Any, *grads: torch.Tensor) -> Any:
+            raise double_backward_error(name, vjp_name)
+
+        @staticmethod
+        def jvp(ctx: Any, *tangents: Any) -> Any:
+            raise double_backward_error(name, vjp_name)
+
+        @staticmethod
+        def vmap(info: Any, in_dims: tuple[Any, ...], spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
+            return vmap_rule(b["mode"], params, call, info, in_dims[2:], spec, box, leaves)
+
+    VjpFunction.__name__ = VjpFunction.__qualname__ = f"{vjp_name}_Function"
+    _apply: Callable[..., Any] = VjpFunction.apply
+
+    def call(*args: Any) -> Any:
+        leaves: list[torch.Tensor] = []
+        spec = flatten(args, leaves)
+        if not (_functorch_active() or _functorch_wrapped(leaves) or (torch.is_grad_enabled() and _needs_grad(leaves))):
+            return vjp(*args)
+        box = _Box()
+        out = _apply(spec, box, *leaves)
+        return unflatten(box.spec, iter(out))
+
+    return call
+
+
+# ------------------------------------------------------------ torch.vmap
+
+def vmap_rule(mode: str, params: Sequence[dict[str, Any]], fn: Callable[..., Any], info: Any,
+              dims: Sequence[int | None], spec: Any, box: _Box, leaves: Sequence[torch.Tensor]
+              ) -> tuple[tuple[torch.Tensor, ...], tuple[int | None, ...]]:
+    """The vmap rule of a binding's Function: ``fn`` (which routes tensors of
+    outer transforms back to the Function) over ``leaves`` batched along
+    ``dims``. Elementwise bindings take the batch as one more broadcast
+    dimension, vmap-mode bindings fold it into their own leading dimension,
+    plain bindings (and what the others cannot fold) call once per batch
+    element and stack. Fills in ``box`` with the result's spec."""
+    moved = [t if d is None else t.movedim(d, 0) for t, d in zip(leaves, dims)]
+    batched = [d is not None for d in dims]
+    out: list[torch.Tensor] | None = None
+    if not any(batched):
+        result = fn(*unflatten(spec, iter(moved)))
+        out = []
+        box.spec = flatten(result, out)
+        return tuple(out), tuple(None for _ in out)
+    if mode == "elementwise":
+        out = _elementwise_batched(fn, spec, box, moved, batched)
+    elif mode == "vmap":
+        out = _vmap_mode_batched(params, fn, spec, box, moved, batched, info.batch_size)
+    if out is None:
+        out = _looped(fn, spec, box, moved, batched, info.batch_size)
+    return tuple(out), tuple(0 for _ in out)
+
+
+def _elementwise_batched(fn: Callable[..., Any], spec: Any, box: _Box, moved: Sequence[torch.Tensor],
+                         batched: Sequence[bool]) -> list[torch.Tensor]:
+    # The batch dimension goes in front of the broadcast shape: batched tensors
+    # get size-1 dimensions up to the broadcast rank, unbatched ones broadcast.
+    rank = max(t.dim() - int(bt) for t, bt in zip(moved, batched))
+    padded = [t.reshape(t.shape[0], *([1] * (rank - t.dim() + 1)), *t.shape[1:]) if bt else t
+              for t, bt in zip(moved, batched)]
+    out: list[torch.Tensor] = []
+    box.spec = flatten(fn(*unflatten(spec, iter(padded))), out)
+    return out
+
+
+def _vmap_mode_batched(params: Sequence[dict[str, Any]], fn: Callable[..., Any], spec: Any, box: _Box,
+                       moved: Sequence[torch.Tensor], batched: Sequence[bool], size: int
+                       ) -> list[torch.Tensor] | None:
+    """(size, n, ...) arguments as (size * n, ...): one call of the mode's own
+    loop. None where it cannot fold (a batched shared scalar, an empty batch)."""
+    kinds = spec[1]
+    slots: list[bool] = []  # per leaf: is it a mode-batched argument
+    for p, part in zip(params, kinds):
+        if part is _LEAF:
+            slots.append(bool(p["batched"]))
+        elif part[0] != "const":
+            return None  # a tuple of tensors: loop
+    if any(bt and not slot for bt, slot in zip(batched, slots)):
+        return None
+    inner = {t.shape[1] if bt else t.shape[0] for t, bt, slot in zip(moved, batched, slots) if slot}
+    if len(inner) != 1 or size * next(iter(inner)) == 0:
+        return None  # differing sizes: the loop's call names the argument
+    n = next(iter(inner))
+    folded = [t.reshape(size * n, *t.shape[2:]) if bt
+              else t.unsqueeze(0).expand(size, *t.shape).reshape(size * n, *t.shape[1:]) if slot else t
+              for t, bt, slot in zip(moved, batched, slots)]
+    result = fn(*unflatten(spec, iter(folded)))
+    flat: list[torch.Tensor] = []
+    box.spec = flatten(result, flat)
+    return [t.reshape(size, n, *t.shape[1:]) for t in flat]
+
+
+def _looped(fn: Callable[..., Any], spec: Any, box: _Box, moved: Sequence[torch.Tensor],
+            batched: Sequence[bool], size: int) -> list[torch.Tensor]:
+    if size == 0:
+        raise ValueError("torch.vmap over an empty batch: a plain ks binding called once per batch element "
+                         "has no element to tell its result's shape")
+    steps: list[list[torch.Tensor]] = []
+    for i in range(size):
+        step = [t[i] if bt else t for t, bt in zip(moved, batched)]
+        flat: list[torch.Tensor] = []
+        step_spec = flatten(fn(*unflatten(spec, iter(step))), flat)
+        if i == 0:
+            box.spec = step_spec
+        elif step_spec != box.spec or any(a.shape != b.shape for a, b in zip(flat, steps[0])):
+            raise ValueError(f"torch.vmap: batch element {i}'s result differs in structure or shape from element "
+                             f"0's; results must stack")
+        steps.append(flat)
+    return [torch.stack(parts) for parts in zip(*steps)]
 
 
 # ------------------------------------------------------------ torch.library
@@ -282,12 +538,31 @@ def register_op(namespace: str, b: dict[str, Any], entry: Callable[..., Any],
             ctx.save_for_backward(*tensors)
 
         def backward(ctx: Any, *grads: torch.Tensor) -> Any:
-            args = _join(ctx.saved_tensors, ctx.others)
+            saved = ctx.saved_tensors
+            if (torch.is_grad_enabled() and _needs_grad([*saved, *grads]) and not _functorch_active()
+                    and not _functorch_wrapped([*saved, *grads])):
+                raise double_backward_error(name, b["vjp"])
+            args = _join(saved, ctx.others)
             dret = list(grads) if tuple_result else grads[0]
             return _op_input_grads(b, args, vjp_op(*args, dret))
 
         op.register_autograd(backward, setup_context=setup_context)
+    op.register_vmap(_op_vmap(b, getattr(getattr(torch.ops, namespace), name)))
     return getattr(getattr(torch.ops, namespace), name)
+
+
+def _op_vmap(b: dict[str, Any], op: Any) -> Callable[..., Any]:
+    """The op's batching rule (torch.vmap without torch's slow per-sample fallback):
+    vmap_rule over its tensor arguments (an op takes tensors and numbers only)."""
+    def rule(info: Any, in_dims: Sequence[int | None], *args: Any) -> Any:
+        leaves: list[torch.Tensor] = []
+        spec = flatten(args, leaves)
+        dims = [d for a, d in zip(args, in_dims) if isinstance(a, torch.Tensor)]
+        box = _Box()
+        out, out_dims = vmap_rule(b["mode"], b["params"], op, info, dims, spec, box, leaves)
+        return unflatten(box.spec, iter(out)), unflatten(box.spec, iter(out_dims))
+
+    return rule
 
 
 def documented_op(op: Any, shown: Callable[..., Any]) -> Callable[..., Any]:
@@ -343,4 +618,4 @@ def _fake_tensor(part: dict[str, Any], batch: Any, device: torch.device) -> torc
     return torch.empty(sizes, dtype=_DTYPES[part["dtype"]], device=device)
 
 
-__all__ = ["extension", "install", "autograd_function", "register_op"]
+__all__ = ["extension", "install", "autograd_function", "forward_function", "vmap_rule", "register_op"]

@@ -157,8 +157,11 @@ def test_torch_library_warns_for_and_keeps_what_it_cannot_express() -> None:
     assert "'vjp_schema': '(Tensor arg0, Tensor[] dret) -> Tensor'" in py
     # A tensor of tensors is one stacked tensor for an op.
     assert "'vjp_schema': '(Tensor arg0, Tensor dret) -> Tensor'" in py
-    # The plain binding keeps C++ autograd routing only if it has a vjp (pa has none).
-    assert "_set_autograd" not in files["module.cpp"]
+    # Only the binding that is not an op routes to a Python Function (pa has no vjp: for
+    # torch.func's tensors alone); the ops carry their own autograd and batching rules.
+    assert "static PyObject* ksbind_autograd[1]" in files["module.cpp"]
+    assert 'if (name == "pa") slot = 0;' in files["module.cpp"]
+    assert "(c10::GradMode::is_enabled()" not in files["module.cpp"]
 
 
 def test_torch_library_schemas() -> None:

@@ -404,9 +404,12 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
                 dret = "Tensor[]" if result["kind"] == "tuple" else "Tensor"
                 vjp_schema = f"({args}, {dret} dret) -> {outs}"
         infos.append(TorchBinding(b.name, b.vjp_name, b.mode, params, result, autograd, as_op, schema, vjp_schema))
-    # torch.library ops carry their own autograd: no routing to a Python Function then.
-    slots = [b for b in infos if b.autograd and not b.op]
-    autograd_slots = {b.name: AutogradSlot(i, tuple(p.name for p in torch_entries[b.name].params if p.differentiable))
+    # torch.library ops carry their own autograd and batching rule: no routing to a
+    # Python Function then. Every other binding with arguments has a Function
+    # (torch_runtime.autograd_function, or forward_function without a vjp: for torch.func).
+    slots = [b for b in infos if not b.op and (b.autograd or b.params)]
+    autograd_slots = {b.name: AutogradSlot(i, tuple(p.name for p in torch_entries[b.name].params if p.differentiable)
+                                           if b.autograd else (), tuple(p.name for p in torch_entries[b.name].params))
                       for i, b in enumerate(slots)}
     # In elementwise and vmap modes every Float/tensor argument and result is a
     # tensor from Python: the stubs and docs see those types (the context builds
@@ -448,11 +451,15 @@ def _moded_entry(e: EntryPoint, te: TorchEntry) -> EntryPoint:
 @dataclass(frozen=True)
 class AutogradSlot:
     """A binding whose C++ entry hands off to its Python autograd.Function when
-    grad mode is on and one of ``grad_params`` requires grad (checked in C++, so
-    calls without gradients pay nothing)."""
+    grad mode is on and one of ``grad_params`` requires grad, or a parameter holds
+    a tensor of a torch.func transform (checked in C++, so plain calls without
+    gradients pay next to nothing)."""
 
     index: int
     grad_params: tuple[str, ...]  # C++ names of the differentiable tensor parameters
+    # C++ names of all parameters: a tensor of torch.func's (vmap, grad) in any
+    # of them routes the call to the Function too, whatever grad mode says.
+    tensor_params: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/EmptyTensor.h>
 #include <c10/core/ScalarType.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <algorithm>
 #include <array>
@@ -113,11 +114,65 @@ inline std::string dtype_text(c10::ScalarType t) {
     throw py::value_error("argument '" + where + "': " + message);
 }
 
+// The dispatch keys of tensors whose memory ks must not read raw: torch.func's
+// wrappers (vmap's BatchedTensor, grad's TensorWrapper: no storage of their
+// own), functionalized tensors, and subclasses with __torch_dispatch__ (wrapper
+// subclasses, FakeTensor: their data is not, or not only, in their storage).
+inline c10::DispatchKeySet unviewable_keys() {
+    return c10::DispatchKeySet({c10::DispatchKey::FuncTorchBatched, c10::DispatchKey::FuncTorchGradWrapper,
+                                c10::DispatchKey::Functionalize, c10::DispatchKey::Python});
+}
+
+// A tensor of a torch.func transform (vmap, grad...): the entry points of
+// bindings with a vjp route those to their Python autograd.Function.
+inline c10::DispatchKeySet functorch_keys() {
+    return c10::DispatchKeySet({c10::DispatchKey::FuncTorchBatched, c10::DispatchKey::FuncTorchGradWrapper});
+}
+
+// Refuse, naming the argument, a tensor whose memory cannot be viewed (checked
+// first: a FakeTensor's own device is 'meta', a nested tensor's layout strided).
+// (ks_type a C string: a std::string built on every call would allocate.)
+inline void check_viewable(const at::Tensor& t, const std::string& where, const char* ks_type) {
+    const c10::DispatchKeySet keys = t.key_set();
+    if (!t.is_nested() && !keys.has_any(unviewable_keys()) && t.has_storage()) return;
+    const std::string for_ks = std::string(" for ks ") + ks_type;  // only on the way to an error
+    if (t.is_nested())
+        value_error(where, "expected a dense tensor" + for_ks + ", got a nested tensor (pass a list of its tensors: "
+                           "t.unbind())");
+    if (keys.has_any(functorch_keys()))
+        type_error(where, "got a tensor of a torch.func transform (vmap, grad, vjp, jacrev...)" + for_ks +
+                              ", outside its transform or given to a vjp binding (NAME_vjp), which takes no part in "
+                              "torch.func transforms: call the binding itself, whose Function has the vmap rule and "
+                              "calls the vjp");
+    if (keys.has(c10::DispatchKey::Python))
+        type_error(where, "got a tensor subclass that overrides __torch_dispatch__ (a wrapper subclass, or a "
+                          "FakeTensor outside its FakeTensorMode)" + for_ks +
+                              ": its data cannot be viewed; pass a plain torch.Tensor");
+    type_error(where, "got a tensor without data of its own (e.g. functionalized)" + for_ks +
+                          ": pass a plain torch.Tensor");
+}
+
+// Replace t by a copy with its negative bit resolved (torch._neg_view, the
+// .imag of a conjugate view: its memory holds the negated values), a lazy
+// zero tensor by real zeros.
+inline void resolve_bits(at::Tensor& t, const std::string& where, const char* ks_type) {
+    if (t._is_zerotensor()) {
+        t = t.new_zeros(t.sizes());
+        return;
+    }
+    if (t.is_neg()) t = t.resolve_neg();
+    if (t.is_conj()) t = t.resolve_conj();
+    if (t.numel() > 0 && t.storage().data() == nullptr)
+        type_error(where, std::string("got a tensor whose data is not allocated for ks ") + ks_type +
+                              ": pass a plain torch.Tensor");
+}
+
 // Check dtype, device, layout and rank (rank: the tensor's dim must be
-// `rank`); make it contiguous if it is not.
+// `rank`); resolve its negative bit; make it contiguous if it is not.
 template <class E>
 void check_tensor(at::Tensor& t, int64_t rank, const std::string& where, const char* ks_type) {
     if (!t.defined()) type_error(where, std::string("expected a tensor for ks ") + ks_type + ", got an undefined tensor");
+    check_viewable(t, where, ks_type);
     if (t.scalar_type() != dtype_of<E>::value)
         type_error(where, std::string("expected a ") + dtype_of<E>::torch_name + " tensor for ks " + ks_type +
                               ", got " + dtype_text(t.scalar_type()) + " (convert it first, e.g. .to(" +
@@ -131,6 +186,7 @@ void check_tensor(at::Tensor& t, int64_t rank, const std::string& where, const c
                                ", got shape " + shape_text(t.sizes()));
     if (t.numel() > INT_MAX) value_error(where, "tensor has " + std::to_string(t.numel()) +
                                                     " elements; ks indexes with 32-bit ints");
+    resolve_bits(t, where, ks_type);
     if (!t.is_contiguous()) t = t.contiguous();
 }
 
@@ -237,19 +293,58 @@ bool requires_grad(const std::tuple<Ts...>& t) {
     return std::apply([](const auto&... x) { return (false || ... || requires_grad(x)); }, t);
 }
 
+// Whether a torch.func transform is running: functorch includes its dynamic
+// layer keys in this thread's dispatch keys while its stack is not empty. (Its
+// tensors outside a transform are dead wrappers, which a call refuses.)
+inline bool functorch_active() {
+    return c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::FuncTorchDynamicLayerFrontMode);
+}
+
+// Whether a tensor anywhere in the value belongs to a torch.func transform
+// (vmap's BatchedTensor, grad's wrapper): the entry then routes the call to its
+// autograd.Function, whose setup_context and vmap rule torch.func uses.
+inline bool functorch_wrapped(const at::Tensor& t) { return t.defined() && t.key_set().has_any(functorch_keys()); }
+template <class E>
+bool functorch_wrapped(const ScalarArg<E>& s) { return functorch_wrapped(s.tensor); }
+template <class Inner>
+bool functorch_wrapped(const Nested<Inner>& n);
+template <class T>
+bool functorch_wrapped(const std::vector<T>& v);
+template <class... Ts>
+bool functorch_wrapped(const std::tuple<Ts...>& t);
+template <class T>
+bool functorch_wrapped(const T&) { return false; }  // numbers, strings
+
+template <class Inner>
+bool functorch_wrapped(const Nested<Inner>& n) {
+    return n.stacked.defined() ? functorch_wrapped(n.stacked) : functorch_wrapped(n.items);
+}
+template <class T>
+bool functorch_wrapped(const std::vector<T>& v) {
+    for (const T& x : v)
+        if (functorch_wrapped(x)) return true;
+    return false;
+}
+template <class... Ts>
+bool functorch_wrapped(const std::tuple<Ts...>& t) {
+    return std::apply([](const auto&... x) { return (false || ... || functorch_wrapped(x)); }, t);
+}
+
 // ------------------------------------------------------------ Python -> ks
 
 template <class E>
 E scalar_from(ScalarArg<E>& s, const std::string& where) {
     if (!s.tensor.defined()) return s.value;
-    const at::Tensor& t = s.tensor;
+    at::Tensor t = s.tensor;  // s.tensor stays the caller's (autograd gives it the gradient)
     const std::string ks_type = dtype_of<E>::ks_name;
+    check_viewable(t, where, ks_type.c_str());
     if (t.dim() != 0)
         value_error(where, "expected a number or a 0-dimensional tensor for ks " + ks_type + ", got a tensor of shape " +
                                shape_text(t.sizes()));
     if (!t.device().is_cpu())
         value_error(where, "expected a CPU tensor for ks " + ks_type + ", got a tensor on device '" + t.device().str() + "'");
     if (t.layout() != c10::kStrided) value_error(where, "expected a dense (strided) tensor for ks " + ks_type);
+    resolve_bits(t, where, ks_type.c_str());
     const c10::ScalarType st = t.scalar_type();
     // A 0-dim tensor is a number: any floating dtype for Float, any integer one
     // for Integer (autograd casts a gradient back to its input's dtype).
