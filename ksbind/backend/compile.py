@@ -42,7 +42,7 @@ from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher
 from ksbind.cache.layout import UNITS_DIR
 from ksbind.cache.objects import ObjectCache, dependency_records, parse_depfile
-from ksbind.errors import BuildError, Location
+from ksbind.errors import BuildError, Location, warn
 from ksbind.log import get_logger
 
 OBJECT = "unit.o"
@@ -79,7 +79,7 @@ def shared_copies(root: Path, files: Sequence[Path]) -> dict[Path, Path]:
     folder = Path(root) / UNITS_DIR / h.hexdigest()[:16]
     out = {}
     for f, data in datas.items():
-        out[f] = _write_bytes(folder / f.name, data)
+        out[f] = _write_bytes(folder / f.name, data, named_by_content=True)
     return out
 
 
@@ -88,13 +88,18 @@ def shared_text(root: Path, name: str, text: str) -> Path:
     by its content, ``ROOT/units/HASH16/NAME``: a stable path for its object."""
     data = text.encode("utf-8")
     folder = Path(root) / UNITS_DIR / hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:16]
-    return _write_bytes(folder / name, data)
+    return _write_bytes(folder / name, data, named_by_content=True)
 
 
-def _write_bytes(path: Path, data: bytes) -> Path:
+def _write_bytes(path: Path, data: bytes, named_by_content: bool = False) -> Path:
+    """``path`` holding ``data``, written (atomically) only when it does not. A
+    copy in a folder named by its content that holds something else is damaged:
+    said once, and rewritten."""
     try:
         if path.read_bytes() == data:
             return path
+        if named_by_content:
+            warn(f"the cached unit copy {path} is damaged (it is not what its folder's name says): rewriting it")
     except OSError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -227,7 +227,8 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["SharedPch", "lookup", "build", "start_background", "building", "wait_for_background", "pch_key", "header_text", "HEADER",
+__all__ = ["SharedPch", "lookup", "build", "start_background", "building", "wait_for_background", "pch_key",
+           "header_text", "HEADER",
            "meaning_flags", "suffix"]
 
 
