@@ -245,11 +245,11 @@ def _check_output(entry: Path, key: str) -> dict[str, Any] | None:
     and sha256: content checked once per process), else None. A damaged one is
     said once and removed (then ksc runs again)."""
     meta = entry / "ksc.json"
+    if not os.path.isdir(entry):
+        return None
     try:
         raw = meta.read_bytes()
     except FileNotFoundError:
-        if not os.path.isdir(entry):
-            return None
         return _discard_output(entry, "it has no ksc.json")
     except OSError as e:
         return _discard_output(entry, f"cannot read ksc.json: {e.strerror}")
