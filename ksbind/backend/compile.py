@@ -294,7 +294,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
             try:
                 # Each in a copy of this context: a quiet build's threads stay quiet (ksbind.log.QUIET).
                 futures = {i: pool.submit(contextvars.copy_context().run, guarded, i) for i in to_compile}
-                pch_futures: list[Future[None]] = []
+                pch_futures: list[Future[bool | None]] = []
                 if build_pch and objects is not None:
                     pch_futures = [pool.submit(pch.build, vtc, objects.root, v, runner) for vtc, v in missing]
                 _wait_interruptibly([*futures.values(), *pch_futures])

@@ -250,29 +250,36 @@ def _check_output(entry: Path, key: str) -> dict[str, Any] | None:
     try:
         raw = meta.read_bytes()
     except FileNotFoundError:
-        return _discard_output(entry, "it has no ksc.json")
+        _discard_output(entry, "it has no ksc.json")
+        return None
     except OSError as e:
-        return _discard_output(entry, f"cannot read ksc.json: {e.strerror}")
+        _discard_output(entry, f"cannot read ksc.json: {e.strerror}")
+        return None
     try:
         record = json.loads(raw)
         if not isinstance(record, dict) or record.get("format") != KSC_OUTPUT_FORMAT:
-            return _discard_output(entry, f"ksc.json is not of format {KSC_OUTPUT_FORMAT}")
+            _discard_output(entry, f"ksc.json is not of format {KSC_OUTPUT_FORMAT}")
+            return None
         if record.get("key") != key:
-            return _discard_output(entry, "ksc.json is another output's")
+            _discard_output(entry, "ksc.json is another output's")
+            return None
         files = {str(n): (int(i["size"]), str(i["sha256"])) for n, i in record["files"].items()}
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in record["vjp_kinds"].items()) \
                 or not files or any("/" in n or n.startswith(".") for n in files):
             raise ValueError("bad record")
     except (ValueError, TypeError, KeyError, AttributeError):
-        return _discard_output(entry, "ksc.json is unreadable")
+        _discard_output(entry, "ksc.json is unreadable")
+        return None
     for name, (size, digest) in files.items():
         p = entry / name
         try:
             st = os.stat(p)
         except OSError:
-            return _discard_output(entry, f"{name} is missing")
+            _discard_output(entry, f"{name} is missing")
+            return None
         if st.st_size != size:
-            return _discard_output(entry, f"{name} has {st.st_size} bytes, ksc.json says {size}")
+            _discard_output(entry, f"{name} has {st.st_size} bytes, ksc.json says {size}")
+            return None
         seen = (st.st_size, st.st_mtime_ns, st.st_ino, digest)
         if _verified.get(str(p)) == seen:
             continue
@@ -281,7 +288,8 @@ def _check_output(entry: Path, key: str) -> dict[str, Any] | None:
         except OSError:
             ok = False
         if not ok:
-            return _discard_output(entry, f"{name} does not match its sha256")
+            _discard_output(entry, f"{name} does not match its sha256")
+            return None
         _verified[str(p)] = seen
     return record
 
