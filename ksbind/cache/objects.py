@@ -235,7 +235,10 @@ class ObjectCache:
 
     def _discard(self, d: Path, why: str) -> None:
         """A damaged stored output: said once, and moved out of the way as a whole
-        (then rebuilt). On a read-only cache it stays, unused."""
+        (then rebuilt). On a read-only cache it stays, unused. One removed meanwhile
+        (eviction, clean) was not damaged: nothing is said."""
+        if not os.path.lexists(d):
+            return
         try:
             removed = remove_folder(self.root, d)
         except OSError:

@@ -295,6 +295,8 @@ def _check_output(entry: Path, key: str) -> dict[str, Any] | None:
 
 
 def _discard_output(entry: Path, why: str) -> None:
+    if not os.path.lexists(entry):
+        return  # removed meanwhile (eviction, clean): not damaged
     try:
         removed = remove_folder(entry.parent, entry) or not os.path.lexists(entry)
     except OSError:
