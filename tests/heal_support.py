@@ -46,10 +46,6 @@ def project(folder: Path, target: str, ksc: Path) -> Path:
 
 def call(module: Any, target: str) -> float:
     """f(3) through the module, whatever its target."""
-    if target == "torch":
-        import torch
-
-        return float(module.f(torch.tensor(3.0)))
     if target == "jax":
         import jax.numpy as jnp
 

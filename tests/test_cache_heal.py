@@ -192,7 +192,11 @@ def _remove_modules(root: Path) -> None:
 def test_every_cached_file_heals_from_every_damage(cache: Cache) -> None:
     targets = _targets()
     assert build_all(cache.root, targets, KSC, cache.project) == []
-    pch.wait_for_background(cache.root, timeout=600)
+    if pch.wait_for_background(cache.root, timeout=600) and EVERYTHING:
+        # The objects again, now that the precompiled headers exist: the ones later builds use.
+        _remove_modules(cache.root)
+        shutil.rmtree(cache.root / "objects")
+        assert build_all(cache.root, targets, KSC, cache.project) == []
     cases = _cases(cache.root)
     kinds_of = {p.relative_to(cache.root).parts[0] for p, _ in cases}
     assert {"objects", "units"} <= kinds_of and any(k.startswith("ksc-") for k in kinds_of)
