@@ -331,6 +331,9 @@ def test_a_cache_path_that_is_a_file(tmp_path: Path) -> None:
         ksbind.build(cfg, cache_dir=path, quiet=True)
     assert str(e.value) == (f"{path}: the build cache {path} is not a folder (it is a file): remove it, or set "
                             "KSBIND_CACHE_DIR to a folder")
+    with pytest.raises(BuildError) as again:
+        ksbind.load_ks("(def f Float (x : Float) x)", cache_dir=path)
+    assert str(again.value) == str(e.value)
     done = _cli("cache", "list", root=path)
     assert done.returncode == 2 and done.stderr == f"ksbind: error: {e.value}\n"
     inside = path / "ksbind"  # a file above the cache folder
