@@ -248,14 +248,29 @@ def _decls(args: argparse.Namespace) -> list[FunctionDecl]:
 
 
 def _cache(args: argparse.Namespace) -> int:
-    """``ksbind cache list|clean``."""
-    import time
-
-    from ksbind.cache.layout import cache_root
-    from ksbind.cache.maintenance import EVICT_MIN_IDLE_SECONDS, cache_max_bytes, clean, format_size, scan
+    """``ksbind cache list|clean``: a filesystem fault there is one line (exit 2)."""
+    from ksbind.cache.layout import cache_fault, cache_root, check_root
+    from ksbind.cache.maintenance import cache_max_bytes
 
     root = cache_root()
     cap = cache_max_bytes()
+    check_root(root)  # a file there is not an empty cache
+    if args.cache_command == "clean" and os.path.isdir(root) and not os.access(root, os.W_OK):
+        raise KsbindError(f"cannot clean the build cache {root}: it is read-only (or not writable by this user);"
+                          " make it writable, or set KSBIND_CACHE_DIR to the cache to clean")
+    try:
+        return _cache_command(args, root, cap)
+    except OSError as e:
+        fault = cache_fault(e, root)
+        if fault is None:
+            raise
+        raise fault from None
+
+
+def _cache_command(args: argparse.Namespace, root: Path, cap: int) -> int:
+    import time
+
+    from ksbind.cache.maintenance import EVICT_MIN_IDLE_SECONDS, clean, format_size, scan
 
     def when(t: float) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))

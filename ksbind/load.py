@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ksbind.cache.layout import LOAD_KS_DIR, cache_root
+from ksbind.cache.layout import LOAD_KS_DIR, cache_fault, cache_root, check_root
 from ksbind.codegen.output import write_atomic
 from ksbind.codegen.targets import get_target
 from ksbind.config import BINDING_KEYS
@@ -60,8 +60,15 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
     if problem:
         raise ConfigError(f"module name {problem}")
     source = root / LOAD_KS_DIR / digest / f"{module_name}.ks"
-    if not source.is_file() or source.read_text(encoding="utf-8", errors="surrogateescape") != ks_text:
-        write_atomic(source, ks_text)
+    check_root(root)
+    try:
+        if not source.is_file() or source.read_text(encoding="utf-8", errors="surrogateescape") != ks_text:
+            write_atomic(source, ks_text)
+    except OSError as e:  # a full, read-only or misplaced cache: one line, as build's
+        fault = cache_fault(e, root)
+        if fault is None:
+            raise
+        raise fault from None
     # The file holds exactly this text (it is named by its content): messages call it what the user wrote.
     show_file_as(str(source), LOAD_KS_TEXT)
     spec = ModuleSpec(

@@ -20,7 +20,7 @@ from ksbind.backend.build import build_module, prepare_build
 from ksbind.backend.loader import needs_version, note_loaded, versioned_spec
 from ksbind.backend.missing import explain_missing
 from ksbind.batch import build_many
-from ksbind.cache.layout import cache_root
+from ksbind.cache.layout import cache_fault, cache_root, check_root
 from ksbind.codegen.output import (
     PlannedFile,
     plan_files,
@@ -226,6 +226,7 @@ def build_configs(configs: str | os.PathLike[str] | Sequence[str | os.PathLike[s
 def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
                cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False) -> ModuleType:
     root = Path(cache_dir) if cache_dir is not None else cache_root()
+    check_root(root)
     log.setup()
     token = log.QUIET.set(quiet or log.QUIET.get())
     try:
@@ -234,6 +235,11 @@ def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
             return _build_resolved(resolved, templates, root)
         except BuildError as e:
             raise explain_missing(e, resolved.decls) from None
+    except OSError as e:  # a full, read-only or misplaced cache: one line, not a traceback
+        fault = cache_fault(e, root)
+        if fault is None:
+            raise
+        raise fault from None
     finally:
         log.QUIET.reset(token)
 
@@ -255,4 +261,7 @@ def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Pa
         return module
     module = build_module(prepared, root)
     note_loaded(spec.name, key)
+    # A module loaded before (A, then B under a versioned name, then A again) is handed back from
+    # memory: `import NAME` must get it too, not the last one built.
+    sys.modules[spec.name] = module
     return module

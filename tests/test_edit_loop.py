@@ -77,6 +77,7 @@ def test_edit_rebuild_call(tmp_path: Path, target: str) -> None:
 
     set_offset(tmp_path, 1)  # back to the first code: the module loaded first
     assert build() is m1
+    assert sys.modules[name] is m1  # A, B, A: `import NAME` follows what build() returned last
 
     (tmp_path / "m.ks").write_text(KS + "(edef g Float (Float))\n")  # edit the declarations
     (tmp_path / "m.cpp").write_text(CPP.replace("OFFSET", "1.0f") + "namespace ks { ks::Float g$af(ks::allocator *, "

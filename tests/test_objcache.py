@@ -172,6 +172,43 @@ def test_precompiled_header_is_built_used_and_invalidated(tmp_path: Path) -> Non
     assert pch.lookup(tc, root).stored is not None
 
 
+def test_every_precompiled_header_file_heals_from_every_damage(tmp_path: Path) -> None:
+    """Each file of a stored precompiled header (the header, its .gch, deps.json) damaged in
+    each way of tests/heal_support.py: one warning naming it, built again, used again."""
+    import warnings
+
+    from ksbind.cache.maintenance import broken
+    from ksbind.errors import KsbindWarning
+    from tests.heal_support import JSON_KINDS, KINDS, damage
+
+    src, inc, a = project(tmp_path)
+    tc = toolchain(inc, logging_compiler(tmp_path))
+    root = tmp_path / "cache"
+    cache = ObjectCache(root)
+    units = [Unit(a), Unit(src / "gen.cpp", pch=True)]
+    compile_objects(units, tc, objects=cache, work=tmp_path, log_dir=tmp_path, background_pch=False)
+    stored = pch.lookup(tc, root).stored
+    assert stored is not None
+    files = sorted(stored.dir.iterdir())
+    assert [f.name for f in files] == ["deps.json", "ksbind_pch.h", "ksbind_pch.h.gch"]
+    healed = 0
+    for path in files:
+        for kind in KINDS + (JSON_KINDS if path.name == "deps.json" else ()):
+            damage(path, kind)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                objs = compile_objects(units, tc, objects=cache, work=tmp_path, log_dir=tmp_path,
+                                       background_pch=False)
+            said = [str(w.message) for w in caught if issubclass(w.category, KsbindWarning)]
+            assert len(said) == 1 and str(stored.dir) in said[0] and "damaged" in said[0], (path.name, kind, said)
+            again = pch.lookup(tc, root).stored
+            assert again is not None and again.dir == stored.dir and path.is_file(), (path.name, kind)
+            assert [e for e in scan(root, shared=True) if broken(e)] == []
+            assert load(objs, tc, tmp_path / f"h{healed}.so").gen_value() == 2
+            healed += 1
+    assert healed == 14
+
+
 def test_old_objects_are_evicted_and_clean_all_empties_the_cache(tmp_path: Path) -> None:
     src, inc, a = project(tmp_path)
     tc = toolchain(inc, logging_compiler(tmp_path))

@@ -42,7 +42,7 @@ from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher
 from ksbind.cache.layout import UNITS_DIR
 from ksbind.cache.objects import ObjectCache, dependency_records, parse_depfile
-from ksbind.errors import BuildError, Location
+from ksbind.errors import BuildError, Location, warn
 from ksbind.log import get_logger
 
 OBJECT = "unit.o"
@@ -85,7 +85,7 @@ def shared_copies(root: Path, files: Sequence[Path]) -> dict[Path, Path]:
     folder = Path(root) / UNITS_DIR / h.hexdigest()[:16]
     out = {}
     for f, data in datas.items():
-        out[f] = _write_bytes(folder / f.name, data)
+        out[f] = _write_bytes(folder / f.name, data, named_by_content=True)
     return out
 
 
@@ -94,13 +94,18 @@ def shared_text(root: Path, name: str, text: str) -> Path:
     by its content, ``ROOT/units/HASH16/NAME``: a stable path for its object."""
     data = text.encode("utf-8")
     folder = Path(root) / UNITS_DIR / hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:16]
-    return _write_bytes(folder / name, data)
+    return _write_bytes(folder / name, data, named_by_content=True)
 
 
-def _write_bytes(path: Path, data: bytes) -> Path:
+def _write_bytes(path: Path, data: bytes, named_by_content: bool = False) -> Path:
+    """``path`` holding ``data``, written (atomically) only when it does not. A
+    copy in a folder named by its content that holds something else is damaged:
+    said once, and rewritten."""
     try:
         if path.read_bytes() == data:
             return path
+        if named_by_content:
+            warn(f"the cached unit copy {path} is damaged (it is not what its folder's name says): rewriting it")
     except OSError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,13 +170,18 @@ def _build_first(tc: Toolchain, root: Path, shared: pch.SharedPch, runner: Runne
                  flags: tuple[str, ...]) -> pch.SharedPch:
     """PCH_FIRST's step: build the header now (or wait for the module of this batch
     that builds it), then look it up again. A failure only means it is not used."""
+    if not pch.building(root, shared.key) and not pch.may_start(root, shared.key):
+        return shared  # it failed before and no space was freed since, or too little is free
     log.info("%sbuilding the shared precompiled header first: the batch's other modules use it too",
              runner.prefix)
     try:
-        pch.build(tc, root, shared, runner, wait=True)
+        built = pch.build(tc, root, shared, runner, wait=True)
     except (BuildError, OSError) as e:
         log.debug("the shared precompiled header %s did not build (%s): compiling without it",
                   shared.plain.parent, e)
+        built = False
+    if built is False:
+        pch.note_failure(root, shared.key)  # the batch's other modules do not try it again
     return pch.lookup(tc, root, flags)
 
 
@@ -312,7 +322,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
             try:
                 # Each in a copy of this context: a quiet build's threads stay quiet (ksbind.log.QUIET).
                 futures = {i: pool.submit(contextvars.copy_context().run, guarded, i) for i in to_compile}
-                pch_futures: list[Future[None]] = []
+                pch_futures: list[Future[bool | None]] = []
                 if build_pch and objects is not None:
                     pch_futures = [pool.submit(pch.build, vtc, objects.root, v, runner) for vtc, v in missing]
                 _wait_interruptibly([*futures.values(), *pch_futures])

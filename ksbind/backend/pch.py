@@ -28,6 +28,7 @@ build uses it; ``KSBIND_PCH=0`` turns it off.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -121,15 +122,18 @@ def lookup(tc: Toolchain, root: Path, flags: Sequence[str] = ()) -> SharedPch:
     return SharedPch(key, plain, plain, None, (), flags)
 
 
-def build(tc: Toolchain, root: Path, shared: SharedPch, runner: Runner, wait: bool = False) -> None:
+def build(tc: Toolchain, root: Path, shared: SharedPch, runner: Runner, wait: bool = False) -> bool | None:
     """Build the precompiled header, unless another process is building it: then this
-    build goes without, or with ``wait``, waits for that one and uses what it built."""
+    build goes without, or with ``wait``, waits for that one and uses what it built.
+    True when it is built, False when building it failed, None when another process had it."""
 
     store = ObjectCache(root, PCH_DIR)
     lock = store.lock(shared.key, what="the shared precompiled header") if wait else store.try_lock(shared.key)
     with lock as held:
-        if held is False or store.find(shared.key) is not None:
-            return
+        if held is False:
+            return None
+        if store.find(shared.key) is not None:
+            return True
         with store.staging() as tmp:
             (tmp / HEADER).write_text(header_text(tc), encoding="utf-8")  # what units -include
             # Compiled from the plain header's lasting path, not the staging copy's: clang
@@ -143,11 +147,62 @@ def build(tc: Toolchain, root: Path, shared: SharedPch, runner: Runner, wait: bo
             try:
                 runner.run(cmd, Unit(header), "precompiling", tmp, quiet_failure=True)
             except Stopped:
-                return  # the units read the header instead: slower, the same result
+                return False  # the units read the header instead: slower, the same result
             names = [d for d in parse_depfile(dep.read_text(encoding="utf-8", errors="replace"))
                      if os.path.abspath(d) != str(header)]
             dep.unlink()
             store.store(shared.key, tmp, [HEADER, out], dependency_records(names), str(header))
+            return True
+
+
+FAILED = "failed"
+#: A failed background build is tried again (same key) only once this much more space is
+#: free under the cache than when it failed: a full disk is its usual cause, and each try
+#: fills the disk for a while (tens to hundreds of MB), which would put other builds at risk.
+RETRY_FREED_BYTES = 32 * 1024 ** 2
+#: Nor is one started with less than this free: a .gch is tens to hundreds of MB.
+MIN_FREE_BYTES = 256 * 1024 ** 2
+
+
+def free_bytes(folder: Path) -> int | None:
+    """The bytes free for this user on folder's filesystem (None when it cannot be told)."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def may_start(root: Path, key: str) -> bool:
+    """Whether a background build of this header may start: none under way, enough space
+    free, and no failed one since which no space was freed (that record is then removed)."""
+    folder = ObjectCache(root, PCH_DIR).unit_dir(key)
+    if building(root, key):
+        return False
+    free = free_bytes(folder)
+    if free is not None and free < MIN_FREE_BYTES:
+        return False
+    try:
+        failed_free = int(json.loads((folder / FAILED).read_bytes())["free"])
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError, TypeError, KeyError):
+        failed_free = 0  # an unreadable record: as if it failed with nothing free
+    if free is None or free < failed_free + RETRY_FREED_BYTES:
+        return False
+    try:
+        os.unlink(folder / FAILED)
+    except OSError:
+        return False
+    return True
+
+
+def note_failure(root: Path, key: str) -> None:
+    """Record a failed build of this header, with the space free then (read by may_start)."""
+    folder = ObjectCache(root, PCH_DIR).unit_dir(key)
+    free = free_bytes(folder)
+    with contextlib.suppress(OSError):
+        write_atomic(folder / FAILED, json.dumps({"free": free or 0, "at": time.time()}) + "\n")
 
 
 BUILDING = "building"
@@ -181,7 +236,7 @@ def wait_for_background(folder: Path, timeout: float = 600.0) -> bool:
 def start_background(tc: Toolchain, root: Path, shared: SharedPch) -> None:
     """Build the precompiled header in a process of its own, at low priority, not
     waited for: the build that starts it goes on without it, later builds use it."""
-    if building(root, shared.key):
+    if not may_start(root, shared.key):
         return
     fields = {f.name: getattr(tc, f.name) for f in dataclasses.fields(tc)}
     args = json.dumps({"root": str(root), "toolchain": _jsonable(fields), "flags": list(shared.flags)})
@@ -223,8 +278,14 @@ def _main(argv: list[str]) -> int:
     root = Path(args["root"])
     shared = lookup(tc, root, tuple(args.get("flags", ())))
     try:
+        built: bool | None = True
         if shared.stored is None:
-            build(tc, root, shared, Runner())
+            try:
+                built = build(tc, root, shared, Runner())
+            except Exception:  # noqa: BLE001 - a full disk, most often: the units go without it
+                built = False
+        if built is False:
+            note_failure(root, shared.key)  # not tried again until space is freed (may_start)
     finally:
         try:
             os.unlink(ObjectCache(root, PCH_DIR).unit_dir(shared.key) / BUILDING)
@@ -233,8 +294,8 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["SharedPch", "lookup", "build", "start_background", "building", "wait_for_background", "pch_key",
-           "header_text", "HEADER", "meaning_flags", "suffix"]
+__all__ = ["SharedPch", "lookup", "build", "start_background", "building", "wait_for_background", "may_start",
+           "note_failure", "pch_key", "header_text", "HEADER", "meaning_flags", "suffix"]
 
 
 if __name__ == "__main__":

@@ -12,18 +12,22 @@ itself, never while a thread waits for a cache lock, so a thread holding a
 lock always gets a slot eventually and no wait can be circular."""
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ksbind.backend.toolchain import first_error
 from ksbind.errors import BuildError, Location
@@ -135,9 +139,10 @@ class Runner:
             log.debug("%s$ %s", self.prefix, shlex.join(cmd))
             started = time.monotonic()
             try:
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        errors="replace", stdin=subprocess.DEVNULL, start_new_session=True,
-                                        env=env)
+                proc = subprocess.Popen(dying_with_this_process(cmd), stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True, errors="replace",
+                                        stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+                                        preexec_fn=_parent_death_signal())
             except OSError as e:
                 raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
                                  Location(str(unit.source))) from None
@@ -165,6 +170,54 @@ class Stopped(Exception):
     pass
 
 
+# A killed build must leave no compiler running. Each compiler runs in a session of its
+# own (so stopping one stops its whole group, and Ctrl-C reaches ksbind first), hence no
+# terminal hangup reaches it when this process dies. So on Linux each command is started
+# under a small sh that the kernel sends SIGTERM when this process dies (the parent-death
+# signal, set between fork and exec), and that then kills its whole group: the compiler
+# driver and what it started (cc1plus, as, collect2, ccache's children). The signal comes
+# when the *thread* that started it ends: Runner.run's thread waits for the process, so it
+# outlives it unless the whole process dies.
+_PR_SET_PDEATHSIG = 1
+_prctl: Any = None
+if sys.platform.startswith("linux"):
+    try:
+        _prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        _prctl = None
+#: sh: end the group on SIGTERM; run the command, with its status as the shell's.
+_SUPERVISOR = 'trap "kill -KILL 0" TERM; "$@" & wait $!'
+_SH = shutil.which("sh") or "/bin/sh"
+_found: dict[str, bool] = {}
+
+
+def dying_with_this_process(cmd: list[str]) -> list[str]:
+    """``cmd`` under the supervising sh (Linux, when the program exists: else as it is,
+    so that a missing compiler is still an OSError from Popen)."""
+    if _prctl is None or not cmd:
+        return cmd
+    exe = cmd[0]
+    if exe not in _found:
+        _found[exe] = shutil.which(exe) is not None
+    return [_SH, "-c", _SUPERVISOR, "sh", *cmd] if _found[exe] else cmd
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """The ``preexec_fn`` setting the parent-death signal (None off Linux). Made before the
+    fork: the child only calls prctl and getppid (no import, no allocation to speak of)."""
+    if _prctl is None:
+        return None
+    parent = os.getpid()
+    prctl = _prctl
+
+    def set_it() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # this process died before prctl ran
+            os._exit(128 + signal.SIGTERM)
+
+    return set_it
+
+
 LOCATED = re.compile(r"^(?P<file>[^:\s][^:]*):\d+(?::\d+)?: (?:fatal )?error", re.MULTILINE)
 
 
@@ -190,6 +243,8 @@ def failure(cmd: list[str], output: str, status: int, unit: Unit, what: str, log
             log = None
     first = first_error(output) or f"{cmd[0]} exited with status {status}"
     more = f" (full output: {log})" if log is not None else ""
+    if "No space left on device" in output or "Disk quota exceeded" in output:
+        more += "; free space on that disk, or set KSBIND_CACHE_DIR to a folder on another one"
     return BuildError(f"{what} {where} failed: {first}{more}", Location(str(where)))
 
 

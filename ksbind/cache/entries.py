@@ -183,14 +183,20 @@ class CacheEntry:
         # then rename: readers see no file or a whole one.
         tmp = self.dir / f".{self.module_path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
-            shutil.copyfile(built, tmp)
-            os.chmod(tmp, 0o755)
-            _fsync(tmp)
-            os.replace(tmp, self.module_path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        self._write_manifest()
+            try:
+                shutil.copyfile(built, tmp)
+                os.chmod(tmp, 0o755)
+                _fsync(tmp)
+                os.replace(tmp, self.module_path)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+            self._write_manifest()
+        except BaseException:
+            # No manifest (a full disk): the module goes too, so the entry is missing, not damaged.
+            with contextlib.suppress(OSError):
+                os.unlink(self.module_path)
+            raise
         with contextlib.suppress(OSError):
             evict(self.root)
         return self.module_path

@@ -7,8 +7,11 @@ temporary names.
 """
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+
+from ksbind.errors import BuildError, Location
 
 #: load_ks's sources, one folder per source text (ksbind/load.py).
 LOAD_KS_DIR = "load_ks"
@@ -34,5 +37,48 @@ def cache_root() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "ksbind"
 
 
-__all__ = ["cache_root", "LOAD_KS_DIR", "OBJECTS_DIR", "PCH_DIR", "DEPS", "UNITS_DIR", "TRASH_PREFIX",
+#: What to do, for each kind of filesystem fault in the cache.
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+_NOT_A_FOLDER = (errno.ENOTDIR, errno.EEXIST)
+
+
+def _within(path: str, root: Path) -> bool:
+    """Whether path is the cache root, in it, or one of the folders above it (made for it)."""
+    p, r = os.path.abspath(path), os.path.abspath(root)
+    return p == r or p.startswith(r + os.sep) or r.startswith(p.rstrip(os.sep) + os.sep)
+
+
+def check_root(root: Path) -> None:
+    """A BuildError when the cache root is there but is not a folder."""
+    if os.path.lexists(root) and not os.path.isdir(root):
+        raise BuildError(f"the build cache {root} is not a folder (it is a file): remove it, or set "
+                         "KSBIND_CACHE_DIR to a folder", Location(str(root)))
+
+
+def cache_fault(error: OSError, root: Path) -> BuildError | None:
+    """The one-line BuildError of a filesystem fault in the cache (full, read-only or
+    not writable, a file where a folder belongs): which path, what failed, what to do;
+    None when ``error`` is not one."""
+    name = error.filename if isinstance(error.filename, str) else None
+    if name is not None and not _within(name, root):
+        return None
+    what = f"{name}: {error.strerror}" if name is not None else str(error.strerror or error)
+    if error.errno in _FULL:
+        return BuildError(f"the build cache {root} is full ({what}): free space there (ksbind cache clean), "
+                          "or set KSBIND_CACHE_DIR to a folder on another disk; nothing half-written was kept",
+                          Location(str(root)))
+    if name is None:
+        return None
+    if error.errno in _READ_ONLY:
+        return BuildError(f"cannot write to the build cache {root} ({what}): make it writable, or set "
+                          "KSBIND_CACHE_DIR to a writable folder", Location(str(root)))
+    if error.errno in _NOT_A_FOLDER:
+        return BuildError(f"the build cache {root} cannot be made ({what}): a file stands where a folder "
+                          "belongs; remove it, or set KSBIND_CACHE_DIR to a folder", Location(str(root)))
+    return None
+
+
+__all__ = ["cache_root", "check_root", "cache_fault",
+           "LOAD_KS_DIR", "OBJECTS_DIR", "PCH_DIR", "DEPS", "UNITS_DIR", "TRASH_PREFIX",
            "TEMP_PREFIXES"]

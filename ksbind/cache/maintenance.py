@@ -23,6 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
+from ksbind.cache.keys import file_sha256
 from ksbind.cache.layout import (
     DEPS,
     LOAD_KS_DIR,
@@ -249,6 +250,45 @@ def scan(root: Path | None = None, details: bool = True, shared: bool = False) -
     return out + later
 
 
+def _listed_files(record: object) -> dict[str, tuple[int, str]]:
+    """The ``files`` of a deps.json or ksc.json record as {name: (size, sha256)} (ValueError if malformed)."""
+    if not isinstance(record, dict) or not isinstance(record.get("files"), dict) or not record["files"]:
+        raise ValueError("no files listed")
+    out = {}
+    for name, info in record["files"].items():
+        if not isinstance(name, str) or "/" in name or name.startswith("."):
+            raise ValueError(f"bad file name {name!r}")
+        out[name] = (int(info["size"]), str(info["sha256"]))
+    return out
+
+
+def broken(info: EntryInfo) -> str:
+    """Why an entry is damaged (its record missing, unreadable or of another format; a file
+    it lists missing, of another size or content), or "" when it is intact. What a build
+    would find and rebuild; ``ksbind cache clean`` removes these too."""
+    record_name = {"module": MANIFEST, "ksc": "ksc.json", "object": DEPS, "pch": DEPS}.get(info.kind)
+    if record_name is None:
+        return ""
+    try:
+        record = json.loads((info.path / record_name).read_bytes())
+        files = manifest_files(record) if info.kind == "module" else _listed_files(record)
+        if record.get("format") != 1:  # each record's format: DEPS_FORMAT, MANIFEST_FORMAT, ksc's
+            raise ValueError("another format")
+    except FileNotFoundError:
+        return f"it has no {record_name}"
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return f"{record_name} is unreadable or of another format"
+    for name, (size, digest) in files.items():
+        try:
+            if os.stat(info.path / name).st_size != size:
+                return f"{name} has another size than {record_name} says"
+            if file_sha256(info.path / name) != digest:
+                return f"{name} does not match its sha256"
+        except OSError:
+            return f"{name} is missing"
+    return ""
+
+
 def _remove_dir(root: Path, path: Path) -> bool:
     """Remove a folder as a whole: rename it to .trash-* in root (one step), then
     delete that. False when it was gone already."""
@@ -363,6 +403,11 @@ def clean(root: Path | None = None, older_than_days: float | None = None, everyt
                 skipped.append(e)
     else:
         removed = evict(root)
+    if not everything:  # what a build would find damaged and rebuild: no use keeping it
+        gone = {e.path for e in removed}
+        for e in scan(root, shared=True):
+            if e.path not in gone and broken(e) and remove_entry(e):
+                removed.append(e)
     leftovers += _remove_orphan_locks(root)
     if everything:
         for d in SHARED_DIRS:  # its locks, the plain headers, empty folders: gone with the last entry
@@ -435,5 +480,6 @@ def remove_stale_staging(root: Path, older_than: float = STALE_STAGING_SECONDS) 
 
 
 __all__ = ["cache_max_bytes", "format_size", "DEFAULT_MAX_BYTES", "EVICT_MIN_IDLE_SECONDS", "STALE_STAGING_SECONDS",
-           "SHARED_DIRS", "note_used", "remove_folder", "EntryInfo", "scan", "remove_entry", "evict", "CleanReport",
+           "SHARED_DIRS", "note_used", "broken",
+           "remove_folder", "EntryInfo", "scan", "remove_entry", "evict", "CleanReport",
            "clean", "remove_stale_staging"]

@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ksbind.cache.keys import file_sha256
-from ksbind.cache.layout import DEPS, OBJECTS_DIR
+from ksbind.cache.layout import DEPS, OBJECTS_DIR, PCH_DIR
 from ksbind.cache.locks import build_lock, try_lock
 from ksbind.cache.maintenance import note_used, remove_folder
+from ksbind.errors import warn
 
 DEPS_FORMAT = 1
 
@@ -167,8 +168,8 @@ class ObjectCache:
         except OSError:
             return None
         for child in children:
-            if child.name.startswith("."):
-                continue
+            if child.name.startswith(".") or not child.is_dir(follow_symlinks=False):
+                continue  # pch/KEY16/ also holds the plain header and the "building" marker
             stored = self._check(Path(child.path), key)
             if stored is not None:
                 with contextlib.suppress(OSError):
@@ -178,13 +179,33 @@ class ObjectCache:
         return None
 
     def _check(self, d: Path, key: str) -> Stored | None:
+        """The stored output in ``d`` when its record is intact and its headers are
+        unchanged. A damaged one (record missing, unreadable or another key's or
+        format's; a file missing, of another size or content) is discarded with
+        one warning, so the rebuild can store its own in its place; one whose
+        headers changed is another build's, kept."""
         try:
-            record = json.loads((d / DEPS).read_bytes())
-            if record.get("format") != DEPS_FORMAT or record.get("key") != key:
+            raw = (d / DEPS).read_bytes()
+        except FileNotFoundError:
+            self._discard(d, f"it has no {DEPS}")
+            return None
+        except OSError as e:
+            self._discard(d, f"cannot read {DEPS}: {e.strerror}")
+            return None
+        try:
+            record = json.loads(raw)
+            if record.get("format") != DEPS_FORMAT:
+                self._discard(d, f"{DEPS} is not of format {DEPS_FORMAT}")
+                return None
+            if record.get("key") != key:
+                self._discard(d, f"{DEPS} is another unit's")
                 return None
             deps = tuple((str(p), str(h)) for p, h in record["deps"])
             files = {str(n): (int(info["size"]), str(info["sha256"])) for n, info in record["files"].items()}
-        except (OSError, ValueError, TypeError, KeyError):
+            if any("/" in n or n.startswith(".") for n in files) or not files:
+                raise ValueError("bad file name")
+        except (ValueError, TypeError, KeyError, AttributeError):
+            self._discard(d, f"{DEPS} is unreadable")
             return None
         for path, digest in deps:
             if file_digest(path) != digest:
@@ -194,28 +215,37 @@ class ObjectCache:
             try:
                 st = os.stat(p)
             except OSError:
-                self._discard(d)
+                self._discard(d, f"{name} is missing")
                 return None
             seen = (st.st_size, st.st_mtime_ns, st.st_ino)
             if st.st_size != size:
-                self._discard(d)
+                self._discard(d, f"{name} has {st.st_size} bytes, {DEPS} says {size}")
                 return None
-            if _checked.get(str(p)) == seen or name.endswith(".gch"):
-                continue  # a .gch (100+ MB) is checked by size: g++ validates its own header
+            if _checked.get(str(p)) == seen:
+                continue
             try:
                 ok = file_sha256(p) == digest
             except OSError:
                 ok = False
             if not ok:
-                self._discard(d)
+                self._discard(d, f"{name} does not match its sha256")
                 return None
             _checked[str(p)] = seen
         return Stored(d, deps)
 
-    def _discard(self, d: Path) -> None:
-        """A damaged stored output: moved out of the way as a whole (then rebuilt)."""
-        with contextlib.suppress(OSError):
-            remove_folder(self.root, d)
+    def _discard(self, d: Path, why: str) -> None:
+        """A damaged stored output: said once, and moved out of the way as a whole
+        (then rebuilt). On a read-only cache it stays, unused. One removed meanwhile
+        (eviction, clean) was not damaged: nothing is said."""
+        if not os.path.lexists(d):
+            return
+        try:
+            removed = remove_folder(self.root, d)
+        except OSError:
+            removed = False
+        removed = removed or not os.path.lexists(d)
+        warn(f"the cached {'precompiled header' if self.dir.name == PCH_DIR else 'object'} {d} is damaged "
+             f"({why}): {'rebuilding it' if removed else 'not using it'}")
 
     @contextlib.contextmanager
     def staging(self) -> Iterator[Path]:
@@ -248,12 +278,20 @@ class ObjectCache:
         moved = final.parent / f".in-{uuid.uuid4().hex[:12]}"
         os.rename(staged, moved)  # first beside the final name: same folder, one rename
         try:
-            os.rename(moved, final)
-        except OSError:
-            # Already there (stored by another process meanwhile): keep that one.
+            for attempt in range(2):
+                try:
+                    os.rename(moved, final)
+                    break
+                except OSError:
+                    if not os.path.lexists(final):
+                        raise
+                    # Already there: stored by another process meanwhile (keep that one), or
+                    # a damaged one (discarded by _check, then this one takes its place).
+                    if attempt == 0 and self._check(final, key) is None:
+                        continue
+                    break
+        finally:
             shutil.rmtree(moved, ignore_errors=True)
-            if not (final / DEPS).is_file():
-                raise
         staged.mkdir(exist_ok=True)  # the staging context removes it
         note_used(final)
         stored = self._check(final, key)

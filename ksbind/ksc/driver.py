@@ -15,6 +15,7 @@ one-line KscError located in the ``.ks`` source (ksbind.ksc.diagnostics).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -28,9 +29,11 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ksbind.cache.keys import Hasher
-from ksbind.errors import KsbindError, KscError, Location
+from ksbind.cache.keys import Hasher, file_sha256
+from ksbind.cache.maintenance import remove_folder
+from ksbind.errors import KsbindError, KscError, Location, warn
 from ksbind.ksc.diagnostics import KscFailure, one_line, strip_callstack
 from ksbind.ksc.planner import CallGraph, Planner, VjpRequest, prelude_names
 from ksbind.lang.model import StructuredName
@@ -194,9 +197,11 @@ def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[Ks
     entry = cache_root / f"ksc-{name}-{key[:16]}"
     meta = entry / "ksc.json"
     kso, cpp = entry / f"{name}.kso", entry / f"{name}.cpp"
-    if meta.is_file() and kso.is_file() and cpp.is_file():
-        os.utime(meta)  # last used: what the cache's eviction goes by
-        kinds = json.loads(meta.read_text(encoding="utf-8"))["vjp_kinds"]
+    record = _check_output(entry, key)
+    if record is not None:
+        with contextlib.suppress(OSError):  # a read-only cache still serves it
+            os.utime(meta)  # last used: what the cache's eviction goes by
+        kinds = record["vjp_kinds"]
         if tool.missing is not None:
             log.info("ksc: %s unchanged: ksc's cached output reused (%s)", _label(sources), tool.missing.message)
         else:
@@ -212,7 +217,11 @@ def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[Ks
                       sources, scanned, used, vjps)
         (staging / EDEFS_HEADER).write_text(edefs_header(scanned, tool.runtime), encoding="utf-8")
         kinds = run.solve()
-        meta_text = json.dumps({"vjp_kinds": {str(k): v for k, v in kinds.items()},
+        files = {}
+        for p in sorted(staging.iterdir()):
+            files[p.name] = {"size": p.stat().st_size, "sha256": file_sha256(p)}
+        meta_text = json.dumps({"format": KSC_OUTPUT_FORMAT, "key": key, "files": files,
+                                "vjp_kinds": {str(k): v for k, v in kinds.items()},
                                 "extra_gdefs": run.extra_text(), "sources_key": sources_key,
                                 # which ksc made it: reused by name when ksc is not found (ksc_toolchains)
                                 "ksc": {"exe": str(tool.exe), "exe_sha256": exe_sha256,
@@ -233,6 +242,77 @@ def _vjp_kind(text: object) -> VjpKind:
     if kind is None:
         raise AssertionError(f"ksc.json names an unknown vjp kind {text!r}")
     return kind
+
+#: ksc.json's format: it lists every file of the entry with its size and sha256.
+KSC_OUTPUT_FORMAT = 1
+#: Files of ksc entries this process found intact: path -> (size, mtime_ns, inode, sha256).
+_verified: dict[str, tuple[int, int, int, str]] = {}
+
+
+def _check_output(entry: Path, key: str) -> dict[str, Any] | None:
+    """ksc.json of an intact cached output (every file listed there, with its size
+    and sha256: content checked once per process), else None. A damaged one is
+    said once and removed (then ksc runs again)."""
+    meta = entry / "ksc.json"
+    if not os.path.isdir(entry):
+        return None
+    try:
+        raw = meta.read_bytes()
+    except FileNotFoundError:
+        _discard_output(entry, "it has no ksc.json")
+        return None
+    except OSError as e:
+        _discard_output(entry, f"cannot read ksc.json: {e.strerror}")
+        return None
+    try:
+        record = json.loads(raw)
+        if not isinstance(record, dict) or record.get("format") != KSC_OUTPUT_FORMAT:
+            _discard_output(entry, f"ksc.json is not of format {KSC_OUTPUT_FORMAT}")
+            return None
+        if record.get("key") != key:
+            _discard_output(entry, "ksc.json is another output's")
+            return None
+        files = {str(n): (int(i["size"]), str(i["sha256"])) for n, i in record["files"].items()}
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in record["vjp_kinds"].items()) \
+                or not files or any("/" in n or n.startswith(".") for n in files):
+            raise ValueError("bad record")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        _discard_output(entry, "ksc.json is unreadable")
+        return None
+    for name, (size, digest) in files.items():
+        p = entry / name
+        try:
+            st = os.stat(p)
+        except OSError:
+            _discard_output(entry, f"{name} is missing")
+            return None
+        if st.st_size != size:
+            _discard_output(entry, f"{name} has {st.st_size} bytes, ksc.json says {size}")
+            return None
+        seen = (st.st_size, st.st_mtime_ns, st.st_ino, digest)
+        if _verified.get(str(p)) == seen:
+            continue
+        try:
+            ok = file_sha256(p) == digest
+        except OSError:
+            ok = False
+        if not ok:
+            _discard_output(entry, f"{name} does not match its sha256")
+            return None
+        _verified[str(p)] = seen
+    return record
+
+
+def _discard_output(entry: Path, why: str) -> None:
+    if not os.path.lexists(entry):
+        return  # removed meanwhile (eviction, clean): not damaged
+    try:
+        removed = remove_folder(entry.parent, entry) or not os.path.lexists(entry)
+    except OSError:
+        removed = False
+    warn(f"ksc's cached output {entry} is damaged ({why}): {'running ksc again' if removed else 'not using it'}")
+    return None
+
 
 def _sources_key(sources: Sequence[Path]) -> str:
     """What ksc is given, less ksc itself: found again without ksc (ksc_toolchains)."""
