@@ -164,6 +164,7 @@ def test_lock_of_a_killed_holder_does_not_hang(tmp_path: Path) -> None:
             pass
     holder.kill()
     holder.wait()
+    holder.stdout.close()
     assert lock.exists()  # the file stays; the lock does not
     t0 = time.monotonic()
     with build_lock(lock, timeout=5):

@@ -317,6 +317,8 @@ def test_an_entry_being_built_is_never_evicted(tmp_path: Path, monkeypatch: pyte
     finally:
         holder.kill()
         holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
     assert [e.path for e in evict(root, max_bytes=0, min_idle=0)] == [] and entry.dir.exists()
     maintenance._used_here.clear()  # the is_built above marked it used here
     assert [e.path for e in evict(root, max_bytes=0, min_idle=0)] == [entry.dir]

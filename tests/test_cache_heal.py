@@ -431,6 +431,8 @@ def test_a_killed_build_leaves_no_compiler_running(tmp_path: Path, how: str) -> 
     time.sleep(0.5)  # the others start too
     build.send_signal(signal.SIGKILL if how == "kill -9" else signal.SIGINT)
     build.wait(timeout=30)
+    if build.stderr is not None:
+        build.stderr.close()
     deadline = time.monotonic() + 3
     while _compilers_in(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.05)
