@@ -25,6 +25,7 @@ from ksbind.cache.keys import environment_key
 from ksbind.cache.layout import DEPS
 from ksbind.cache.maintenance import clean, scan
 from ksbind.cache.objects import ObjectCache, parse_depfile
+from ksbind.errors import KsbindWarning
 
 from .conftest import REPO
 
@@ -136,7 +137,8 @@ def test_damaged_object_is_rebuilt(tmp_path: Path) -> None:
     size = obj.stat().st_size
     with open(obj, "r+b") as f:
         f.truncate(size // 2)  # a killed copy, a full disk
-    (again,) = compile_objects([Unit(a)], tc, objects=cache, work=tmp_path, log_dir=tmp_path)
+    with pytest.warns(KsbindWarning, match=r"is damaged \(unit\.o has \d+ bytes, deps\.json says \d+\): rebuilding it"):
+        (again,) = compile_objects([Unit(a)], tc, objects=cache, work=tmp_path, log_dir=tmp_path)
     assert compiled(tmp_path) == ["a.cpp", "a.cpp"] and again.stat().st_size == size
     assert ctypes.CDLL(str(link([again], tc, tmp_path / "a.so", a, tmp_path))).a_value() == 11
 
