@@ -356,6 +356,10 @@ def test_a_ksc_package_installs_from_its_sdist_in_a_clean_folder(
     assert wheel.name.endswith(f"-{shown['overall_tag']}.whl") and not shown["external_libs"]
     install(fresh_python, "--no-index", str(wheel))
     check_poly(call(fresh_python, POLY_CALLS, tmp_path), fresh_python.parent.parent)
+    # `pip install .` of the same folder, into the fresh venv (an isolated build again): the same module
+    built_ok(run([str(fresh_python), "-m", "pip", "install", "--force-reinstall", "--no-deps", str(unpacked)],
+                 tmp_path, env={**isolated_env(ksbind_wheels), **KSC_ENV}), "pip install . (isolated)")
+    check_poly(call(fresh_python, POLY_CALLS, tmp_path), fresh_python.parent.parent)
 
 
 @pytest.mark.slow
