@@ -132,7 +132,32 @@ class Stored:
 
 
 #: Stored files this process found intact: path -> (size, mtime_ns, inode).
-_checked: dict[str, tuple[int, int, int]] = {}
+_checked: dict[str, tuple[int, int, int, str]] = {}
+
+
+def damaged_file(folder: Path, files: dict[str, tuple[int, str]], record: str) -> str | None:
+    """What is wrong with the first of folder's files that does not match its record
+    (name -> (size, sha256), read from the record file named ``record``), or None.
+    Each file's content is hashed once per process while its size, mtime and inode stay."""
+    for name, (size, digest) in files.items():
+        p = folder / name
+        try:
+            st = os.stat(p)
+        except OSError:
+            return f"{name} is missing"
+        if st.st_size != size:
+            return f"{name} has {st.st_size} bytes, {record} says {size}"
+        seen = (st.st_size, st.st_mtime_ns, st.st_ino, digest)
+        if _checked.get(str(p)) == seen:
+            continue
+        try:
+            ok = file_sha256(p) == digest
+        except OSError:
+            ok = False
+        if not ok:
+            return f"{name} does not match its sha256"
+        _checked[str(p)] = seen
+    return None
 
 
 class ObjectCache:
@@ -210,27 +235,10 @@ class ObjectCache:
         for path, digest in deps:
             if file_digest(path) != digest:
                 return None
-        for name, (size, digest) in files.items():
-            p = d / name
-            try:
-                st = os.stat(p)
-            except OSError:
-                self._discard(d, f"{name} is missing")
-                return None
-            seen = (st.st_size, st.st_mtime_ns, st.st_ino)
-            if st.st_size != size:
-                self._discard(d, f"{name} has {st.st_size} bytes, {DEPS} says {size}")
-                return None
-            if _checked.get(str(p)) == seen:
-                continue
-            try:
-                ok = file_sha256(p) == digest
-            except OSError:
-                ok = False
-            if not ok:
-                self._discard(d, f"{name} does not match its sha256")
-                return None
-            _checked[str(p)] = seen
+        why = damaged_file(d, files, DEPS)
+        if why is not None:
+            self._discard(d, why)
+            return None
         return Stored(d, deps)
 
     def _discard(self, d: Path, why: str) -> None:
@@ -300,4 +308,4 @@ class ObjectCache:
         return stored
 
 
-__all__ = ["ObjectCache", "Stored", "parse_depfile", "dependency_records", "file_digest"]
+__all__ = ["ObjectCache", "Stored", "parse_depfile", "dependency_records", "file_digest", "damaged_file"]

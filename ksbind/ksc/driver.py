@@ -33,6 +33,7 @@ from typing import Any
 
 from ksbind.cache.keys import Hasher, file_sha256
 from ksbind.cache.maintenance import remove_folder
+from ksbind.cache.objects import damaged_file
 from ksbind.errors import KsbindError, KscError, Location, warn
 from ksbind.ksc.diagnostics import KscFailure, one_line, strip_callstack
 from ksbind.ksc.planner import CallGraph, Planner, VjpRequest, prelude_names
@@ -245,8 +246,6 @@ def _vjp_kind(text: object) -> VjpKind:
 
 #: ksc.json's format: it lists every file of the entry with its size and sha256.
 KSC_OUTPUT_FORMAT = 1
-#: Files of ksc entries this process found intact: path -> (size, mtime_ns, inode, sha256).
-_verified: dict[str, tuple[int, int, int, str]] = {}
 
 
 def _check_output(entry: Path, key: str) -> dict[str, Any] | None:
@@ -279,27 +278,10 @@ def _check_output(entry: Path, key: str) -> dict[str, Any] | None:
     except (ValueError, TypeError, KeyError, AttributeError):
         _discard_output(entry, "ksc.json is unreadable")
         return None
-    for name, (size, digest) in files.items():
-        p = entry / name
-        try:
-            st = os.stat(p)
-        except OSError:
-            _discard_output(entry, f"{name} is missing")
-            return None
-        if st.st_size != size:
-            _discard_output(entry, f"{name} has {st.st_size} bytes, ksc.json says {size}")
-            return None
-        seen = (st.st_size, st.st_mtime_ns, st.st_ino, digest)
-        if _verified.get(str(p)) == seen:
-            continue
-        try:
-            ok = file_sha256(p) == digest
-        except OSError:
-            ok = False
-        if not ok:
-            _discard_output(entry, f"{name} does not match its sha256")
-            return None
-        _verified[str(p)] = seen
+    why = damaged_file(entry, files, "ksc.json")
+    if why is not None:
+        _discard_output(entry, why)
+        return None
     return record
 
 
