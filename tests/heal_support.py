@@ -88,7 +88,7 @@ def is_json_record(path: Path) -> bool:
 
 def expected_warning(root: Path, path: Path, kind: str) -> str | None:
     """What the warning about this damage must name (the damaged entry's folder, or
-    the file), or None when none is due: a file no record lists (a lock, the module's
+    the file), or None when none is due: a file no record lists (a lock, a python or ks module's
     stub, a copy written again on every build) is put back without a word, as is a
     unit copy that was deleted (copies are made when missing)."""
     parts = path.relative_to(root).parts
@@ -99,9 +99,19 @@ def expected_warning(root: Path, path: Path, kind: str) -> str | None:
     if parts[0] == "units" and parts[1] != "init" and not path.name.startswith("ksbind_bindings"):
         return None if kind == "deleted" else str(path)  # named by its content: other content is damage
     if len(parts) == 2 and not parts[0].startswith((".", "units", "objects", "pch", "load_ks")) \
-            and not path.name.endswith(".pyi") and not path.name.endswith(".lock"):
+            and not path.name.endswith(".lock") and (not path.name.endswith(".pyi") or _listed(path)):
         return str(path.parent)  # a module entry (manifest.json lists its files)
     return None
+
+
+def _listed(path: Path) -> bool:
+    """Whether the entry's manifest lists the file: a torch or jax module's NAME.pyi is
+    part of its entry; the python and ks targets' stub is written again on every build."""
+    manifest = path.parent / "manifest.json"
+    try:
+        return path.name in json.loads(manifest.read_text())["files"]
+    except (OSError, ValueError, KeyError):
+        return False
 
 
 def cached_files(root: Path) -> list[Path]:

@@ -180,16 +180,19 @@ def build_jax_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir: P
     wrapper_path = entry.dir / f"{spec.name}.py"
     with _lock:
         key = str(wrapper_path)
-        if key in _loaded:
-            return _loaded[key]
+        # Checked even when this process has the module loaded: a damaged entry is
+        # rebuilt (one warning) so that the next process finds it whole; the loaded
+        # module is the same build (same key) and stays in use here.
         if not entry.is_built():
             with entry.lock():
                 if not entry.is_built():  # another process may have built it while we waited
-                    _import_jax_meanwhile()
+                    if key not in _loaded:
+                        _import_jax_meanwhile()
                     _compile(spec, rendered, entry, generated)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
-        _loaded[key] = import_wrapper(spec.name, wrapper_path)
+        if key not in _loaded:
+            _loaded[key] = import_wrapper(spec.name, wrapper_path)
         return _loaded[key]
 
 

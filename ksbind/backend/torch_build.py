@@ -170,13 +170,16 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
     entry = CacheEntry(root, ext, cache_key(spec, rendered, include_dirs, cflags, ldflags), target="torch")
     wrapper_path = entry.dir / f"{spec.name}.py"
     with _lock:
+        # Checked even when this process has the module loaded: a damaged entry is
+        # rebuilt (one warning) so that the next process finds it whole; the loaded
+        # module is the same build (same key) and stays in use here.
+        if not entry.is_built():
+            with entry.lock():
+                if not entry.is_built():  # another process may have built it while we waited
+                    _compile(spec, rendered, entry, generated, include_dirs, cflags, ldflags)
+        else:
+            _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
         if str(entry.module_path) not in _loaded:
-            if not entry.is_built():
-                with entry.lock():
-                    if not entry.is_built():  # another process may have built it while we waited
-                        _compile(spec, rendered, entry, generated, include_dirs, cflags, ldflags)
-            else:
-                _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
             import torch  # noqa: F401  (the extension links to torch's libraries: loaded first)
 
             _loaded[str(entry.module_path)] = import_from_path(ext, entry.module_path)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The torch target's compatibility test: modules built on .venv (torch 2.13.0)
+# are imported and run, without rebuilding, from a venv with torch 2.14.1
+# (scripts/torch_compat.py says what is checked). The venv lives outside the
+# clone (KSBIND_TORCH_COMPAT_VENV, default ~/.cache/ksbind-ci/torch-2.14.1), so
+# a machine that runs CI again reuses it: torch 2.14.1 is a 5.5 GB CUDA build
+# (it runs on the CPU here), about 35 s to install from this machine's index.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=2.14.1
+venv=${KSBIND_TORCH_COMPAT_VENV:-$HOME/.cache/ksbind-ci/torch-$version}
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$version')" 2>/dev/null; then
+  echo "== a venv with torch $version at $venv (once per machine)"
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  .venv/bin/python -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "torch==$version" "numpy>=1.24" "pyyaml" "jinja2"
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+KSBIND_PCH=0 .venv/bin/python scripts/torch_compat.py build "$out"
+# ksbind from this tree on sys.path for the wrappers' runtime (ksbind/torch_runtime.py);
+# nothing is built there.
+PYTHONPATH="$PWD" "$venv/bin/python" scripts/torch_compat.py check "$out"

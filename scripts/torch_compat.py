@@ -1,0 +1,140 @@
+"""The torch target's compatibility check (scripts/test_torch_compat.sh).
+
+``build OUT``: in the venv that builds (.venv: torch 2.13.0), build the torch
+modules of configs/torch_ops.yaml (plain bindings, and the same functions as
+torch.library ops) and configs/relu3_torch.yaml into OUT/cache, and record
+where they are (OUT/modules.json) and what they compute here (OUT/expected.pt).
+
+``check OUT``: in another venv (torch 2.14.1), import those same built files
+(ksbind's build is never called: nothing is compiled there) and check that every
+case gives the recorded values: calls in each mode, tuples, gradients through
+autograd, torch.func.grad and torch.vmap, the torch.library ops under opcheck
+and torch.compile(fullgraph=True), and an error that names its argument.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+MODULES = {"torch_ops": "torch_ops.yaml", "torch_ops_lib": "torch_ops.yaml", "relu3_torch": "relu3_torch.yaml"}
+
+
+def inputs() -> dict[str, Any]:
+    import torch
+
+    g = torch.Generator().manual_seed(7)
+    x = torch.rand(12, generator=g) * 4 - 2
+    return {"x": x, "xs": x.reshape(3, 4), "b": torch.rand(4, generator=g) * 2 - 1}
+
+
+def _grad(f: Callable[..., Any], *args: Any, argnum: int = 0) -> Any:
+    import torch
+
+    leaves = [a.detach().clone().requires_grad_() for a in args]
+    f(*leaves).sum().backward()
+    return leaves[argnum].grad
+
+
+def cases(m: dict[str, ModuleType]) -> dict[str, Any]:
+    import torch
+
+    ops, lib, relu3 = m["torch_ops"], m["torch_ops_lib"], m["relu3_torch"]
+    t = inputs()
+    x, xs, b = t["x"], t["xs"], t["b"]
+    return {
+        "vrelu3": ops.vrelu3(x),
+        "relu3_elementwise": ops.relu3(xs),
+        "mulsin_broadcast": ops.mulsin(xs, b),
+        "scale_add": ops.scale_add(x, x, 3),
+        "sumsq_rows_vmap_mode": ops.sumsq_rows(xs),
+        "stats_tuple": torch.stack([torch.as_tensor(v, dtype=torch.float64) for v in ops.stats(x)]),
+        "vrelu3_grad": _grad(ops.vrelu3, x),
+        "relu3_grad": _grad(ops.relu3, xs),
+        "mulsin_grad_b": _grad(ops.mulsin, xs, b, argnum=1),
+        "func_grad": torch.func.grad(lambda a: ops.vrelu3(a).sum())(x),
+        "func_vmap": torch.vmap(ops.vrelu3)(xs),
+        "lib_vrelu3": lib.vrelu3(x),
+        "lib_mulsin_grad": _grad(lib.mulsin, xs, b),
+        "lib_compiled": _compiled(lib)(xs, b),
+        "nn_module": relu3.relu3(xs),
+    }
+
+
+def _compiled(lib: ModuleType) -> Callable[..., Any]:
+    import torch
+
+    def f(a: Any, v: Any) -> Any:
+        return lib.relu3(a) * 2 + lib.mulsin(a, v) + lib.vrelu3(a[0]).sum()
+
+    torch._dynamo.reset()
+    return torch.compile(f, fullgraph=True, backend="aot_eager")
+
+
+def _import(name: str, wrapper: str) -> ModuleType:
+    """The module as ksbind's build imports it: its extension (every .so of the
+    entry, under its module name) first, then the wrapper NAME.py."""
+    import torch  # noqa: F401  (the extension links to torch's libraries)
+
+    for so in sorted(Path(wrapper).parent.glob("*.so")):
+        _load(so.name.split(".")[0], so)
+    return _load(name, Path(wrapper))
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def build(out: Path) -> None:
+    import torch
+
+    from ksbind.pipeline import build_configs  # what `ksbind build` runs: the modules built concurrently
+
+    configs = sorted({REPO / "configs" / c for c in MODULES.values()})
+    built = {name: m for name, m in build_configs(configs, cache_dir=out / "cache", quiet=True)
+             if name in MODULES}
+    (out / "modules.json").write_text(json.dumps({k: m.__file__ for k, m in built.items()}))
+    torch.save({k: v.detach() for k, v in cases(built).items()}, out / "expected.pt")
+    print(f"built with torch {torch.__version__}: {', '.join(str(m.__file__) for m in built.values())}")
+
+
+def check(out: Path) -> None:
+    import torch
+
+    paths = json.loads((out / "modules.json").read_text())
+    m = {name: _import(name, path) for name, path in paths.items()}
+    expected = torch.load(out / "expected.pt")
+    got = cases(m)
+    assert got.keys() == expected.keys()
+    for k, v in got.items():
+        torch.testing.assert_close(v.detach(), expected[k], msg=k)
+    lib = m["torch_ops_lib"]
+    t = inputs()
+    for op, args in [(lib.vrelu3.op.default, (t["x"].requires_grad_(),)),
+                     (lib.mulsin.op.default, (t["xs"].requires_grad_(), t["b"].requires_grad_()))]:
+        result = torch.library.opcheck(op, args)
+        assert all(v == "SUCCESS" for v in result.values()), (op, result)
+    assert torch.autograd.gradcheck(lambda a: m["torch_ops"].vrelu3(a.float()).double(),
+                                    (t["x"].double().detach().requires_grad_(),), eps=1e-3, atol=1e-2)
+    try:
+        m["torch_ops"].vrelu3(torch.zeros(3, dtype=torch.int64))
+    except (TypeError, RuntimeError, ValueError) as e:
+        assert "x" in str(e) or "argument" in str(e), str(e)
+    else:
+        raise AssertionError("an int64 tensor for a Float argument was accepted")
+    print(f"checked {len(got)} cases, opcheck, gradcheck and a refused argument under torch "
+          f"{torch.__version__} (CPython {sys.version.split()[0]}) with modules built elsewhere: OK")
+
+
+if __name__ == "__main__":
+    {"build": build, "check": check}[sys.argv[1]](Path(sys.argv[2]))
