@@ -18,7 +18,9 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import torch, sys; sy
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-KSBIND_PCH=0 .venv/bin/python scripts/torch_compat.py build "$out"
+# KSBIND_TORCH_COMPAT_CACHE: a build cache to build in (scripts/test.sh passes its
+# pytest session's, where the same modules are built already); else a new one.
+KSBIND_PCH=0 .venv/bin/python scripts/torch_compat.py build "$out" "${KSBIND_TORCH_COMPAT_CACHE:-$out/cache}"
 # ksbind from this tree on sys.path for the wrappers' runtime (ksbind/torch_runtime.py);
 # nothing is built there.
 PYTHONPATH="$PWD" "$venv/bin/python" scripts/torch_compat.py check "$out"
