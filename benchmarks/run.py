@@ -282,7 +282,7 @@ def cold_build_rows(run: Run) -> list[Row]:
     t_cold = build_in_new_process(run.config, run.cache, "bench_ks")[0]
     t_cached = statistics.median(build_in_new_process(run.config, run.cache, "bench_ks")[0]
                                  for _ in range(run.sizes.cached_builds))
-    t_inline_cold = load_inline_in_new_process("bench_inline", HAND_TORCH, run.inline_dir)
+    t_inline_cold = load_inline_in_new_process("bench_inline", HAND_TORCH, run.inline_dir)[0]
     return [Row("cached build", "ksbind.build, unchanged module, new process",
                 "cold build of the same", t_cached, t_cold, "s", "<= 0.05"),
             Row("build cost", "cold build, ks-target module",

@@ -123,11 +123,9 @@ def compiler_alone(cache: Path, name: str, target: str) -> tuple[float, float]:
 
 
 def load_inline_cold(build_dir: Path) -> tuple[float, float]:
-    """load_inline of HAND_TORCH in a fresh process and a fresh build folder (wall seconds twice:
-    its compilers are not children of this process)."""
+    """load_inline of HAND_TORCH in a fresh process and a fresh build folder: wall and CPU seconds."""
     shutil.rmtree(build_dir, ignore_errors=True)
-    t = load_inline_in_new_process("hand_relu3", HAND_TORCH, build_dir)
-    return t, t
+    return load_inline_in_new_process("hand_relu3", HAND_TORCH, build_dir)
 
 
 def write(path: Path, text: str) -> Path:

@@ -108,14 +108,14 @@ def build_in_new_process(config: Path, cache: Path, name: str | None = None, env
     return measured
 
 
-def load_inline_in_new_process(name: str, source: str, build_dir: Path) -> float:
-    """torch.utils.cpp_extension.load_inline of ``source`` in a fresh process: its seconds."""
+def load_inline_in_new_process(name: str, source: str, build_dir: Path) -> tuple[float, float]:
+    """torch.utils.cpp_extension.load_inline of ``source`` in a fresh process: wall and CPU seconds."""
     build_dir.mkdir(parents=True, exist_ok=True)
     code = ("import time; t0 = time.perf_counter(); "
             "from torch.utils.cpp_extension import load_inline; "
             f"load_inline({name!r}, cpp_sources=[{source!r}], extra_cflags=['-O3'], "
             f"build_directory={str(build_dir)!r}); print(time.perf_counter() - t0)")
-    return in_new_process(code, cwd=build_dir)[0]
+    return in_new_process(code, cwd=build_dir)
 
 
 # ---------------------------------------------------------------- the table
