@@ -24,22 +24,38 @@ def test_every_benchmark_module_imports() -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-def test_the_registry_lists_the_rows_a_run_prints() -> None:
+def test_the_registry_lists_the_rows_a_run_prints(capsys) -> None:
     """`--list` prints run.row_names: --quick's rows are the full run's, fewer (never others),
     and --only selects by group title or row name."""
-    def listed(*args: str) -> list[str]:
-        proc = subprocess.run([sys.executable, "-m", "benchmarks.run", "--list", *args], capture_output=True,
-                              text=True, timeout=120, cwd=REPO)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return proc.stdout.splitlines()
+    from benchmarks.run import main, row_names
 
-    full, quick = listed(), listed("--quick")
+    full, quick = row_names(quick=False), row_names(quick=True)
     assert "render" in quick and "import ksbind" in quick
     assert len(quick) < len(full) and [n for n in full if n in quick] == quick
-    assert listed("--quick", "--only", "render", "--only", "import ksbind") == ["import ksbind", "render"]
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.run", "--only", "no such row"], capture_output=True,
+    assert row_names(quick=True, only=["render", "IMPORT ksbind"]) == ["import ksbind", "render"]
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.run", "--list", "--quick"], capture_output=True,
                           text=True, timeout=120, cwd=REPO)
-    assert proc.returncode == 2 and "no group or row matches" in proc.stderr
+    assert proc.returncode == 0 and proc.stdout.splitlines() == quick, proc.stderr[-3000:]
+    with pytest.raises(SystemExit) as exit_:
+        main(["--only", "no such row"])
+    assert exit_.value.code == 2 and "no group or row matches" in capsys.readouterr().err
+
+
+def test_a_run_checks_each_group_against_its_declared_rows(tmp_path, capsys) -> None:
+    """A group that cannot run is said, not left out; one that yields rows other than
+    it declares stops the run (so the names the test reads cannot drift)."""
+    from benchmarks.run import QUICK, Group, Run, measure
+    from benchmarks.timing import Row
+
+    def rows(*names: str) -> list[Row]:
+        return [Row(n, "ours", "theirs", 2.0, 1.0, "s", "<= 2.0") for n in names]
+
+    groups = [Group("two", lambda run: rows("a", "b"), ("a", "b")),
+              Group("later", lambda run: rows("never"), ("never",), skipped=lambda quick: "--quick (why)")]
+    assert [r.name for r in measure(Run(QUICK, tmp_path), groups)] == ["a", "b"]
+    assert "later rows skipped: --quick (why)" in capsys.readouterr().out
+    with pytest.raises(RuntimeError, match=r"yielded rows \['b'\], its declaration says \['a'\]"):
+        measure(Run(QUICK, tmp_path), [Group("drifted", lambda run: rows("b"), ("a",))])
 
 
 @pytest.mark.skipif(not EVERYTHING, reason="a dozen module builds, about 5.5 min: scripts/test.sh --all")
