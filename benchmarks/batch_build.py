@@ -12,7 +12,7 @@ use it once it is there; one command builds it first and every module uses it
 (ksbind/backend/compile.py PCH_FIRST). A background header build left running
 by one side is waited for, untimed, before the other side starts.
 
-    python benchmarks/batch_build.py [N]     # prints both times and the ratio
+    python -m benchmarks.batch_build [N]     # prints both times and the ratio
 """
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from scratch import scratch_dir  # noqa: E402
-
+from benchmarks.scratch import scratch_dir
 from ksbind.backend.pch import wait_for_background
 
 KS = "(def f_{k} Float (x : Float) (add (mul x {k}.0) 1.0))\n"

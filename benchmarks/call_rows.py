@@ -1,5 +1,6 @@
-"""Issue 20's rows: calls from two threads against one on a GIL-releasing ks
-function (python target), and the memory a call's strings leave behind.
+"""Calls from two threads against one on a GIL-releasing ks function (python
+target), and the memory a call's strings leave behind (what a call must survive:
+tests/test_calls.py).
 
 Both use configs/calls.yaml's module (examples/calls), built into the
 benchmark's cache.
@@ -14,8 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+from benchmarks import REPO
+from benchmarks.timing import Row
 
+#: The paths string_growth measures, one row each.
+STRING_PATHS = ("Vec String argument", "Vec String result", "the ks call fails", "a conversion fails half-way")
 #: vwork's data and passes: about 2-3 ms a call, all of it in ks code without the GIL.
 ELEMENTS, PASSES = 4096, 200
 
@@ -77,6 +81,7 @@ def string_growth(mod: Any, calls: int) -> dict[str, int]:
         "the ks call fails": fails(lambda: mod.strs_nonempty(words + [""]), RuntimeError),
         "a conversion fails half-way": fails(lambda: mod.strs(words + [7]), TypeError),
     }
+    assert tuple(paths) == STRING_PATHS
     grown: dict[str, int] = {}
     for name, fn in paths.items():
         for _ in range(max(1, calls // 10)):
@@ -90,17 +95,17 @@ def string_growth(mod: Any, calls: int) -> dict[str, int]:
     return grown
 
 
-def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[..., Any]) -> list[Any]:
+def rows(cache: Path, quick: bool, log: Callable[[str], None]) -> list[Row]:
     import ksbind
 
-    log("issue 20: threads and strings (examples/calls, python target)")
+    log("threads and strings (examples/calls, python target)")
     mod = ksbind.build(REPO / "configs" / "calls.yaml", cache_dir=cache, quiet=True)
     calls, repeats = (4, 3) if quick else (150, 7)
     two, one = thread_scaling(mod, calls, repeats)
-    out = [row("threads, python target", f"2 threads, vwork ({ELEMENTS:,} floats x {PASSES}, GIL released)",
+    out = [Row("threads, python target", f"2 threads, vwork ({ELEMENTS:,} floats x {PASSES}, GIL released)",
                "1 thread", two, one, "calls/s", ">= 1.8")]
     n = 2_000 if quick else 20_000
     for name, grown in string_growth(mod, n).items():
-        out.append(row("strings, python target", f"RSS growth over {n:,} calls: {name}", "1 MB",
+        out.append(Row("strings, python target", f"RSS growth over {n:,} calls: {name}", "1 MB",
                        float(max(grown, 0)), 1_000_000.0, "bytes", "<= 1.0"))
     return out

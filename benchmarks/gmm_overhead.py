@@ -1,9 +1,9 @@
-"""Binding overhead on a real workload (issue 11, point 6): examples/gmm's
+"""Binding overhead on a real workload: examples/gmm's
 objective and its vjp through the torch target against the same compiled ksc
 functions called from C++ (benchmarks/gmm_harness.cpp, no Python), on the
 same data, and eager PyTorch (examples/gmm/reference.py in float32) for context.
 
-    python benchmarks/gmm_overhead.py [--quick]
+    python -m benchmarks.gmm_overhead [--quick]
 
 One "pair" is one objective call and one vjp call (dret = 1). The harness is a
 long-lived process fed batch sizes on stdin, so the two sides alternate
@@ -13,11 +13,9 @@ benchmarks/run.py shows these as rows of its table (gmm_rows below).
 """
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import subprocess
-import sys
 import tempfile
 import textwrap
 import time
@@ -27,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-GMM = REPO / "examples" / "gmm"
-HARNESS = Path(__file__).resolve().parent / "gmm_harness.cpp"
+from benchmarks import GMM, HERE, gmm_reference
+from benchmarks.timing import Row, log, parser
+
+HARNESS = HERE / "gmm_harness.cpp"
 
 
 @dataclass(frozen=True)
@@ -134,9 +133,7 @@ class Harness:
 def measure_case(module: Any, exe: Path, case: Case, work: Path) -> Result:
     import torch
 
-    sys.path.insert(0, str(GMM))
-    import reference
-
+    reference = gmm_reference()
     inputs = reference.random_inputs(case.n, case.d, case.k, dtype=torch.float32)
     data = work / f"gmm-{case.n}-{case.d}-{case.k}.bin"
     write_data(data, inputs)
@@ -207,11 +204,11 @@ def measure(tmp: Path, cases: tuple[Case, ...], cache: Path | None = None,
     return results
 
 
-def gmm_rows(tmp: Path, quick: bool, cache: Path | None, log: Callable[[str], None], row: Callable[..., Any]) -> list[Any]:
-    """benchmarks/run.py's rows (row: its Row class), eager PyTorch as the second reference."""
+def gmm_rows(tmp: Path, quick: bool, cache: Path | None, log: Callable[[str], None]) -> list[Row]:
+    """benchmarks/run.py's rows, eager PyTorch as the second reference."""
     rows = []
     for r in measure(tmp, QUICK if quick else FULL, cache, log):
-        rows.append(row(f"gmm objective+vjp, torch target, {r.case.label}",
+        rows.append(Row(f"gmm objective+vjp, torch target, {r.case.label}",
                         "gmm_objective + gmm_objective_vjp from Python (torch tensors, viewed)",
                         "the same ksc functions from a C++ harness, same data and flags",
                         r.ksbind * 1e3, r.harness * 1e3, "ms", "<= 1.05", eager_value=r.eager * 1e3))
@@ -229,13 +226,11 @@ def report(results: list[Result]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
-    sys.path.insert(0, str(REPO))
     with tempfile.TemporaryDirectory(prefix="ksbind-gmm-overhead-") as tmp:
-        results = measure(Path(tmp), QUICK if args.quick else FULL,
-                          log=lambda s: print(f"... {s}", file=sys.stderr, flush=True))
+        results = measure(Path(tmp), QUICK if args.quick else FULL, log=log)
     print(report(results))
 
 

@@ -1,6 +1,6 @@
 """What importing ksbind costs a process, beyond the bare interpreter.
 
-    python benchmarks/import_time.py [--runs N] [--python PY] [--repo DIR]
+    python -m benchmarks.import_time [--runs N] [--python PY] [--repo DIR]
 
 Each command runs in a fresh interpreter, the commands interleaved (bare,
 import ksbind, bare, ...) so machine load hits them alike; the medians are
@@ -10,15 +10,15 @@ before/after comparison. benchmarks/run.py has the same as a row.
 """
 from __future__ import annotations
 
-import argparse
+import functools
 import os
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from benchmarks import REPO
+from benchmarks.timing import interleaved, parser
 
 #: label -> code run by ``python -c``
 COMMANDS = {
@@ -41,17 +41,14 @@ def measure(runs: int = 21, python: str = sys.executable, repo: Path = REPO,
             commands: dict[str, str] | None = None) -> dict[str, float]:
     """Median seconds per command, each run in a fresh process, interleaved."""
     commands = COMMANDS if commands is None else commands
-    for code in commands.values():  # warm-up: the page cache, .pyc files
-        run_once(python, code, repo)
-    times: dict[str, list[float]] = {label: [] for label in commands}
-    for _ in range(runs):
-        for label, code in commands.items():
-            times[label].append(run_once(python, code, repo))
-    return {label: statistics.median(t) for label, t in times.items()}
+    # one warm-up run of each: the page cache, .pyc files
+    medians = interleaved([functools.partial(run_once, python, code, repo) for code in commands.values()],
+                          1, runs, warmup=1)
+    return dict(zip(commands, medians))
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--repo", type=Path, default=REPO, help="the checkout whose ksbind is imported")

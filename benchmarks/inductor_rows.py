@@ -1,19 +1,19 @@
-"""The rows of issue 14: ksbind's elementwise and vmap kernels against
+"""ksbind's elementwise and vmap kernels against
 torch.compile (inductor, CPU) of the same PyTorch formula, with eager PyTorch
 as a second reference; at 2 threads (the targets) and at 1 thread (reported).
 
 The three sides of a row are timed interleaved (A, B, C, A, B, C, ...) after
 a warm-up that also compiles the inductor graphs, outside the timing.
-Used by benchmarks/run.py (measure_inductor_rows).
+Rows of benchmarks/run.py (its "vs inductor" group).
 """
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+from benchmarks.timing import Row, interleaved
 
 
 @dataclass(frozen=True)
@@ -52,23 +52,8 @@ def rownorm(x: Any) -> Any:
     return e / e.sum(dim=1, keepdim=True)
 
 
-def interleaved3(fns: list[Callable[[], object]], number: int, repeats: int) -> list[float]:
-    """Median seconds per call of each function, timed in alternating batches."""
-    for fn in fns:
-        for _ in range(max(2, number // 5)):
-            fn()
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, out in zip(fns, times):
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            out.append((time.perf_counter() - start) / number)
-    return [statistics.median(t) for t in times]
-
-
-def measure(module: ModuleType, shapes: Shapes, log: Callable[[str], None], make_row: Callable[..., Any],
-            inductor: bool = True, fast_module: ModuleType | None = None) -> list[Any]:
+def measure(module: ModuleType, shapes: Shapes, log: Callable[[str], None], inductor: bool = True,
+            fast_module: ModuleType | None = None) -> list[Row]:
     """Rows for `module` (bench_torch: relu3 with a vjp and muladd_relu in
     elementwise mode, rownorm in vmap mode), and with `fast_module` (rownorm in
     vmap mode built with `fast_math: true`) a row for it too. inductor=False:
@@ -118,8 +103,10 @@ def measure(module: ModuleType, shapes: Shapes, log: Callable[[str], None], make
             torch.set_num_threads(threads)
             for name, what, fns, _, _ in cases:
                 log(f"vs inductor: {name}, {threads} thread{'s' if threads > 1 else ''}")
-                t_ks, t_compiled, t_eager = interleaved3(fns, shapes.number, shapes.repeats)
-                rows.append(make_row(f"vs inductor: {name}, {threads} thr", what, f"{reference} of the PyTorch formula",
+                # the warm-up compiles the inductor graphs, outside the timing
+                t_ks, t_compiled, t_eager = interleaved(fns, shapes.number, shapes.repeats,
+                                                        warmup=max(2, shapes.number // 5))
+                rows.append(Row(f"vs inductor: {name}, {threads} thr", what, f"{reference} of the PyTorch formula",
                                      t_ks * 1e6, t_compiled * 1e6, "us", TARGETS[name], eager_value=t_eager * 1e6))
     finally:
         torch.set_num_threads(before)

@@ -13,8 +13,8 @@
   target's forward + backward; a jnp GMM under jax.jit(jax.value_and_grad) is
   the second reference.
 
-    python benchmarks/jax_rows.py [--quick] [--fresh-cache] [--no-gmm]
-    python benchmarks/jax_rows.py --gmm-build [--repeats N]   (only the GMM build row)
+    python -m benchmarks.jax_rows [--quick] [--fresh-cache] [--no-gmm]
+    python -m benchmarks.jax_rows --gmm-build [--repeats N]   (only the GMM build row)
 
 (standalone it uses KSBIND_CACHE_DIR's cache, where the GMM modules may already be built)
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,9 +32,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-GMM = REPO / "examples" / "gmm"
+from benchmarks import GMM, REPO, gmm_reference
+from benchmarks.timing import Row, build_in_new_process, log, pair, parser, table
+
+#: The rows of rows(), and of gmm_rows() (not under --quick: a jax and a torch GMM build).
+ROW_NAMES = ("jax call, 10-element vrelu3", "jax elementwise relu3 forward", "jax relu3 forward+backward")
+GMM_ROW_NAMES = ("gmm build, jax target", "jax gmm objective+gradient")
 
 HAND_HANDLER = r"""
 #include "xla/ffi/api/ffi.h"
@@ -51,20 +55,9 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(hand_vrelu3, impl, ffi::Ffi::Bind().Arg<ffi::Buffe
 """
 
 
-def _median_pair(a: Callable[[], Any], b: Callable[[], Any], number: int, repeats: int) -> tuple[float, float]:
-    import statistics
-
-    for fn in (a, b):
-        for _ in range(max(2, number // 10)):
-            fn()
-    ta, tb = [], []
-    for _ in range(repeats):
-        for fn, out in ((a, ta), (b, tb)):
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            out.append((time.perf_counter() - start) / number)
-    return statistics.median(ta), statistics.median(tb)
+def _pair(a: Callable[[], Any], b: Callable[[], Any], number: int, repeats: int) -> tuple[float, float]:
+    """timing.pair with a warm-up of at least two calls (the first call under jax.jit compiles)."""
+    return pair(a, b, number, repeats, warmup=max(2, number // 10))
 
 
 def _relu3_jnp(x: Any) -> Any:
@@ -116,7 +109,7 @@ def _jnp_gmm(x: Any, alphas: Any, means: Any, qs: Any, ls: Any, wishart: tuple[f
     return loglik - n * d * 0.5 * math.log(2 * math.pi) + prior
 
 
-def _gmm_build_row(tmp: Path, quick: bool, repeats: int = 3) -> tuple[float, float]:
+def _gmm_build_row(tmp: Path, repeats: int = 3) -> tuple[float, float]:
     """Cold jax-target build of the GMM module in a new process and fresh cache; g++ alone on gmm.cpp
     (alternating, ``repeats`` of each; medians)."""
     from ksbind.backend.jax_build import CFLAGS
@@ -125,34 +118,35 @@ def _gmm_build_row(tmp: Path, quick: bool, repeats: int = 3) -> tuple[float, flo
     cfg = tmp / "gmm_bench.yaml"
     cfg.write_text(f"name: gmm_jax_bench\ntarget: jax\nks: [{GMM / 'gmm.kso'}]\ncpp: [{GMM / 'gmm.cpp'}]\n"
                    f"bindings:\n  - {{name: gmm_objective, vjp: gmm_objective_vjp}}\noutput: {tmp / 'gmm_out'}\n")
-    code = ("import time; t0 = time.perf_counter(); import ksbind; "
-            f"ksbind.build({str(cfg)!r}, quiet=True); print(time.perf_counter() - t0)")
     builds, alone = [], []
-    for i in range(1 if quick else repeats):
-        env = {**os.environ, "KSBIND_CACHE_DIR": str(tmp / f"cache{i}"), "KSBIND_PCH": "0",
-               "PYTHONPATH": str(REPO)}
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-        builds.append(float(proc.stdout.strip().splitlines()[-1]))
+    for i in range(repeats):
+        builds.append(build_in_new_process(cfg, tmp / f"cache{i}", env={"KSBIND_PCH": "0"})[0])
         start = time.perf_counter()
         subprocess.run(["g++", *CFLAGS, f"-I{RUNTIME_DIR}", f"-I{GMM}", "-c", str(GMM / "gmm.cpp"), "-o",
                         str(tmp / "user.o")], check=True)
         alone.append(time.perf_counter() - start)
-    return sorted(builds)[len(builds) // 2], sorted(alone)[len(alone) // 2]
+    return statistics.median(builds), statistics.median(alone)
 
 
-def _add(out: list[Any], log: Callable[[str], None], r: Any) -> None:
+def _gmm_build(t_build: float, t_gxx: float) -> Row:
+    return Row("gmm build, jax target", "GMM module (examples/gmm), jax target, cold, new process",
+               "g++ alone on its user C++, the jax build's flags", t_build, t_gxx, "s", "<= 1.3")
+
+
+def _add(out: list[Row], log: Callable[[str], None], r: Row) -> None:
     out.append(r)
     log(f"{r.name}: {r.ksbind_value:.4g} vs {r.reference_value:.4g} {r.unit}")
 
 
-def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[..., Any], gmm: bool = True) -> list[Any]:
+def rows(cache: Path, quick: bool, log: Callable[[str], None]) -> list[Row]:
+    """The call and elementwise rows (ROW_NAMES)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
 
     import ksbind
 
-    out = []
+    out: list[Row] = []
     number, repeats = (50, 3) if quick else (2000, 15)
     elements = 10_000 if quick else 1_000_000
     with tempfile.TemporaryDirectory(prefix="ksbind-jax-bench-") as d:
@@ -164,47 +158,50 @@ def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[...
         gen = jax.jit(m.vrelu3)
         hand = jax.jit(lambda x: jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))(x))
         np.testing.assert_allclose(gen(x10), hand(x10), rtol=1e-6)
-        t_gen, t_hand = _median_pair(lambda: gen(x10).block_until_ready(), lambda: hand(x10).block_until_ready(),
-                                     number, repeats)
-        _add(out, log, row("jax call, 10-element vrelu3", "generated function under jax.jit",
-                       "hand-written jax.ffi handler, jitted", t_gen * 1e6, t_hand * 1e6, "us", "<= 1.10"))
+        t_gen, t_hand = _pair(lambda: gen(x10).block_until_ready(), lambda: hand(x10).block_until_ready(),
+                            number, repeats)
+        _add(out, log, Row("jax call, 10-element vrelu3", "generated function under jax.jit",
+                           "hand-written jax.ffi handler, jitted", t_gen * 1e6, t_hand * 1e6, "us", "<= 1.10"))
 
         x = jnp.asarray(np.random.default_rng(0).standard_normal(elements).astype(np.float32))
         f_ks, f_jnp = jax.jit(m.relu3), jax.jit(_relu3_jnp)
         np.testing.assert_allclose(f_ks(x), f_jnp(x), rtol=1e-5, atol=1e-6)
         n_big = max(3, number // 100)
-        t_ks, t_jnp = _median_pair(lambda: f_ks(x).block_until_ready(), lambda: f_jnp(x).block_until_ready(),
-                                   n_big, repeats)
-        _add(out, log, row("jax elementwise relu3 forward", f"elementwise relu3, {elements:,} floats, jax.jit",
-                       "jax.jit of the jnp formula", t_ks * 1e6, t_jnp * 1e6, "us", "<= 1.0"))
+        t_ks, t_jnp = _pair(lambda: f_ks(x).block_until_ready(), lambda: f_jnp(x).block_until_ready(),
+                            n_big, repeats)
+        _add(out, log, Row("jax elementwise relu3 forward", f"elementwise relu3, {elements:,} floats, jax.jit",
+                           "jax.jit of the jnp formula", t_ks * 1e6, t_jnp * 1e6, "us", "<= 1.0"))
         g_ks = jax.jit(jax.grad(lambda v: m.relu3(v).sum()))
         g_jnp = jax.jit(jax.grad(lambda v: _relu3_jnp(v).sum()))
         np.testing.assert_allclose(g_ks(x), g_jnp(x), rtol=1e-5, atol=1e-6)
-        t_ks, t_jnp = _median_pair(lambda: g_ks(x).block_until_ready(), lambda: g_jnp(x).block_until_ready(),
-                                   n_big, repeats)
-        _add(out, log, row("jax relu3 forward+backward", f"jax.jit(jax.grad) of the sum, {elements:,} floats",
-                       "jax.jit(jax.grad) of the jnp formula", t_ks * 1e6, t_jnp * 1e6, "us", "<= 1.0"))
+        t_ks, t_jnp = _pair(lambda: g_ks(x).block_until_ready(), lambda: g_jnp(x).block_until_ready(),
+                            n_big, repeats)
+        _add(out, log, Row("jax relu3 forward+backward", f"jax.jit(jax.grad) of the sum, {elements:,} floats",
+                           "jax.jit(jax.grad) of the jnp formula", t_ks * 1e6, t_jnp * 1e6, "us", "<= 1.0"))
 
-        if not gmm:
-            return out
-        if quick:  # a jax and a torch GMM build: minutes of CI's budget
-            print("jax GMM rows skipped: --quick (the GMM module built for jax and torch; "
-                  "python benchmarks/jax_rows.py runs them)")
-            return out
+    return out
+
+
+def gmm_rows(cache: Path, log: Callable[[str], None]) -> list[Row]:
+    """The GMM rows (GMM_ROW_NAMES): its jax-target build, and its objective + gradient from JAX."""
+    import jax
+    import jax.numpy as jnp
+
+    import ksbind
+
+    out: list[Row] = []
+    repeats = 15
+    with tempfile.TemporaryDirectory(prefix="ksbind-jax-bench-") as d:
         log("jax target: GMM build")
-        t_build, t_gxx = _gmm_build_row(tmp, quick)
-        _add(out, log, row("gmm build, jax target", "GMM module (examples/gmm), jax target, cold, new process",
-                       "g++ alone on its user C++, the jax build's flags", t_build, t_gxx, "s", "<= 1.3"))
+        _add(out, log, _gmm_build(*_gmm_build_row(Path(d))))
 
         log("jax target: GMM objective + gradient")
         import torch
 
-        sys.path.insert(0, str(GMM))
-        import reference
-
+        reference = gmm_reference()
         mj = ksbind.build(GMM / "gmm.yaml", name="gmm_jax", cache_dir=cache, quiet=True)
         mt = ksbind.build(GMM / "gmm.yaml", name="gmm_torch", cache_dir=cache, quiet=True)
-        n, dd, k = (50, 3, 4) if quick else (200, 8, 5)
+        n, dd, k = 200, 8, 5
         for mod in (mj, mt):  # ksc's vjp keeps its tape in the arena: more than the default 100 MB
             mod.set_arena_bytes(1 << 30)
         inputs = reference.random_inputs(n, dd, k, dtype=torch.float32, wishart=(1.3, 2))
@@ -222,28 +219,35 @@ def rows(cache: Path, quick: bool, log: Callable[[str], None], row: Callable[...
         v_ks, _ = vg(*arrays)
         v_ref, _ = vg_jnp(*arrays)
         assert abs(float(v_ks) - float(v_ref)) <= 1e-4 * abs(float(v_ref)), (float(v_ks), float(v_ref))
-        n_gmm = 5 if quick else 50
-        t_jax, t_torch = _median_pair(lambda: jax.block_until_ready(vg(*arrays)), torch_step, n_gmm, repeats)
-        t_jnp, _ = _median_pair(lambda: jax.block_until_ready(vg_jnp(*arrays)), lambda: None, n_gmm, repeats)
-        _add(out, log, row("jax gmm objective+gradient", f"jit(value_and_grad), N={n} D={dd} K={k}",
-                       "torch target's forward+backward", t_jax * 1e6, t_torch * 1e6, "us", "report",
+        n_gmm = 50
+        t_jax, t_torch = _pair(lambda: jax.block_until_ready(vg(*arrays)), torch_step, n_gmm, repeats)
+        t_jnp, _ = _pair(lambda: jax.block_until_ready(vg_jnp(*arrays)), lambda: None, n_gmm, repeats)
+        _add(out, log, Row("jax gmm objective+gradient", f"jit(value_and_grad), N={n} D={dd} K={k}",
+                           "torch target's forward+backward", t_jax * 1e6, t_torch * 1e6, "us", "report",
                        eager_value=t_jnp * 1e6))
     return out
 
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
-    sys.path.insert(0, str(REPO))
-    from run import Row, table
-
-    if "--gmm-build" in sys.argv:  # the one row, its own repeats
-        n = int(sys.argv[sys.argv.index("--repeats") + 1]) if "--repeats" in sys.argv else 3
+def main(argv: list[str] | None = None) -> int:
+    ap = parser(__doc__)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, no GMM rows")
+    ap.add_argument("--fresh-cache", action="store_true", help="build in an empty cache, not KSBIND_CACHE_DIR's")
+    ap.add_argument("--no-gmm", action="store_true", help="leave out the GMM rows")
+    ap.add_argument("--gmm-build", action="store_true", help="only the GMM build row, its own repeats")
+    ap.add_argument("--repeats", type=int, default=3, help="--gmm-build's repeats")
+    args = ap.parse_args(argv)
+    if args.gmm_build:
         with tempfile.TemporaryDirectory(prefix="ksbind-jax-bench-") as d:
-            t_build, t_gxx = _gmm_build_row(Path(d), False, n)
-        print(table([Row("gmm build, jax target", "GMM module (examples/gmm), jax target, cold, new process",
-                         "g++ alone on its user C++, the jax build's flags", t_build, t_gxx, "s", "<= 1.3")]))
-        sys.exit(0)
+            print(table([_gmm_build(*_gmm_build_row(Path(d), args.repeats))]))
+        return 0
     with tempfile.TemporaryDirectory() as c:
-        cache = Path(c) if "--fresh-cache" in sys.argv else Path(os.environ.get("KSBIND_CACHE_DIR", c))
-        print(table(rows(cache, "--quick" in sys.argv, lambda s: print("...", s, file=sys.stderr), Row,
-                         gmm="--no-gmm" not in sys.argv)))
+        cache = Path(c) if args.fresh_cache else Path(os.environ.get("KSBIND_CACHE_DIR", c))
+        found = rows(cache, args.quick, log)
+        if not (args.quick or args.no_gmm):
+            found += gmm_rows(cache, log)
+        print(table(found))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

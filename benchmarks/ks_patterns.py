@@ -1,8 +1,8 @@
 """docs/ks.md's "Fast vjps" table: the same model written in ks several ways,
 bound with its vjp on the torch target, against eager PyTorch of the same model.
 
-    python benchmarks/ks_patterns.py            # the full table (a few minutes on 2 cores)
-    python benchmarks/ks_patterns.py --quick    # tiny sizes: checks every case runs
+    python -m benchmarks.ks_patterns            # the full table (a few minutes on 2 cores)
+    python -m benchmarks.ks_patterns --quick    # tiny sizes: checks every case runs
 
 - A 2-layer MLP's loss (benchmarks/mlp_forms.ks: the build/index form, the
   matrix-vector `mul` form that still indexes the points, and the `map` form),
@@ -11,7 +11,7 @@ bound with its vjp on the torch target, against eager PyTorch of the same model.
   gmm_fast.ks, objective + gradient through .backward().
 
 Each case times ksbind and eager PyTorch in alternating batches (A, B, A, B,
-...) after a warm-up and reports the medians, and the arena's peak (the
+...) after a warm-up and reports the medians (benchmarks/timing.py), and the arena's peak (the
 module's allocator_peak() after one step in a fresh arena). PyTorch runs on
 one thread here, as ksc's code does (torch.set_num_threads(1), restored after).
 All five bindings are one torch module, built once; ksc must be present.
@@ -19,8 +19,6 @@ benchmarks/run.py shows some of these as rows (rows() below).
 """
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
 import textwrap
 import time
@@ -29,14 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scratch import scratch_dir  # noqa: E402
+from benchmarks import GMM, HERE, KSC, KSC_PROGRAMS, KSC_RUNTIME, gmm_reference, ksc_missing
+from benchmarks.scratch import scratch_dir
+from benchmarks.timing import Row, interleaved, log, parser
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-GMM = REPO / "examples" / "gmm"
-KSC_DIR = REPO.parent / "shared" / "ksc"
-KSC = KSC_DIR / "bin" / "ksc"
-PROGRAMS = KSC_DIR / "programs"
+PROGRAMS = KSC_PROGRAMS
 
 CONFIG = textwrap.dedent("""\
     name: bench_ks_patterns
@@ -64,10 +59,7 @@ ARENA_BYTES = 1_600_000_000
 
 def available() -> str | None:
     """Why these cases cannot run here, or None."""
-    for p in (KSC, KSC_DIR / "runtime" / "knossos.h", PROGRAMS / "gmm.ks"):
-        if not p.exists():
-            return f"{p} is missing (../shared/ksc absent)"
-    return None
+    return ksc_missing(PROGRAMS / "gmm.ks")
 
 
 @dataclass(frozen=True)
@@ -119,7 +111,7 @@ def build(tmp: Path, forms: set[str], cache: Path | None = None) -> Any:
     bindings = "\n".join(f"  - {{name: {f}, function: {BINDINGS[f][0]}, vjp: {f}_vjp}}" for f in chosen)
     config = tmp / "ks_patterns.yaml"
     config.write_text(CONFIG.format(sources=", ".join(sources), bindings=bindings, ksc=KSC,
-                                    runtime=KSC_DIR / "runtime", out=tmp / "out"))
+                                    runtime=KSC_RUNTIME, out=tmp / "out"))
     return ksbind.build(config, cache_dir=cache or tmp / "cache", quiet=True)
 
 
@@ -163,9 +155,7 @@ def _gmm_steps(module: Any, case: Case) -> tuple[Callable[[], float], Callable[[
     """Objective + gradient (.backward()) through the ks objective, and through eager PyTorch."""
     import torch
 
-    sys.path.insert(0, str(GMM))
-    import reference
-
+    reference = gmm_reference()
     inputs = reference.random_inputs(case.n, case.d, case.h, dtype=torch.float32)
     leaves = [t.clone().requires_grad_() for t in inputs[:5]]
     objective = getattr(module, case.form)
@@ -194,15 +184,9 @@ def measure_case(module: Any, case: Case, repeats: int) -> Result:
     start = time.perf_counter()
     ours()
     batch = max(1, int(0.05 / max(time.perf_counter() - start, 1e-6)))  # batches of ~50 ms or one step
-    ta: list[float] = []
-    tb: list[float] = []
-    for _ in range(repeats):
-        for fn, out in ((ours, ta), (theirs, tb)):
-            start = time.perf_counter()
-            for _ in range(batch):
-                fn()
-            out.append((time.perf_counter() - start) / batch)
-    return Result(case, statistics.median(ta), statistics.median(tb), peak)
+    # warm already: each side ran in the steps' check, and ours once more just now
+    t_ours, t_theirs = interleaved((ours, theirs), batch, repeats, warmup=0)
+    return Result(case, t_ours, t_theirs, peak)
 
 
 def measure(tmp: Path, quick: bool, cache: Path | None = None,
@@ -224,21 +208,26 @@ def measure(tmp: Path, quick: bool, cache: Path | None = None,
     return results
 
 
-def rows(tmp: Path, quick: bool, cache: Path | None, log: Callable[[str], None], row: Callable[..., Any]) -> list[Any]:
-    """benchmarks/run.py's rows (row: its Row class): the fast GMM against eager and its
-    scaling, and the MLP's build/index form against its map form (the trap stays a trap)."""
+#: The rows of rows().
+ROW_NAMES = ("ks patterns: gmm_fast vs eager", "ks patterns: gmm_fast, 10x the points",
+             "ks patterns: mlp build/index form vs map form")
+
+
+def rows(tmp: Path, quick: bool, cache: Path | None, log: Callable[[str], None]) -> list[Row]:
+    """benchmarks/run.py's rows: the fast GMM against eager and its scaling, and the
+    MLP's build/index form against its map form (the trap stays a trap)."""
     results = measure(tmp, quick, cache, log)
     by = {(r.case.form, r.case.n): r for r in results}
     small, big = (r for r in results if r.case.form == "gmm_fast")  # N and 10 N
     index = [r for r in results if r.case.form == "mlp_index"][-1]  # its largest N, which map has too
     mapped = by[("mlp_map", index.case.n)]
     return [
-        row("ks patterns: gmm_fast vs eager", f"gmm_fast.ks objective+gradient, {small.case.sizes}",
+        Row("ks patterns: gmm_fast vs eager", f"gmm_fast.ks objective+gradient, {small.case.sizes}",
             "eager PyTorch (reference.py), 1 thread", small.ksbind * 1e3, small.eager * 1e3, "ms", "<= 2.0"),
-        row("ks patterns: gmm_fast, 10x the points", f"gmm_fast.ks objective+gradient, N={big.case.n:,}",
+        Row("ks patterns: gmm_fast, 10x the points", f"gmm_fast.ks objective+gradient, N={big.case.n:,}",
             f"the same, N={small.case.n:,}", big.ksbind * 1e3, small.ksbind * 1e3, "ms",
             f"<= {1.2 * big.case.n / small.case.n:g}"),
-        row("ks patterns: mlp build/index form vs map form", f"mlp_index Adam step, {index.case.sizes}",
+        Row("ks patterns: mlp build/index form vs map form", f"mlp_index Adam step, {index.case.sizes}",
             "mlp_map (the same loss, the same step)", index.ksbind * 1e3, mapped.ksbind * 1e3, "ms",
             ">= 5.0"),
     ]
@@ -262,18 +251,17 @@ def table(results: list[Result]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check that every case runs")
     args = ap.parse_args(argv)
     missing = available()
     if missing:
         print(f"ks pattern cases skipped: {missing}")
         return 0
-    sys.path.insert(0, str(REPO))
     start = time.perf_counter()
     with scratch_dir(prefix="ksbind-ks-patterns-") as tmp:
-        results = measure(Path(tmp), args.quick, log=lambda s: print(f"... {s}", file=sys.stderr, flush=True))
-    print(f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/ks_patterns.py"
+        results = measure(Path(tmp), args.quick, log=log)
+    print(f"Measured {time.strftime('%Y-%m-%d')} with `python -m benchmarks.ks_patterns"
           f"{' --quick' if args.quick else ''}` in {time.perf_counter() - start:.0f} s")
     print()
     print(table(results))

@@ -3,9 +3,9 @@
 one run: each repeat runs every case once, in the same order, each in a fresh
 process; the figures are medians.
 
-    python benchmarks/ksc_gmm_build.py [--repeats N] [--baseline OLD_CHECKOUT]
+    python -m benchmarks.ksc_gmm_build [--repeats N] [--baseline OLD_CHECKOUT]
 
-The cases (what issue 12 asks of the edit-build-call loop):
+The cases (the edit-build-call loop: what a build costs after each kind of edit):
 
 - ``g++ alone``: g++ compiling the module's user C++ (ksc's output for it, as
   the build used it) with ksbind's flags: the reference.
@@ -23,27 +23,24 @@ The cases (what issue 12 asks of the edit-build-call loop):
   the object cache); without it, this ksbind with ``KSBIND_OBJECT_CACHE=0
   KSBIND_PCH=0`` (no object cache, no precompiled header).
 
-Needs ../shared/ksc (``available()`` says why not). benchmarks/run.py shows
-these as rows of its table.
+Needs ksc beside the repository (``available()`` says why not).
+benchmarks/run.py shows these as rows of its table.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import resource
 import shutil
-import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-KSC_DIR = Path(os.environ.get("KSBIND_SHARED", REPO.parent / "shared")) / "ksc"
-KSC, RUNTIME, GMM = KSC_DIR / "bin" / "ksc", KSC_DIR / "runtime", KSC_DIR / "programs" / "gmm.ks"
+from benchmarks import KSC, KSC_PROGRAMS, ksc_missing
+from benchmarks import KSC_RUNTIME as RUNTIME
+from benchmarks.timing import Times, build_in_new_process, children_cpu, log, parser
+
+GMM = KSC_PROGRAMS / "gmm.ks"
 #: The literal edited in gmm.ks (n * d * -0.5 * log(2 pi)): each edit gives it another value.
 LITERAL = "0.9189385332046727"
 
@@ -59,7 +56,7 @@ output: {out}
 
 #: The other modules built first: another small program through ksc (so the same
 #: runtime and toolchain as the GMM module's, whose shared parts they warm).
-WARMUP_KS = KSC_DIR / "programs" / "ex1.ks"
+WARMUP_KS = KSC_PROGRAMS / "ex1.ks"
 WARMUP = """\
 name: {name}
 target: python
@@ -73,82 +70,36 @@ output: {out}
 
 def available() -> str | None:
     """Why these rows cannot run here, or None."""
-    for p in (KSC, RUNTIME / "knossos.h", GMM):
-        if not p.exists():
-            return f"{p} is missing (../shared/ksc absent)"
-    return None
+    return ksc_missing(GMM, WARMUP_KS)
 
 
 CASES = ("gxx", "cold", "edit_ks", "edit_bindings", "first_new", "first_old")
 
 
-@dataclass
-class Times:
-    """Seconds per case: wall-clock, and CPU (user + system of every process
-    the case ran and waited for: on a loaded machine the steadier measure)."""
-
-    wall: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CASES})
-    cpu: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CASES})
-    baseline: str = ""
-
-    def median(self, name: str, cpu: bool = False) -> float:
-        return statistics.median((self.cpu if cpu else self.wall)[name])
-
-    def add(self, name: str, measured: tuple[float, float]) -> None:
-        self.wall[name].append(measured[0])
-        self.cpu[name].append(measured[1])
-
-
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def build(config: Path, cache: Path, cwd: Path, env: dict[str, str] | None = None,
           ksbind_path: Path | None = None) -> tuple[float, float]:
-    """ksbind.build in a fresh process: seconds from before `import ksbind` to the
-    imported module, and the CPU seconds of the process and its compilers."""
-    code = ("import time; t0 = time.perf_counter(); import ksbind; "
-            f"ksbind.build({str(config)!r}, quiet=True); print(time.perf_counter() - t0)")
-    full = {**os.environ, "KSBIND_CACHE_DIR": str(cache), **(env or {})}
-    full["PYTHONPATH"] = str(ksbind_path or REPO)
-    cpu = _children_cpu()
-    proc = subprocess.run([sys.executable, "-c", code], env=full, cwd=cwd, capture_output=True, text=True)
-    cpu = _children_cpu() - cpu
-    if proc.returncode != 0:
-        raise RuntimeError(f"build of {config} failed:\n{proc.stderr[-3000:]}")
-    wait_for_background(cache)  # the next case must not share the CPUs with it
-    return float(proc.stdout.strip().splitlines()[-1]), cpu
-
-
-def wait_for_background(cache: Path, timeout: float = 900) -> None:
-    """Wait until no process builds a precompiled header in this cache (a build that
-    finds one missing starts it in the background, marked by pch/KEY/building:
-    ksbind/backend/pch.py)."""
-    deadline = time.monotonic() + timeout
-    while list(cache.glob("pch/*/building")) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    """ksbind.build in a fresh process (benchmarks/timing.py): wall and CPU seconds."""
+    return build_in_new_process(config, cache, env=env, cwd=cwd, ksbind_path=ksbind_path)
 
 
 def gxx_alone(cache: Path, name: str, flags: Sequence[str] | None = None,
               cxx: Sequence[str] = ("g++",)) -> tuple[float, float]:
     """The compiler (g++) on the module's user C++ (ksc's output, from the cache) with
     ``flags`` (ksbind's BASE_FLAGS): wall and CPU seconds."""
-    sys.path.insert(0, str(REPO))
     from ksbind.backend.toolchain import BASE_FLAGS
 
     (cpp,) = [p for d in cache.glob(f"ksc-{name}-*") for p in d.glob(f"{name}.cpp")]
     with tempfile.TemporaryDirectory() as tmp:
-        start, cpu = time.perf_counter(), _children_cpu()
+        start, cpu = time.perf_counter(), children_cpu()
         subprocess.run([*cxx, *(BASE_FLAGS if flags is None else flags), f"-I{RUNTIME}", f"-I{cpp.parent}", "-c",
                         str(cpp), "-o", str(Path(tmp) / "user.o")], check=True)
-        return time.perf_counter() - start, _children_cpu() - cpu
+        return time.perf_counter() - start, children_cpu() - cpu
 
 
 def measure(work: Path, repeats: int, baseline: Path | None = None,
             log: Callable[[str], None] = lambda s: None) -> Times:
     work.mkdir(parents=True, exist_ok=True)
-    times = Times(baseline=f"ksbind at {baseline}" if baseline else
+    times = Times(CASES, baseline=f"ksbind at {baseline}" if baseline else
                   "this ksbind with KSBIND_OBJECT_CACHE=0 KSBIND_PCH=0")
     warm = work / "warm-cache"
     log("gmm: warming the shared parts (two other modules)")
@@ -185,7 +136,7 @@ def measure(work: Path, repeats: int, baseline: Path | None = None,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--baseline", type=Path, help="an older ksbind checkout for the first-build-ever comparison")
     args = ap.parse_args()
@@ -194,14 +145,14 @@ def main() -> None:
         print(f"skipped: {why}")
         return
     with tempfile.TemporaryDirectory(prefix="ksbind-gmm-") as tmp:
-        t = measure(Path(tmp), args.repeats, args.baseline, lambda s: print(f"... {s}", file=sys.stderr))
+        t = measure(Path(tmp), args.repeats, args.baseline, log)
     print(f"gmm.ks objective+vjp, python target; medians of {args.repeats}, {os.cpu_count()} cores; "
           f"baseline: {t.baseline}")
     print(report(t))
 
 
 def report(t: Times) -> str:
-    """Each case's wall and CPU medians, and the ratios issue 12 asks for."""
+    """Each case's wall and CPU medians, and the ratios of benchmarks/run.py's rows."""
     lines = [f"{'case':44} {'wall s':>8} {'cpu s':>8}  {'wall ratio':>10} {'cpu ratio':>9}"]
     ref = {"cold": ("gxx", "g++ alone"), "edit_ks": ("cold", "cold"), "edit_bindings": ("cold", "cold"),
            "first_new": ("first_old", "baseline")}

@@ -1,6 +1,6 @@
 """Time to read and render 10,000 ks functions (plus 5,000 gdef'd vjps) with the ks target.
 
-Run: python benchmarks/parse_render_10k.py. Prints CPU seconds (process time), which
+Run: python -m benchmarks.parse_render_10k. Prints CPU seconds (process time), which
 is what ksbind itself costs whatever else the machine is doing.
 """
 from __future__ import annotations

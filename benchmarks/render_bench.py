@@ -11,11 +11,10 @@ and prints each time and the ratios override/default and default/fstring
 (target: <= 3.0), checking that the f-string output is byte-identical to the
 templates' C++ output (apart from each file's stamp line).
 
-    python benchmarks/render_bench.py [--n 10000] [--repeat 3] [--profile]
+    python -m benchmarks.render_bench [--n 10000] [--repeat 3] [--profile]
 """
 from __future__ import annotations
 
-import argparse
 import cProfile
 import pstats
 import sys
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ksbind
+from benchmarks.timing import parser
 from ksbind.binding import select_bindings
 from ksbind.codegen.render import cpp_string
 from ksbind.lang.model import FunctionDecl
@@ -222,7 +222,7 @@ def render_cases(n: int) -> RenderCases:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--n", type=int, default=10_000, help="number of bindings (default 10000; half have a vjp)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="print a cProfile of one default render")

@@ -1,18 +1,22 @@
-"""The performance table: every comparison of issue 6, side by side, in one run.
+"""The performance table: every comparison, side by side, in one run.
 
-    python benchmarks/run.py            # full sizes (about 3-4 minutes on 2 cores)
-    python benchmarks/run.py --quick    # tiny sizes: checks every row runs (CI)
-    python benchmarks/run.py --write-doc docs/performance.md
+    python -m benchmarks.run            # full sizes (about 3-4 minutes on 2 cores)
+    python -m benchmarks.run --quick    # tiny sizes: checks every row runs
+    python -m benchmarks.run --quick --only render --only "import ksbind"   # some rows
+    python -m benchmarks.run --write-doc docs/performance.md
 
 Each row times ksbind and its reference *interleaved* (A, B, A, B, ...) after
 a warm-up, so drift in machine load hits both sides alike, and reports the
-ratio of the two medians. Builds happen in fresh processes with empty caches
-where the row is about a cold or cached build. Everything is built into a
-temporary folder: nothing here touches the user's caches.
+ratio of the two medians (benchmarks/timing.py). Builds happen in fresh
+processes with empty caches where the row is about a cold or cached build.
+Everything is built into a temporary folder: nothing here touches the user's caches.
+
+The rows come from GROUPS below, in order: each Group names the rows it yields
+(checked when it runs, and read by tests/test_benchmarks.py) and says when it
+cannot run. A new row is one more Group.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
@@ -22,26 +26,26 @@ import sysconfig
 import textwrap
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-
-import batch_build  # noqa: E402
-import call_rows  # noqa: E402
-import gmm_overhead  # noqa: E402
-import import_time  # noqa: E402
-import inductor_rows  # noqa: E402
-import jax_rows  # noqa: E402
-import ks_patterns  # noqa: E402
-import ksc_gmm_build  # noqa: E402
-import render_bench  # noqa: E402
-import target_builds  # noqa: E402
-from scratch import scratch_dir  # noqa: E402
-
-import ksbind  # noqa: E402
+import ksbind
+from benchmarks import (
+    REPO,
+    batch_build,
+    call_rows,
+    gmm_overhead,
+    import_time,
+    inductor_rows,
+    jax_rows,
+    ks_patterns,
+    ksc_gmm_build,
+    render_bench,
+    target_builds,
+)
+from benchmarks.scratch import scratch_dir
+from benchmarks.timing import Row, build_in_new_process, load_inline_in_new_process, log, pair, parser, table
 
 # ---------------------------------------------------------------- the modules under test
 
@@ -83,7 +87,7 @@ MODULES = textwrap.dedent("""\
         output: {out}/bench_torch_fast
     """)
 
-# A (Float, Integer) -> Float function for the python target's call-overhead row (issue 11):
+# A (Float, Integer) -> Float function for the python target's call-overhead row:
 # written into the temporary folder, bound on the python target (POLY_CONFIG) and by hand.
 POLY_KS = """\
 ; poly(x, n) = 1 + x + x^2 + ... + x^n (Horner)
@@ -166,96 +170,84 @@ GMM_REPEATS = 3
 
 
 @dataclass
-class Row:
-    name: str
-    ksbind: str
-    reference: str
-    ksbind_value: float
-    reference_value: float
-    unit: str
-    target: str  # e.g. "<= 3.0"
-    eager_value: float | None = None  # a second reference: eager PyTorch (inductor rows)
+class Run:
+    """One run's sizes and scratch folder, and the modules its rows share: each is built
+    once, on first use, into one cache (the cold-build group runs before any of them)."""
+
+    sizes: Sizes
+    tmp: Path
+    baseline: Path | None = None
+    _made: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def ratio(self) -> float:
-        return self.ksbind_value / self.reference_value if self.reference_value else float("inf")
+    def quick(self) -> bool:
+        return self.sizes == QUICK
 
     @property
-    def met(self) -> bool:
-        if self.target == "report":
-            return True
-        op, bound = self.target.split()
-        r, b = round(self.ratio, 2), float(bound)
-        return {"<=": r <= b, ">=": r >= b, "=": r == b}[op]
+    def cache(self) -> Path:
+        return self.tmp / "cache"
+
+    @property
+    def config(self) -> Path:
+        """MODULES' config, written once."""
+        return self.once("config", lambda: _write(self.tmp / "bench.yaml", MODULES.format(repo=REPO, out=self.tmp / "out")))
+
+    def module(self, name: str) -> Any:
+        """One of MODULES, built into the run's cache."""
+        return self.once(name, lambda: ksbind.build(self.config, name=name, cache_dir=self.cache, quiet=True))
+
+    def once(self, key: str, make: Callable[[], Any]) -> Any:
+        if key not in self._made:
+            self._made[key] = make()
+        return self._made[key]
+
+    def poly_config(self) -> Path:
+        """poly's .ks, C++ and python-target config in tmp/poly; returns the config."""
+        d = self.tmp / "poly"
+
+        def write() -> Path:
+            d.mkdir(exist_ok=True)
+            _write(d / "poly.ks", POLY_KS)
+            _write(d / "poly.cpp", POLY_CPP)
+            return _write(d / "poly.yaml", POLY_CONFIG.format(dir=d))
+        return self.once("poly config", write)
+
+    def hand_pybind(self) -> Any:
+        """The hand-written pybind11 module of relu3 and poly, compiled with the flags ksbind uses."""
+        return self.once("hand pybind", lambda: _compile_hand_pybind(self.tmp, self.poly_config().parent))
+
+    def inline(self) -> Any:
+        """HAND_TORCH through load_inline (in tmp/inline-build: a hit after the cold-build group)."""
+        def load() -> Any:
+            from torch.utils.cpp_extension import load_inline
+            return load_inline("bench_inline", cpp_sources=[HAND_TORCH], extra_cflags=["-O3"],
+                               build_directory=str(self.inline_dir))
+        return self.once("inline", load)
+
+    @property
+    def inline_dir(self) -> Path:
+        d = self.tmp / "inline-build"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
 
 
-# ---------------------------------------------------------------- timing
-
-def interleaved(a: Callable[[], object], b: Callable[[], object], number: int, repeats: int,
-                clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
-    """Median seconds per call of a and of b, timed in alternating batches."""
-    for fn in (a, b):  # warm-up: caches, lazy imports, branch predictors
-        for _ in range(max(1, number // 10)):
-            fn()
-    ta: list[float] = []
-    tb: list[float] = []
-    for _ in range(repeats):
-        for fn, out in ((a, ta), (b, tb)):
-            start = clock()
-            for _ in range(number):
-                fn()
-            out.append((clock() - start) / number)
-    return statistics.median(ta), statistics.median(tb)
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
 
 
-def in_new_process(code: str, env: dict[str, str]) -> float:
-    """Seconds a snippet reports (it prints one float), run in a fresh interpreter."""
-    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark subprocess failed:\n{proc.stderr[-3000:]}")
-    return float(proc.stdout.strip().splitlines()[-1])
-
-
-def build_in_new_process(config: Path, name: str, cache: Path) -> float:
-    """ksbind.build in a fresh process: seconds from before `import ksbind` to the imported module."""
-    code = ("import time; t0 = time.perf_counter(); import ksbind; "
-            f"ksbind.build({str(config)!r}, name={name!r}, quiet=True); print(time.perf_counter() - t0)")
-    return in_new_process(code, {"KSBIND_CACHE_DIR": str(cache)})
-
-
-def load_inline_in_new_process(build_dir: Path) -> float:
-    build_dir.mkdir(parents=True, exist_ok=True)
-    code = ("import time; t0 = time.perf_counter(); "
-            "from torch.utils.cpp_extension import load_inline; "
-            f"load_inline('bench_inline', cpp_sources=[{HAND_TORCH!r}], extra_cflags=['-O3'], "
-            f"build_directory={str(build_dir)!r}); print(time.perf_counter() - t0)")
-    return in_new_process(code, {})
-
-
-def write_poly(tmp: Path) -> Path:
-    """poly's .ks, C++ and python-target config in tmp/poly; returns the config."""
-    d = tmp / "poly"
-    d.mkdir(exist_ok=True)
-    (d / "poly.ks").write_text(POLY_KS)
-    (d / "poly.cpp").write_text(POLY_CPP)
-    (d / "poly.yaml").write_text(POLY_CONFIG.format(dir=d))
-    return d / "poly.yaml"
-
-
-def compile_hand_pybind(tmp: Path) -> object:
-    """The hand-written pybind11 module, compiled with the flags ksbind uses."""
+def _compile_hand_pybind(tmp: Path, poly_dir: Path) -> Any:
     import importlib.util
 
     import pybind11
 
     from ksbind.backend.toolchain import BASE_FLAGS, INCLUDE_DIR, RUNTIME_DIR
 
-    src = tmp / "bench_hand.cpp"
-    src.write_text(HAND_PYBIND)
+    src = _write(tmp / "bench_hand.cpp", HAND_PYBIND)
     out = tmp / f"bench_hand{sysconfig.get_config_var('EXT_SUFFIX')}"
     subprocess.run(["g++", *BASE_FLAGS, "-shared", f"-I{RUNTIME_DIR}", f"-I{INCLUDE_DIR}",
                     f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}", str(src),
-                    str(REPO / "examples/relu3/relu3.cpp"), str(tmp / "poly" / "poly.cpp"), "-o", str(out)],
+                    str(REPO / "examples/relu3/relu3.cpp"), str(poly_dir / "poly.cpp"), "-o", str(out)],
                    check=True)
     spec = importlib.util.spec_from_file_location("bench_hand", out)
     assert spec is not None and spec.loader is not None
@@ -264,143 +256,113 @@ def compile_hand_pybind(tmp: Path) -> object:
     return module
 
 
-# ---------------------------------------------------------------- the rows
+# ---------------------------------------------------------------- the rows measured here
 
-def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
+def import_rows(run: Run) -> list[Row]:
+    medians = import_time.measure(runs=5 if run.quick else 21, commands={"bare": "pass", "ksbind": "import ksbind"})
+    return [Row("import ksbind", "start-up added by `import ksbind` (median, fresh processes)",
+                "the 30 ms budget", max(0.0, medians["ksbind"] - medians["bare"]), 0.030, "s",
+                "<= 1.0")]  # 0: below the noise of a process start
+
+
+def render_rows(run: Run) -> list[Row]:
+    n = run.sizes.render_bindings
+    cases = render_bench.render_cases(n)
+    assert cases.identical, "the f-string generator no longer writes what the templates write"
+    t_render, t_fstring = pair(cases.default, cases.fstring, 1, run.sizes.render_repeats, time.process_time)
+    return [Row("render", f"render_module, {n:,} bindings", "plain f-string generator of the same files",
+                t_render, t_fstring, "s", "<= 3.0")]
+
+
+def cold_build_rows(run: Run) -> list[Row]:
+    """A cold build, then cached builds, of bench_ks in fresh processes; a cold load_inline.
+    The cold build needs the run's cache empty: this group runs before any that builds."""
+    if run.cache.exists():
+        raise RuntimeError(f"{run.cache} is not empty: the cold-build group must run before any group that builds")
+    t_cold = build_in_new_process(run.config, run.cache, "bench_ks")[0]
+    t_cached = statistics.median(build_in_new_process(run.config, run.cache, "bench_ks")[0]
+                                 for _ in range(run.sizes.cached_builds))
+    t_inline_cold = load_inline_in_new_process("bench_inline", HAND_TORCH, run.inline_dir)[0]
+    return [Row("cached build", "ksbind.build, unchanged module, new process",
+                "cold build of the same", t_cached, t_cold, "s", "<= 0.05"),
+            Row("build cost", "cold build, ks-target module",
+                "cold load_inline of an equivalent torch extension", t_cold, t_inline_cold, "s", "<= 0.5")]
+
+
+def ks_call_rows(run: Run) -> list[Row]:
+    ks_mod, hand, s = run.module("bench_ks"), run.hand_pybind(), run.sizes
+    assert ks_mod.relu3(0.5) == hand.relu3(0.5)
+    t_gen, t_hand = pair(lambda: ks_mod.relu3(0.5), lambda: hand.relu3(0.5), s.calls, s.repeats)
+    return [Row("call overhead, ks target", "generated entry, scalar relu3",
+                "hand-written pybind11 m.def", t_gen * 1e9, t_hand * 1e9, "ns", "<= 1.10")]
+
+
+def python_call_rows(run: Run) -> list[Row]:
+    hand, s = run.hand_pybind(), run.sizes
+    poly_mod = ksbind.build(run.poly_config(), name="bench_poly", cache_dir=run.cache, quiet=True)
+    assert poly_mod.poly(2.0, 3) == hand.poly(2.0, 3) == 15.0  # type: ignore[attr-defined]
+    t_py, t_hand = pair(lambda: poly_mod.poly(2.0, 3), lambda: hand.poly(2.0, 3),  # type: ignore[attr-defined]
+                        s.calls, s.repeats)
+    return [Row("call overhead, python target", "generated entry, scalar poly(2.0, 3)",
+                "hand-written pybind11 m.def", t_py * 1e9, t_hand * 1e9, "ns", "<= 1.10")]
+
+
+def torch_rows(run: Run) -> list[Row]:
     import torch
 
-    rows: list[Row] = []
-    config = tmp / "bench.yaml"
-    config.write_text(MODULES.format(repo=REPO, out=tmp / "out"))
-
-    log("import time (fresh processes)")
-    medians = import_time.measure(runs=5 if sizes is QUICK else 21, commands={
-        "bare": "pass", "ksbind": "import ksbind"})
-    rows.append(Row("import ksbind", "start-up added by `import ksbind` (median, fresh processes)",
-                    "the 30 ms budget (issue 22)", max(0.0, medians["ksbind"] - medians["bare"]), 0.030, "s",
-                    "<= 1.0"))  # 0: below the noise of a process start
-
-    log("render")
-    cases = render_bench.render_cases(sizes.render_bindings)
-    assert cases.identical, "the f-string generator no longer writes what the templates write"
-    t_render, t_fstring = interleaved(cases.default, cases.fstring, 1, sizes.render_repeats, time.process_time)
-    rows.append(Row("render", f"render_module, {sizes.render_bindings:,} bindings",
-                    "plain f-string generator of the same files", t_render, t_fstring, "s", "<= 3.0"))
-
-    log("cold and cached builds (fresh processes)")
-    cold_cache = tmp / "cache-cold"
-    t_cold = build_in_new_process(config, "bench_ks", cold_cache)
-    t_cached = statistics.median(build_in_new_process(config, "bench_ks", cold_cache)
-                                 for _ in range(sizes.cached_builds))
-    t_inline_cold = load_inline_in_new_process(tmp / "inline-build")
-
-    log("ks target call overhead")
-    cache = cold_cache  # its modules are hits from here on: one build of each, not two
-    ks_mod = ksbind.build(config, name="bench_ks", cache_dir=cache, quiet=True)
-    poly_config = write_poly(tmp)
-    hand = compile_hand_pybind(tmp)
-    assert ks_mod.relu3(0.5) == hand.relu3(0.5)  # type: ignore[attr-defined]
-    t_gen, t_hand = interleaved(lambda: ks_mod.relu3(0.5), lambda: hand.relu3(0.5),  # type: ignore[attr-defined]
-                                sizes.calls, sizes.repeats)
-    rows.append(Row("call overhead, ks target", "generated entry, scalar relu3",
-                    "hand-written pybind11 m.def", t_gen * 1e9, t_hand * 1e9, "ns", "<= 1.10"))
-
-    log("python target call overhead")
-    poly_mod = ksbind.build(poly_config, name="bench_poly", cache_dir=cache, quiet=True)
-    assert poly_mod.poly(2.0, 3) == hand.poly(2.0, 3) == 15.0  # type: ignore[attr-defined]
-    t_py, t_hand = interleaved(lambda: poly_mod.poly(2.0, 3), lambda: hand.poly(2.0, 3),  # type: ignore[attr-defined]
-                               sizes.calls, sizes.repeats)
-    rows.append(Row("call overhead, python target", "generated entry, scalar poly(2.0, 3)",
-                    "hand-written pybind11 m.def", t_py * 1e9, t_hand * 1e9, "ns", "<= 1.10"))
-
-    rows += call_rows.rows(cache, sizes == QUICK, log, Row)
-
-    log("torch target")
-    torch_mod = ksbind.build(config, name="bench_torch", cache_dir=cache, quiet=True)
-    from torch.utils.cpp_extension import load_inline
-    inline = load_inline("bench_inline", cpp_sources=[HAND_TORCH], extra_cflags=["-O3"],
-                         build_directory=str(tmp / "inline-build"))
+    torch_mod, inline, s = run.module("bench_torch"), run.inline(), run.sizes
     small = torch.randn(10)
     assert torch.allclose(torch_mod.vrelu3(small), inline.vrelu3(small))
-    t_entry, t_inline = interleaved(lambda: torch_mod.vrelu3(small), lambda: inline.vrelu3(small),
-                                    sizes.calls, sizes.repeats)
-    rows.append(Row("call overhead, torch target", "generated entry, 10-element vrelu3",
-                    "load_inline hand-written equivalent", t_entry * 1e9, t_inline * 1e9, "ns", "<= 1.10"))
+    t_entry, t_inline = pair(lambda: torch_mod.vrelu3(small), lambda: inline.vrelu3(small), s.calls, s.repeats)
+    rows = [Row("call overhead, torch target", "generated entry, 10-element vrelu3",
+                "load_inline hand-written equivalent", t_entry * 1e9, t_inline * 1e9, "ns", "<= 1.10")]
 
-    one, big = torch.zeros(1), torch.zeros(sizes.elements)
-    t_one, t_big = interleaved(lambda: torch_mod.poke(one, 1.0), lambda: torch_mod.poke(big, 1.0),
-                               sizes.calls, sizes.repeats)
+    one, big = torch.zeros(1), torch.zeros(s.elements)
+    t_one, t_big = pair(lambda: torch_mod.poke(one, 1.0), lambda: torch_mod.poke(big, 1.0), s.calls, s.repeats)
     rows.append(Row("size independence", "torch entry, do-nothing kernel, 1 element",
-                    f"the same with {sizes.elements:,} elements", t_one * 1e9, t_big * 1e9, "ns", ">= 0.9"))
+                    f"the same with {s.elements:,} elements", t_one * 1e9, t_big * 1e9, "ns", ">= 0.9"))
 
-    x = torch.randn(sizes.elements)
+    x = torch.randn(s.elements)
 
     def eager() -> torch.Tensor:
         return torch.where(x < 0, torch.zeros_like(x), torch.where(x < 1, x * x * x / 3, x - 2.0 / 3.0))
 
     assert torch.allclose(torch_mod.relu3(x), eager(), atol=1e-6)
-    t_elem, t_eager = interleaved(lambda: torch_mod.relu3(x), eager, max(1, sizes.calls // 200),
-                                  sizes.repeats)
-    rows.append(Row("elementwise throughput", f"elementwise relu3, {sizes.elements:,} floats",
+    t_elem, t_eager = pair(lambda: torch_mod.relu3(x), eager, max(1, s.calls // 200), s.repeats)
+    rows.append(Row("elementwise throughput", f"elementwise relu3, {s.elements:,} floats",
                     "eager PyTorch torch.where composite", t_elem * 1e6, t_eager * 1e6, "us", "<= 1.0"))
-
-    # Issue 14: against torch.compile (inductor), eager as a second reference.
-    quick = sizes == QUICK
-    # The fast_math module is one more torch build (~30 s): not under --quick (CI);
-    # tests/test_cpu_capability.py checks the same module's results.
-    fast_mod = None if quick else ksbind.build(config, name="bench_torch_fast", cache_dir=cache, quiet=True)
-    if quick:
-        print("vmap rownorm, fast_math rows skipped: --quick (one more torch build)")
-    rows += inductor_rows.measure(torch_mod, inductor_rows.QUICK if quick else inductor_rows.FULL, log, Row,
-                                  inductor=not quick or os.environ.get("KSBIND_BENCH_INDUCTOR") == "1",
-                                  fast_module=fast_mod)
-
-    # Issue 11 point 6: GMM objective+vjp through the torch target against a C++ harness.
-    # Not under --quick (CI): a torch module and the harness are two more builds,
-    # over a minute of CI's budget; `python benchmarks/gmm_overhead.py --quick` runs it alone.
-    if quick:
-        print("GMM binding-overhead rows skipped: --quick (a torch build and the C++ harness; "
-              "python benchmarks/gmm_overhead.py --quick runs them)")
-    else:
-        rows += gmm_overhead.gmm_rows(tmp / "gmm-overhead", quick, cache, log, Row)
-
-    # Issue 29: docs/ks.md's "Fast vjps" figures (gmm_fast.ks against eager, its scaling, and
-    # the MLP's build/index trap), on a torch module of three bindings under --quick.
-    missing = ks_patterns.available()
-    if missing:
-        print(f"ks pattern rows skipped: {missing}")
-    else:
-        rows += ks_patterns.rows(tmp / "ks-patterns", quick, cache, log, Row)
-    rows += jax_rows.rows(cache, quick, log, Row)
-
-    rows.append(Row("cached build", "ksbind.build, unchanged module, new process",
-                    "cold build of the same", t_cached, t_cold, "s", "<= 0.05"))
-    rows.append(Row("build cost", "cold build, ks-target module",
-                    "cold load_inline of an equivalent torch extension", t_cold, t_inline_cold, "s", "<= 0.5"))
-
-    log(f"batch build ({sizes.batch_modules} modules, fresh processes)")
-    t_one, t_each = batch_build.measure(tmp / "batch", sizes.batch_modules, 1)
-    rows.append(Row("batch build", f"`ksbind build` of {sizes.batch_modules} small modules, one command",
-                    "the same, one command per module, one after another", t_one, t_each, "s", "<= 0.6"))
-
-    log("memory")
-    py_mod = ksbind.build(config, name="bench_py", cache_dir=cache, quiet=True)
-    values = [0.5] * 100
-    tensor = torch.randn(100)
-    for label, mod, arg in (("python", py_mod, values), ("torch", torch_mod, tensor)):
-        mod.reset_allocator()
-        mod.vrelu3(arg)
-        first = mod.allocator_peak()
-        for _ in range(sizes.memory_calls - 1):
-            mod.vrelu3(arg)
-        rows.append(Row(f"memory, {label} target", f"arena peak after {sizes.memory_calls:,} calls of vrelu3",
-                        "peak after 1 call", float(mod.allocator_peak()), float(first), "bytes", "= 1.0"))
-
-    rows.append(debug_row(config, sizes, cache, ks_mod, log))
     return rows
 
 
-def debug_row(config: Path, sizes: Sizes, cache: Path, ks_mod: object, log: Callable[[str], None]) -> Row:
+def vs_inductor_rows(run: Run) -> list[Row]:
+    """Against torch.compile (inductor), eager as a second reference. The fast_math module is
+    one more torch build (~30 s): not under --quick; tests/test_cpu_capability.py checks
+    the same module's results."""
+    fast_mod = None if run.quick else run.module("bench_torch_fast")
+    if run.quick:
+        print("vmap rownorm, fast_math rows skipped: --quick (one more torch build)")
+    return inductor_rows.measure(run.module("bench_torch"), inductor_rows.QUICK if run.quick else inductor_rows.FULL,
+                                 log, inductor=not run.quick or os.environ.get("KSBIND_BENCH_INDUCTOR") == "1",
+                                 fast_module=fast_mod)
+
+
+def memory_rows(run: Run) -> list[Row]:
+    import torch
+
+    rows = []
+    for label, mod, arg in (("python", run.module("bench_py"), [0.5] * 100),
+                            ("torch", run.module("bench_torch"), torch.randn(100))):
+        mod.reset_allocator()
+        mod.vrelu3(arg)
+        first = mod.allocator_peak()
+        for _ in range(run.sizes.memory_calls - 1):
+            mod.vrelu3(arg)
+        rows.append(Row(f"memory, {label} target", f"arena peak after {run.sizes.memory_calls:,} calls of vrelu3",
+                        "peak after 1 call", float(mod.allocator_peak()), float(first), "bytes", "= 1.0"))
+    return rows
+
+
+def debug_rows(run: Run) -> list[Row]:
     """What a debug build (`debug: true`: bounds checks, -O0 -g) costs a call of ks code: vrelu3 over
     a tensor, in the default build and in a debug build of the same module, side by side."""
     import dataclasses
@@ -410,29 +372,36 @@ def debug_row(config: Path, sizes: Sizes, cache: Path, ks_mod: object, log: Call
     from ksbind import load_config
     from ksbind.pipeline import build_spec
 
-    log("debug build")
-    spec = next(s for s in load_config(config) if s.name == "bench_ks")
+    ks_mod, s = run.module("bench_ks"), run.sizes
+    spec = next(m for m in load_config(run.config) if m.name == "bench_ks")
     debug = build_spec(dataclasses.replace(spec, name="bench_ks_debug", debug=True,
                                            output=Path(spec.output).with_name("bench_ks_debug")),
-                       cache_dir=cache, quiet=True)
-    x = np.linspace(-2, 2, sizes.elements // 10, dtype=np.float32)
+                       cache_dir=run.cache, quiet=True)
+    x = np.linspace(-2, 2, s.elements // 10, dtype=np.float32)
     assert np.array_equal(np.asarray(debug.vrelu3(x)), np.asarray(ks_mod.vrelu3(x)))  # type: ignore[attr-defined]
 
-    def call(m: object) -> Callable[[], object]:
+    def call(m: Any) -> Callable[[], object]:
         def once() -> object:
-            m.reset_allocator()  # type: ignore[attr-defined]
-            return m.vrelu3(x)  # type: ignore[attr-defined]
+            m.reset_allocator()
+            return m.vrelu3(x)
         return once
 
-    t_debug, t_default = interleaved(call(debug), call(ks_mod), max(1, sizes.calls // 100), sizes.repeats)
+    t_debug, t_default = pair(call(debug), call(ks_mod), max(1, s.calls // 100), s.repeats)
     # No target: the row says what debug costs (docs/ks.md#debug-builds); >= 1 only checks it is not faster.
-    return Row("debug build", f"vrelu3 over {x.size:,} floats, ks target, debug build (bounds checks, -O0 -g)",
-               "the same call, default build", t_debug * 1e6, t_default * 1e6, "us", ">= 1.0")
+    return [Row("debug build", f"vrelu3 over {x.size:,} floats, ks target, debug build (bounds checks, -O0 -g)",
+                "the same call, default build", t_debug * 1e6, t_default * 1e6, "us", ">= 1.0")]
 
 
-def gmm_rows(tmp: Path, repeats: int, baseline: Path | None, log: Callable[[str], None]) -> list[Row]:
+def batch_rows(run: Run) -> list[Row]:
+    n = run.sizes.batch_modules
+    t_one, t_each = batch_build.measure(run.tmp / "batch", n, 1)
+    return [Row("batch build", f"`ksbind build` of {n} small modules, one command",
+                "the same, one command per module, one after another", t_one, t_each, "s", "<= 0.6")]
+
+
+def gmm_build_rows(run: Run) -> list[Row]:
     """The edit-build-call loop on ksc's GMM module (benchmarks/ksc_gmm_build.py), side by side."""
-    t = ksc_gmm_build.measure(tmp, repeats, baseline, log)
+    t = ksc_gmm_build.measure(run.tmp / "gmm", GMM_REPEATS, run.baseline, log)
     print(ksc_gmm_build.report(t), file=sys.stderr)  # with CPU seconds: steadier on a loaded machine
     cold = t.median("cold")
     what = "GMM module (gmm.ks via ksc, python target)"
@@ -448,23 +417,121 @@ def gmm_rows(tmp: Path, repeats: int, baseline: Path | None, log: Callable[[str]
     ]
 
 
-def target_rows(tmp: Path, repeats: int, baseline: Path | None, log: Callable[[str], None]) -> list[Row]:
+#: (target, bound) of the per-target GMM build rows
+TARGET_BOUNDS = (("torch", "<= 2.0"), ("python", "<= 1.5"), ("ks", "<= 1.5"))
+
+
+def target_build_rows(run: Run) -> list[Row]:
     """Each target's build against its compiler alone, and the torch target against
-    load_inline (benchmarks/target_builds.py, issue 23), side by side."""
-    t = target_builds.measure(tmp, repeats, baseline, log)
+    load_inline (benchmarks/target_builds.py), side by side."""
+    t = target_builds.measure(run.tmp / "targets", GMM_REPEATS, run.baseline, log)
     print(target_builds.report(t), file=sys.stderr)
     rows = []
-    for target, bound in (("torch", "<= 2.0"), ("python", "<= 1.5"), ("ks", "<= 1.5")):
+    for target, bound in TARGET_BOUNDS:
         rows.append(Row(f"gmm build, {target} target", f"GMM module via ksc, {target} target, new module, shared "
                         "parts warm", "the compiler alone on its user C++, the target's flags",
                         t.median(f"cold_{target}"), t.median(f"gxx_{target}"), "s", bound))
     rows.append(Row("elementwise build, torch target", "one elementwise binding, torch target, shared parts warm",
                     "load_inline of the same by hand, cold", t.median("elementwise"), t.median("load_inline"),
                     "s", "<= 0.33"))
-    for target in ("torch", "python", "ks"):
+    for target, _ in TARGET_BOUNDS:
         rows.append(Row(f"first build ever, {target} target", f"GMM module via ksc, {target} target, empty cache",
                         f"the same, {t.baseline}", t.median(f"first_new_{target}"), t.median(f"first_old_{target}"),
                         "s", "<= 1.0"))
+    return rows
+
+
+# ---------------------------------------------------------------- the registry
+
+def _runs_always(quick: bool) -> str | None:
+    return None
+
+
+def _not_quick(why: str) -> Callable[[bool], str | None]:
+    return lambda quick: f"--quick ({why})" if quick else None
+
+
+@dataclass(frozen=True)
+class Group:
+    """Rows measured together. ``names``: the rows ``measure`` yields, in order
+    (``quick_names`` where --quick yields fewer); ``skipped``: why the group cannot
+    run (given --quick or not), or None. run() checks what ``measure`` yields
+    against ``names``, so the list the test reads cannot drift."""
+
+    title: str
+    measure: Callable[[Run], list[Row]]
+    names: tuple[str, ...]
+    quick_names: tuple[str, ...] | None = None
+    skipped: Callable[[bool], str | None] = _runs_always
+
+    def expected(self, quick: bool) -> tuple[str, ...]:
+        return self.quick_names if quick and self.quick_names is not None else self.names
+
+
+_INDUCTOR = ("relu3 forward", "relu3 forward+backward", "broadcast muladd_relu", "vmap rownorm")
+
+GROUPS: list[Group] = [
+    Group("import time", import_rows, ("import ksbind",)),
+    Group("render", render_rows, ("render",)),
+    Group("cold and cached builds", cold_build_rows, ("cached build", "build cost")),  # first to build
+    Group("ks target call", ks_call_rows, ("call overhead, ks target",)),
+    Group("python target call", python_call_rows, ("call overhead, python target",)),
+    Group("threads and strings", lambda run: call_rows.rows(run.cache, run.quick, log),
+          ("threads, python target", *["strings, python target"] * len(call_rows.STRING_PATHS))),
+    Group("torch target", torch_rows, ("call overhead, torch target", "size independence", "elementwise throughput")),
+    Group("vs inductor", vs_inductor_rows,
+          tuple(f"vs inductor: {row}, {n} thr" for n in (2, 1) for row in (*_INDUCTOR, "vmap rownorm, fast_math")),
+          quick_names=tuple(f"vs inductor: {row}, {n} thr" for n in (2, 1) for row in _INDUCTOR)),
+    Group("GMM binding-overhead", lambda run: gmm_overhead.gmm_rows(run.tmp / "gmm-overhead", run.quick, run.cache, log),
+          tuple(f"gmm objective+vjp, torch target, {c.label}" for c in gmm_overhead.FULL),
+          skipped=_not_quick("a torch build and the C++ harness; python -m benchmarks.gmm_overhead --quick runs them")),
+    Group("ks pattern", lambda run: ks_patterns.rows(run.tmp / "ks-patterns", run.quick, run.cache, log),
+          ks_patterns.ROW_NAMES, skipped=lambda quick: ks_patterns.available()),
+    Group("jax", lambda run: jax_rows.rows(run.cache, run.quick, log), jax_rows.ROW_NAMES),
+    Group("jax GMM", lambda run: jax_rows.gmm_rows(run.cache, log), jax_rows.GMM_ROW_NAMES,
+          skipped=_not_quick("the GMM module built for jax and torch; python -m benchmarks.jax_rows runs them")),
+    Group("batch build", batch_rows, ("batch build",)),
+    Group("memory", memory_rows, ("memory, python target", "memory, torch target")),
+    Group("debug build", debug_rows, ("debug build",)),
+    Group("GMM build", gmm_build_rows, ("gmm cold build, warm shared parts", "gmm rebuild, .ks edited",
+                                        "gmm rebuild, bindings edited", "gmm first build ever"),
+          skipped=lambda quick: "--quick (they build the GMM module many ways, 3 times)" if quick
+          else ksc_gmm_build.available()),
+    Group("build per target", target_build_rows,
+          (*(f"gmm build, {t} target" for t, _ in TARGET_BOUNDS), "elementwise build, torch target",
+           *(f"first build ever, {t} target" for t, _ in TARGET_BOUNDS)),
+          skipped=lambda quick: "--quick (they build the GMM module for each target, 3 times)" if quick
+          else ksc_gmm_build.available()),
+]
+
+
+def row_names(quick: bool, only: list[str] | None = None) -> list[str]:
+    """The rows a run prints here, in order (groups that cannot run left out)."""
+    return [name for g in selected(only) if g.skipped(quick) is None for name in g.expected(quick)]
+
+
+def selected(only: list[str] | None) -> list[Group]:
+    """The groups whose title or a row name contains one of ``only`` (case aside); all without it."""
+    if not only:
+        return list(GROUPS)
+    wanted = [w.lower() for w in only]
+    return [g for g in GROUPS if any(w in text.lower() for w in wanted for text in (g.title, *g.names))]
+
+
+def measure(run: Run, groups: list[Group]) -> list[Row]:
+    rows: list[Row] = []
+    for group in groups:
+        why = group.skipped(run.quick)
+        if why:
+            print(f"{group.title} rows skipped: {why}")
+            continue
+        log(group.title)
+        got = group.measure(run)
+        names = [r.name for r in got]
+        if names != list(group.expected(run.quick)):
+            raise RuntimeError(f"group {group.title!r} yielded rows {names}, "
+                               f"its declaration says {list(group.expected(run.quick))}")
+        rows += got
     return rows
 
 
@@ -486,56 +553,37 @@ def machine() -> str:
             f"torch {torch.__version__} ({torch.get_num_threads()} threads); {gxx}; ksbind {ksbind.__version__}")
 
 
-def table(rows: list[Row]) -> str:
-    lines = ["| row | ksbind | reference | ksbind median | reference median | ratio | target | met "
-             "| eager median | ratio to eager |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        eager = (f"{_fmt(r.eager_value)} {r.unit} | {_fmt_ratio(r.ksbind_value / r.eager_value)}"
-                 if r.eager_value else " | ")
-        lines.append(f"| {r.name} | {r.ksbind} | {r.reference} | {_fmt(r.ksbind_value)} {r.unit} | "
-                     f"{_fmt(r.reference_value)} {r.unit} | {_fmt_ratio(r.ratio)} | {r.target} | "
-                     f"{'yes' if r.met else 'NO'} | {eager} |")
-    return "\n".join(lines)
-
-
-def _fmt_ratio(r: float) -> str:
-    """Three decimals; a ratio below 0.001 (a reference slowed by a loaded machine) keeps two
-    significant digits rather than printing as 0.000."""
-    return f"{r:.3f}" if r == 0 or r >= 0.001 else f"{r:.2g}"
-
-
-def _fmt(v: float) -> str:
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check that every row runs")
+    ap.add_argument("--only", action="append", metavar="NAME",
+                    help="only the groups whose title or a row name contains NAME (repeatable)")
+    ap.add_argument("--list", action="store_true", help="print the rows this run would measure, and stop")
     ap.add_argument("--write-doc", metavar="FILE", help="also write the table into this markdown file")
     ap.add_argument("--baseline", type=Path, metavar="DIR",
-                    help="an older ksbind checkout for the 'gmm first build ever' row (see ksc_gmm_build.py)")
+                    help="an older ksbind checkout for the 'first build ever' rows (see benchmarks/ksc_gmm_build.py)")
     args = ap.parse_args(argv)
+    groups = selected(args.only)
+    if not groups:
+        ap.error(f"no group or row matches {args.only}")
+    if args.only and args.write_doc:
+        ap.error("--write-doc writes the whole table: not with --only")
+    if args.list:
+        print("\n".join(row_names(args.quick, args.only)))
+        return 0
     sizes = QUICK if args.quick else FULL
     start = time.perf_counter()
-    log = lambda what: print(f"... {what}", file=sys.stderr, flush=True)  # noqa: E731
     with scratch_dir(prefix="ksbind-benchmarks-") as d:
-        rows = measure(sizes, Path(d), log)
-        skipped = ("--quick (they build the GMM module many ways, 3 times)" if args.quick
-                   else ksc_gmm_build.available())
-        if skipped:
-            print(f"GMM build rows skipped: {skipped}")
-        else:
-            rows += gmm_rows(Path(d) / "gmm", GMM_REPEATS, args.baseline, log)
-            rows += target_rows(Path(d) / "targets", GMM_REPEATS, args.baseline, log)
-    text = table(rows)
-    about = (f"Measured {time.strftime('%Y-%m-%d')} with `python benchmarks/run.py{' --quick' if args.quick else ''}`"
-             f" in {time.perf_counter() - start:.0f} s on: {machine()}.")
+        rows = measure(Run(sizes, Path(d), args.baseline), groups)
+    command = "python -m benchmarks.run" + (" --quick" if args.quick else "") + "".join(
+        f" --only {o!r}" for o in args.only or ())
+    about = (f"Measured {time.strftime('%Y-%m-%d')} with `{command}` in {time.perf_counter() - start:.0f} s "
+             f"on: {machine()}.")
     print(about)
     print()
-    print(text)
+    print(table(rows))
     if args.write_doc:
-        _write_doc(Path(args.write_doc), about, text)
+        _write_doc(Path(args.write_doc), about, table(rows))
     return 0
 
 

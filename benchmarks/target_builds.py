@@ -1,8 +1,8 @@
-"""Build times of each target against its compiler alone (issue 23), side by
+"""Build times of each target against its compiler alone, side by
 side in one run: each repeat runs every case once, each build in a fresh
 process; the figures are medians.
 
-    python benchmarks/target_builds.py [--repeats N] [--baseline OLD_CHECKOUT]
+    python -m benchmarks.target_builds [--repeats N] [--baseline OLD_CHECKOUT]
 
 The cases:
 
@@ -18,31 +18,24 @@ The cases:
   of the same function written by hand, cold (its own fresh build folder).
 - ``first build ever, TARGET``: the GMM module in an empty cache, this ksbind
   against ``--baseline DIR`` (an older checkout, e.g. ``git worktree add DIR
-  4401fea``: the commit before issue 23); without it, this ksbind with
+  4401fea``: the commit before the per-target build work, whose figures
+  docs/performance.md keeps); without it, this ksbind with
   ``KSBIND_OBJECT_CACHE=0 KSBIND_PCH=0``.
 
-Needs ../shared/ksc and torch. benchmarks/run.py shows these as rows.
+Needs ksc beside the repository, and torch. benchmarks/run.py shows these as rows.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
-import statistics
-import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from benchmarks.ksc_gmm_build import GMM, KSC, RUNTIME, WARMUP_KS, available, build, gxx_alone
+from benchmarks.scratch import scratch_dir
+from benchmarks.timing import Times, load_inline_in_new_process, log, parser
 
-from ksc_gmm_build import GMM, KSC, RUNTIME, WARMUP_KS, available, build, gxx_alone  # noqa: E402
-from scratch import scratch_dir  # noqa: E402
-
-REPO = HERE.parent
 TARGETS = ("ks", "python", "torch")
 
 GMM_CONFIG = """\
@@ -111,15 +104,6 @@ def cases() -> list[str]:
     return out
 
 
-@dataclass
-class Times:
-    wall: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in cases()})
-    baseline: str = ""
-
-    def median(self, name: str) -> float:
-        return statistics.median(self.wall[name])
-
-
 def user_flags(target: str) -> list[str]:
     """The flags the target gives the module's user C++ (less include folders)."""
     from ksbind.backend.toolchain import BASE_FLAGS
@@ -133,22 +117,15 @@ def user_flags(target: str) -> list[str]:
     return [*TORCH_CFLAGS, abi, *CFLAGS]
 
 
-def compiler_alone(cache: Path, name: str, target: str) -> float:
+def compiler_alone(cache: Path, name: str, target: str) -> tuple[float, float]:
     """The compiler (``CXX``) on the module's user C++ (ksc's output, from the cache)."""
-    return gxx_alone(cache, name, user_flags(target), shlex.split(os.environ.get("CXX", "g++")))[0]
+    return gxx_alone(cache, name, user_flags(target), shlex.split(os.environ.get("CXX", "g++")))
 
 
-def load_inline_cold(build_dir: Path) -> float:
+def load_inline_cold(build_dir: Path) -> tuple[float, float]:
+    """load_inline of HAND_TORCH in a fresh process and a fresh build folder: wall and CPU seconds."""
     shutil.rmtree(build_dir, ignore_errors=True)
-    build_dir.mkdir(parents=True)
-    code = ("import time; t0 = time.perf_counter(); "
-            "from torch.utils.cpp_extension import load_inline; "
-            f"load_inline('hand_relu3', cpp_sources=[{HAND_TORCH!r}], extra_cflags=['-O3'], "
-            f"build_directory={str(build_dir)!r}); print(time.perf_counter() - t0)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=build_dir)
-    if proc.returncode != 0:
-        raise RuntimeError(f"load_inline failed:\n{proc.stderr[-3000:]}")
-    return float(proc.stdout.strip().splitlines()[-1])
+    return load_inline_in_new_process("hand_relu3", HAND_TORCH, build_dir)
 
 
 def write(path: Path, text: str) -> Path:
@@ -159,7 +136,7 @@ def write(path: Path, text: str) -> Path:
 def measure(work: Path, repeats: int, baseline: Path | None = None,
             log: Callable[[str], None] = lambda s: None) -> Times:
     work.mkdir(parents=True, exist_ok=True)
-    times = Times(baseline=f"ksbind at {baseline}" if baseline else
+    times = Times(cases(), baseline=f"ksbind at {baseline}" if baseline else
                   "this ksbind with KSBIND_OBJECT_CACHE=0 KSBIND_PCH=0")
     warm = work / "warm-cache"
     cpp = write(work / "relu3.cpp", RELU3_CPP)
@@ -180,19 +157,19 @@ def measure(work: Path, repeats: int, baseline: Path | None = None,
             name = f"gmm_{target}_{r}"
             config = write(work / f"{name}.yaml", GMM_CONFIG.format(
                 name=name, target=target, ks=GMM, ksc=KSC, runtime=RUNTIME, out=work / "out" / name))
-            times.wall[f"cold_{target}"].append(build(config, warm, work)[0])
-            times.wall[f"gxx_{target}"].append(compiler_alone(warm, name, target))
+            times.add(f"cold_{target}", build(config, warm, work))
+            times.add(f"gxx_{target}", compiler_alone(warm, name, target))
             for label, env, path in (("new", {}, None), ("old", old_env, baseline)):
                 cache = work / f"empty-{label}-{target}-{r}"
                 first = write(work / f"first_{label}_{name}.yaml", GMM_CONFIG.format(
                     name=f"first_{name}", target=target, ks=GMM, ksc=KSC, runtime=RUNTIME,
                     out=work / "out" / f"first_{label}_{name}"))
-                times.wall[f"first_{label}_{target}"].append(build(first, cache, work, env, path)[0])
+                times.add(f"first_{label}_{target}", build(first, cache, work, env, path))
                 shutil.rmtree(cache, ignore_errors=True)
         name = f"ew_{r}"
         config = write(work / f"{name}.yaml", ELEMENTWISE.format(name=name, cpp=cpp, out=work / "out" / name))
-        times.wall["elementwise"].append(build(config, warm, work)[0])
-        times.wall["load_inline"].append(load_inline_cold(work / f"inline-{r}"))
+        times.add("elementwise", build(config, warm, work))
+        times.add("load_inline", load_inline_cold(work / f"inline-{r}"))
     return times
 
 
@@ -213,7 +190,7 @@ def report(t: Times) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--baseline", type=Path, help="an older ksbind checkout for the first-build-ever rows")
     args = ap.parse_args()
@@ -222,7 +199,7 @@ def main() -> None:
         print(f"skipped: {why}")
         return
     with scratch_dir(prefix="ksbind-targets-") as tmp:
-        t = measure(Path(tmp), args.repeats, args.baseline, lambda s: print(f"... {s}", file=sys.stderr))
+        t = measure(Path(tmp), args.repeats, args.baseline, log)
     print(f"medians of {args.repeats}, {os.cpu_count()} cores, CXX={os.environ.get('CXX', 'g++')}; "
           f"baseline: {t.baseline}")
     print(report(t))

@@ -9,7 +9,7 @@
    on 1 vs 1M elements: equal times mean the input is not copied.
 
 Details behind the torch rows of benchmarks/run.py (the table of record).
-Run: python benchmarks/torch_overhead.py  (builds configs/torch_ops.yaml and
+Run: python -m benchmarks.torch_overhead  (builds configs/torch_ops.yaml and
 the inline extension the first time; later runs use the caches).
 """
 from __future__ import annotations
@@ -17,17 +17,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
 import ksbind
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks import REPO
 
 # The hand-written load_inline reference is the one benchmarks/run.py uses.
-from run import HAND_TORCH as INLINE_CPP  # noqa: E402
+from benchmarks.run import HAND_TORCH as INLINE_CPP
 
 
 def best_per_call(fn: Callable[[], object], number: int, repeat: int = 7) -> float:

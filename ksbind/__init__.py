@@ -1,6 +1,6 @@
 """ksbind: C++ entry points and Python/PyTorch bindings for Knossos-compiled functions.
 
-The public face (../DESIGN.md's contract) is resolved lazily: ``import ksbind``
+The public face (``__all__``, documented in docs/api.md) is resolved lazily: ``import ksbind``
 loads only this file and ``_version``, so a generated torch wrapper's
 ``from ksbind import torch_runtime`` and ``ksbind --help`` pay for nothing
 else (no jinja2, no yaml). Each name is imported on first use and then kept

@@ -14,7 +14,7 @@
 #   --all   also what does not fit CI's time: every program of ksc's corpus
 #           (../shared/ksc/programs), not a fixed third; the isolated builds of
 #           the packaging example; the setuptools variant of the jax wheel;
-#           benchmarks/run.py --quick end to end (tests/test_benchmarks.py).
+#           python -m benchmarks.run --quick end to end (tests/test_benchmarks.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--all" ]; then

@@ -16,14 +16,13 @@ from types import ModuleType
 
 import pytest
 
+from benchmarks import batch_build  # the benchmark's module generator: module k computes x * k + 1
 from ksbind.batch import build_many
 from ksbind.errors import BatchBuildError, BuildError, Location
 from ksbind.pipeline import build_configs
 from ksbind.spec import ModuleSpec
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-import batch_build  # noqa: E402  (the benchmark's module generator: module k computes x * k + 1)
 
 pytestmark = pytest.mark.slow
 

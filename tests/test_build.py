@@ -317,7 +317,7 @@ def test_build_needs_a_name_for_multi_module_configs() -> None:
 
 KSC_STYLE_TUPLE_RUNTIME = """\
 // A runtime whose ks::Tuple is its own class (not std::tuple), as a ksc
-// runtime may have: only the KNOSSOS.md surface (make_Tuple, ks::get).
+// runtime may have: only the surface docs/knossos.md lists (make_Tuple, ks::get).
 #pragma once
 #include <cstddef>
 #include <functional>

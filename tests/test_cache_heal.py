@@ -8,8 +8,8 @@ format's), damages that one file, builds again and checks: the build succeeds wi
 right value, gives exactly the warning due (one, naming the damaged entry, for every file
 a record lists), and leaves the whole cache intact (``maintenance.broken`` of every entry
 is empty). A damaged object, precompiled header or unit copy is found by the next build
-that needs it (one that links: the test removes the module entries first, as the issue's
-reproduction did). Rebuilding after one damage recompiles at most the one unit hit: the
+that needs it (one that links: the test removes the module entries first, as the
+failure's first reproduction did). Rebuilding after one damage recompiles at most the one unit hit: the
 others are cache hits.
 
 CI runs the python target with ``KSBIND_PCH=0``, in this process (a build after a

@@ -1,4 +1,4 @@
-"""What a python-target call survives (issue 20): Python code running in the middle
+"""What a python-target call survives: Python code running in the middle
 of a conversion (``__float__``, ``__index__``, ``__len__``, a Sequence's
 ``__getitem__``, a temporary's ``__del__``, a gc callback) that mutates the
 container being read, raises anything, or calls back into the module; threads;

@@ -1,4 +1,4 @@
-"""Issue 20's guarantees on the ks and torch targets, wherever Python code runs inside
+"""tests/test_calls.py's guarantees on the ks and torch targets, wherever Python code runs inside
 their conversions: Python numbers given for scalars (``__float__``/``__index__``), lists
 (of numbers, of tensors), ``__torch_function__`` subclasses. The code may call back into
 the module, mutate the list being read, or raise: the call returns the right value or a

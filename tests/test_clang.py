@@ -1,4 +1,4 @@
-"""A second compiler (issue 23): ``CXX=clang++`` builds a module of every
+"""A second compiler: ``CXX=clang++`` builds a module of every
 target, and a wheel, with its own toolchain key and its own shared
 precompiled header (``.pch``, which clang, unlike g++, refuses rather than
 ignores when it does not match: none may be refused here).

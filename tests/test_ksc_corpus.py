@@ -1,5 +1,5 @@
 """ksc's own test programs, through ksc and ksbind with default bindings, on the python
-target (issue #10 point 7). CI runs a fixed third; ``scripts/test.sh --all`` runs all."""
+target. CI runs a fixed third; ``scripts/test.sh --all`` runs all."""
 from __future__ import annotations
 
 from pathlib import Path

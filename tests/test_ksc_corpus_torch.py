@@ -1,4 +1,4 @@
-"""ksc's own test programs on the torch target (issue 11): with default
+"""ksc's own test programs on the torch target: with default
 bindings, every program generates (no binding refused for nested tensors,
 tuples or scalar results). Compiling each and checking its vjps against finite
 differences through torch tensors takes a torch build per program: that runs

@@ -34,7 +34,7 @@ def base(name: str, t: str) -> StructuredName:
     (StructuredName.derived("D", base("f", "Float")), "D$f$af"),
     (StructuredName.derived("shape", StructuredName.derived("rev", base("f", "Float"))), "shape$rev$f$af"),
     (StructuredName.derived("fwd", base("main", "(Tuple)")), "fwd$main"),
-    # Every character of KNOSSOS.md's encoding table.
+    # Every character of the encoding table (docs/knossos.md#from-a-name-to-a-c-symbol).
     (base("a*b:c,d", "Float"), "a$xb$8c$_d$af"),
 ])
 def test_cpp_symbols(name: StructuredName, symbol: str) -> None:
@@ -52,7 +52,7 @@ def test_structured_name_parts() -> None:
 def test_singleton_tuple_shares_the_plain_symbol() -> None:
     """ksc's rule drops the outer <> of a tuple: [f (Tuple Float)] and [f Float] share a symbol.
 
-    That is what ksc really emits (KNOSSOS.md); docs/errors.md records the quirk.
+    That is what ksc really emits (docs/knossos.md); docs/errors.md records the quirk.
     """
     assert base("f", "(Tuple Float)").cpp_symbol == base("f", "Float").cpp_symbol == "f$af"
     assert base("f", "(Tuple Float)") != base("f", "Float")

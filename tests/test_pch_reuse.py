@@ -1,4 +1,4 @@
-"""The shared precompiled header (issue 23) is keyed by what its content depends
+"""The shared precompiled header (docs/building.md) is keyed by what its content depends
 on, never a module's name or folder, is built once per toolchain after a first
 build, and the next module of that toolchain, in another process, uses it:
 the torch target's units that include torch's headers among them."""

@@ -1,4 +1,4 @@
-"""The python target's scalar calls (issue 11, point 5; issue 20): every entry point converts its
+"""The python target's scalar calls (its fast path for scalars): every entry point converts its
 arguments inside this thread's arena guard (ksbind::CallArena: no mutex at all), reads exact
 float/int/bool arguments inline and returns Float/Integer/Bool as C++ values, made into Python
 objects by the method. They must behave exactly as the general path does: same values, same

@@ -1,4 +1,4 @@
-"""Reading def/edef/gdef forms: every spelling KNOSSOS.md lists, comments, rules, gdefs, files."""
+"""Reading def/edef/gdef forms: every spelling docs/knossos.md lists, comments, rules, gdefs, files."""
 from __future__ import annotations
 
 import os

@@ -13,7 +13,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 CALLS_PER_TARGET = 2500
-#: ZeroDivisionError: Weird's own, raised by its __float__/__len__ while converting, passes through (issue 20).
+#: ZeroDivisionError: Weird's own, raised by its __float__/__len__ while converting, passes through unchanged.
 EXPECTED = (TypeError, ValueError, RuntimeError, MemoryError, OverflowError, IndexError, ZeroDivisionError)
 
 

@@ -1,4 +1,4 @@
-"""End to end: the torch target on structured values (issue 11, points 1-3).
+"""End to end: the torch target on structured values.
 
 Tensors of tensors (one stacked tensor, viewed row by row, or a ragged list),
 tensors of tuples (lists of tuples), numbers as 0-dim tensors, and autograd

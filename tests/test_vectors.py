@@ -1,4 +1,7 @@
-"""Every signature read off real ksc output must come out of ksbind identically."""
+"""Every signature read off real ksc output must come out of ksbind identically: the
+C++ symbol, parameter types and return type of each function in a sample of ksc's
+output, by the rules docs/knossos.md writes down (types, name mangling, the calling
+convention, derived signatures)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +13,7 @@ from ksbind.lang.model import DERIVABLE
 
 from .conftest import REPO, SHARED
 
-# The sample lives in shared/; a copy is kept in the repo so tests run anywhere.
+# The sample beside the repository when present (where ksc is), else the copy in tests/data/.
 _CANDIDATES = [SHARED / "vectors" / "ksc_signatures_sample.jsonl", REPO / "tests" / "data" / "ksc_signatures_sample.jsonl"]
 VECTORS_PATH = next(p for p in _CANDIDATES if p.exists())
 RECORDS = [json.loads(line) for line in VECTORS_PATH.read_text().splitlines() if line.strip()]

@@ -101,7 +101,7 @@ def flags() -> tuple[tuple[str, ...], tuple[str, ...]]:
 def include_dirs_for(spec: ModuleSpec) -> tuple[Path, ...]:
     """The runtime's folder(s), then ksbind's: never the module's own folder (the
     generated files include each other by "relative" path), so the toolchain and
-    its shared precompiled header are the same for every module (issue 23)."""
+    its shared precompiled header are the same for every module."""
     return ks_include_dirs(spec)
 
 

@@ -2,7 +2,7 @@
 
 A base name ``[f T]`` names f at argument type T; a derived name ``[d X]``
 names derivation d of X. The C++ symbol and the C++ parameter list follow
-KNOSSOS.md to the character; ``derive`` computes fwd/rev/sufrev signatures
+ksc's to the character (docs/knossos.md); ``derive`` computes fwd/rev/sufrev signatures
 from the tangent rules.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ksbind.errors import DeclarationError, KsTypeError, Location, closest
 from ksbind.lang.sexpr import Atom, Node, SList, parse_sexprs
 from ksbind.lang.types import KsType, TupleType, type_from_node
 
-#: Derivations ksc knows, in the order KNOSSOS.md lists them.
+#: Derivations ksc knows (docs/knossos.md#function-names), D (the gradient) last.
 DERIVATIONS = ("fwd", "rev", "sufrev", "suffwdpass", "sufrevpass", "CL", "shape", "D")
 #: Derivations whose signature follows from the primal's alone.
 DERIVABLE = ("fwd", "rev", "sufrev", "CL")

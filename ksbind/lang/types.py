@@ -1,7 +1,7 @@
 """The ks type model: immutable, hashable, and printed in canonical ks spelling.
 
 ``str(parse_type(s))`` is the canonical spelling and parses back to an equal
-type. ``.mangled`` and ``.cpp`` follow ksc exactly (see KNOSSOS.md): tensors are
+type. ``.mangled`` and ``.cpp`` follow ksc exactly (docs/knossos.md#types): tensors are
 ``ks::tensor<N, C>`` (space after the comma), tuples ``ks::Tuple<A,B>`` (none).
 """
 from __future__ import annotations
@@ -203,7 +203,7 @@ def type_from_node(node: Node) -> KsType:
 
 
 def type_from_nodes(items: Sequence[Node], loc: Location) -> KsType:
-    """A list of types: one is itself, several are a tuple (KNOSSOS.md)."""
+    """A list of types: one is itself, several are a tuple (docs/knossos.md#types)."""
     if not items:
         return EMPTY_TUPLE
     if isinstance(items[0], Atom) and not items[0].is_string and items[0].text in CONSTRUCTOR_NAMES:

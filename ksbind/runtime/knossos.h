@@ -1,6 +1,6 @@
 // ksbind's minimal Knossos runtime (`runtime: bundled`): the surface of ksc's
 // knossos.h that ksbind's entry points and hand-written ks C++ rely on (see
-// KNOSSOS.md), spelled as ksc spells it, so code written against it also
+// docs/knossos.md), spelled as ksc spells it, so code written against it also
 // compiles against ksc's runtime. Header-only; knossos.cpp exists because
 // ksc's output ends with #include "knossos.cpp".
 #pragma once

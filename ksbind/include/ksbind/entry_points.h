@@ -2,7 +2,7 @@
 // passes to ks code (g_alloc), logging (g_logging, ksbind::logged), the ks
 // target's arena guard (ksbind::ArenaLock), a full arena as MemoryError
 // (ksbind::arena_exhausted) and releasing the GIL around ks calls
-// (ksbind::without_gil). Uses only the runtime surface in KNOSSOS.md, so
+// (ksbind::without_gil). Uses only the runtime surface in docs/knossos.md, so
 // <knossos.h> may be ksbind's bundled one or ksc's own.
 //
 // Included as <ksbind/entry_points.h>: no Knossos runtime has a ksbind/

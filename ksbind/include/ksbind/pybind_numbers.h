@@ -5,7 +5,7 @@
 // an int too big for the C++ type a wrong type. Here only a TypeError (the
 // value is not a number of that kind) makes the argument not match; an int
 // out of range raises OverflowError saying so; anything else user code raises
-// passes through unchanged (issue 20, as the python target's converters do).
+// passes through unchanged (as the python target's converters do).
 #pragma once
 
 #include <pybind11/pybind11.h>
