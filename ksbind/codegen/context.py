@@ -102,7 +102,7 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     # A target may refine the entry points (the torch target's elementwise/vmap modes
     # show tensors); the bindings and the stub follow whichever entry points are final.
     extra = target.extra_context(bindings, options)
-    entries = extra.pop("entry_points", entries)
+    entries = [target.decided(e) for e in extra.pop("entry_points", entries)]
     by_name = {e.name: e for e in entries}
     infos = [BindingInfo(b.name, str(b.decl.name), b.mode, by_name[b.name],
                          by_name[b.vjp_name] if b.vjp_name else None) for b in bindings]
@@ -129,6 +129,7 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "logging": options.logging,
         "arena_bytes": options.arena_bytes,
         "arena_per_call": target.arena_per_call,
+        "entry_headers": list(target.entry_headers),
         # torch ops release the GIL on every call (a fixed cost, whatever the
         # tensor size); ks/python entries only for calls with enough data.
         "release_gil_always": target.release_gil_always,

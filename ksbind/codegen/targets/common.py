@@ -7,6 +7,7 @@ the values out.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,12 +46,23 @@ class Param:
     differentiable: bool = True
 
 
+def ks_call(symbol: str, alloc: str, args: Sequence[str]) -> str:
+    """The one spelling of a call of a ks function in C++: ``ks::SYMBOL(ALLOC, ARGS...)``
+    (ksc's calling convention: the allocator first)."""
+    return f"ks::{symbol}({', '.join([alloc, *args])})"
+
+
 @dataclass(frozen=True)
 class CallArg:
     """One C++ argument of the ks call: a value, or several packed as a ks::Tuple."""
 
     values: tuple[str, ...]
     packed: bool = False
+
+    @property
+    def cpp(self) -> str:
+        """The argument as C++: the value, or the values in ``ks::make_Tuple(...)``."""
+        return f"ks::make_Tuple({', '.join(self.values)})" if self.packed else self.values[0]
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,10 @@ class Result:
     converter: str
     py_type: str
     holds_tensor: bool
+
+    def convert(self, value: str) -> str:
+        """C++ turning ``value`` (the ks result) into what the entry point returns."""
+        return f"{self.converter}({value})" if self.converter else value
 
 
 @dataclass(frozen=True)
@@ -80,6 +96,44 @@ class EntryPoint:
     release_gil: GilPolicy = "auto"  # the binding's GIL policy: auto, always or never
     long_call: bool = False      # the binding is marked long: `auto` releases the GIL for every call
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    #: C++ bool expression: whether the ks call runs with the GIL released (the target record
+    #: decides it from ``release_gil`` and ``long_call``: see release_gil_cpp below).
+    release_gil_cpp: str = "false"
+    # The C++ the templates print, made from the fields above (again by dataclasses.replace):
+    call_arg_list: str = field(init=False)  # the ks call's arguments after the allocator
+    call: str = field(init=False)           # the ks call, with the module's allocator (&g_alloc)
+    probe_call: str = field(init=False)     # a vjp's primal called on its arguments with `probe`, or ""
+    param_list: str = field(init=False)     # the entry point's C++ parameters
+    declaration: str = field(init=False)    # its C++ signature: result type, name, parameters
+    converted_ret: str = field(init=False)  # `ret` (the ks result) as the entry point returns it
+
+    def __post_init__(self) -> None:
+        values = {
+            "call_arg_list": ", ".join(a.cpp for a in self.call_args),
+            "call": self.call_with("&g_alloc"),
+            "probe_call": ks_call(self.primal_symbol, "probe", self.call_args[0].values)
+            if self.is_vjp and self.primal_symbol else "",
+            "param_list": ", ".join(f"{p.entry_type} {p.name}" for p in self.params),
+            "converted_ret": self.result.convert("ret"),
+        }
+        values["declaration"] = f"{self.result.entry_type} {self.name}({values['param_list']})"
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def call_with(self, alloc: str) -> str:
+        """The ks call with ``alloc`` (a C++ ``ks::allocator*``) as its allocator."""
+        return ks_call(self.symbol, alloc, [a.cpp for a in self.call_args])
+
+
+def release_gil_cpp(e: EntryPoint, always: bool) -> str:
+    """Whether e's ks call runs with the GIL released, as a C++ bool expression: the binding's
+    ``release_gil``; under ``auto``, every call when the target releases it always (``always``) or the
+    binding is marked long, else a call whose tensor arguments hold enough data (ksbind::large_call)."""
+    if e.release_gil == "always" or (e.release_gil == "auto" and (always or e.long_call)):
+        return "true"
+    if e.release_gil == "never":
+        return "false"
+    return f"ksbind::large_call({', '.join(p.ks_value for p in e.params)})"
 
 
 class CrossingRule(Protocol):
@@ -165,4 +219,4 @@ def entry_points_for(bindings: list[Binding], crossing: CrossingRule) -> list[En
 
 
 __all__ = ["runtime_copy_import", "Crossing", "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
-           "entry_points_for"]
+           "entry_points_for", "ks_call", "release_gil_cpp"]

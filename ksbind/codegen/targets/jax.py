@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import pprint
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
@@ -195,12 +195,16 @@ class JaxEntry:
     n_out: int
     #: (C++ type, name, value): arguments of the ks call fixed in the handler, not passed
     fixed: tuple[tuple[str, str, str], ...] = ()
+    # The params as the templates print them after `alloc` (each item after ", "), made from
+    # ``params`` (again by dataclasses.replace):
+    param_list: str = field(init=False)  # ", T n, ...": the C++ parameters
+    arg_list: str = field(init=False)    # ", n, ...": the names, as arguments
+    type_list: str = field(init=False)   # ", T, ...": the types, as template arguments
 
-
-def _ks_call(e: EntryPoint) -> str:
-    args = "".join(", " + (f"ks::make_Tuple({', '.join(a.values)})" if a.packed else a.values[0])
-                   for a in e.call_args)
-    return f"ks::{e.symbol}(alloc{args})"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "param_list", "".join(f", {t} {n}" for t, n in self.params))
+        object.__setattr__(self, "arg_list", "".join(f", {n}" for _, n in self.params))
+        object.__setattr__(self, "type_list", "".join(f", {t}" for t, _ in self.params))
 
 
 def _jax_entry(e: EntryPoint, mode: Mode, result_type: KsType) -> JaxEntry:
@@ -210,7 +214,7 @@ def _jax_entry(e: EntryPoint, mode: Mode, result_type: KsType) -> JaxEntry:
         name=e.name, ks_name=e.ks_name, handler=f"ksbind_jax_{e.name}", probe=None if e.is_vjp or kind != "call" else
         f"ksbind_jax_probe_{e.name}", kind=kind, result_cpp=result_type.cpp,
         params=tuple((p.cpp_type, p.name) for p in e.params), py_names=tuple(p.py_name for p in e.params),
-        call=_ks_call(e), n_in=len(e.params), n_out=n_out)
+        call=e.call_with("alloc"), n_in=len(e.params), n_out=n_out)
 
 
 def _jacobian_entry(vjp: EntryPoint, result_type: KsType) -> JaxEntry:
