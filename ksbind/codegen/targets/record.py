@@ -79,6 +79,8 @@ class Target:
     bound); an explicit binding of it stays an error (the target's own check says why).
     entry_headers: ksbind's headers (``<ksbind/...>``) the entry points' header includes besides
     ``ksbind/entry_points.h``: the converters its entry points call.
+    cpu_kernels: the module has loops compiled per CPU capability, and so the support
+    functions that say which runs (``kernels_only`` in ksbind/support.py).
     """
 
     name: TargetName
@@ -99,6 +101,7 @@ class Target:
     result_shapes: bool = False
     crossing_problem: CrossingProblem = crosses_always
     entry_headers: tuple[str, ...] = ()
+    cpu_kernels: bool = False
 
     def __post_init__(self) -> None:
         if self.build not in BUILD_KINDS:
