@@ -216,7 +216,9 @@ def test_stub_matches_the_built_modules(ks_examples: ModuleType, py_examples: Mo
         # The support functions' docstrings, as the module registered them, are the table's.
         for f in support_infos(get_target(spec.target)):
             doc = getattr(module, f.name).__doc__ or ""
-            assert doc.startswith(f.signature) and f.doc in doc, (module.__name__, f.name, doc)
+            # (pybind11, the ks target, names a parameter given no keyword name arg0)
+            assert doc.startswith(f"{f.name}(") and f.doc in doc, (module.__name__, f.name, doc)
+            assert doc.startswith(f.signature) or module is ks_examples
 
 
 
