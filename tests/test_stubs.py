@@ -257,6 +257,17 @@ def test_jax_runtime_support_functions_are_the_tables() -> None:
     assert docs == {f.name: f.doc("thread") for f in SUPPORT_FUNCTIONS if not f.kernels_only}
 
 
+def test_torch_runtime_support_names_are_the_tables() -> None:
+    """The torch wrapper re-exports its extension's support functions by name (ksbind/torch_runtime.py,
+    which imports nothing of ksbind's): the table's names, the CPU-capability ones among them."""
+    tree = ast.parse((REPO / "ksbind" / "torch_runtime.py").read_text(encoding="utf-8"))
+    names = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name) and t.id in ("ALLOCATOR_FUNCTIONS", "CPU_FUNCTIONS")}
+    assert set(names["ALLOCATOR_FUNCTIONS"]) == RESERVED_NAMES
+    public_cpu = {n for n in names["CPU_FUNCTIONS"] if not n.startswith("_")}
+    assert public_cpu == {f.name for f in SUPPORT_FUNCTIONS if f.kernels_only}
+
+
 def test_docs_support_table_is_the_tables() -> None:
     doc = REPO / "docs" / "targets.md"
     text = doc.read_text(encoding="utf-8")
