@@ -7,7 +7,7 @@ values out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -197,7 +197,9 @@ def context_to_json(ctx: dict[str, Any]) -> Any:
     """The context as plain JSON values (for ``ksbind generate --dump-context``)."""
     def plain(v: Any) -> Any:
         if is_dataclass(v) and not isinstance(v, type):
-            return {k: plain(x) for k, x in asdict(v).items()}
+            # The fields, then the values made from them (EntryPoint.DERIVED: what templates print).
+            names = [f.name for f in fields(v)] + list(getattr(v, "DERIVED", ()))
+            return {k: plain(getattr(v, k)) for k in names}
         if isinstance(v, dict):
             return {str(k): plain(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):

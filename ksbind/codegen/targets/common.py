@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import cached_property
+from typing import Any, ClassVar, Protocol
 
 from ksbind.errors import BindingError
 from ksbind.lang.identifiers import identifier_problem
@@ -99,26 +100,41 @@ class EntryPoint:
     #: C++ bool expression: whether the ks call runs with the GIL released (the target record
     #: decides it from ``release_gil`` and ``long_call``: see release_gil_cpp below).
     release_gil_cpp: str = "false"
-    # The C++ the templates print, made from the fields above (again by dataclasses.replace):
-    call_arg_list: str = field(init=False)  # the ks call's arguments after the allocator
-    call: str = field(init=False)           # the ks call, with the module's allocator (&g_alloc)
-    probe_call: str = field(init=False)     # a vjp's primal called on its arguments with `probe`, or ""
-    param_list: str = field(init=False)     # the entry point's C++ parameters
-    declaration: str = field(init=False)    # its C++ signature: result type, name, parameters
-    converted_ret: str = field(init=False)  # `ret` (the ks result) as the entry point returns it
+    #: The C++ the templates print, made from the fields above when first read (a replaced entry
+    #: point makes its own); ``ksbind generate --dump-context`` shows them with the fields.
+    DERIVED: ClassVar[tuple[str, ...]] = ("call_arg_list", "call", "probe_call", "param_list", "declaration",
+                                          "converted_ret")
 
-    def __post_init__(self) -> None:
-        values = {
-            "call_arg_list": ", ".join(a.cpp for a in self.call_args),
-            "call": self.call_with("&g_alloc"),
-            "probe_call": ks_call(self.primal_symbol, "probe", self.call_args[0].values)
-            if self.is_vjp and self.primal_symbol else "",
-            "param_list": ", ".join(f"{p.entry_type} {p.name}" for p in self.params),
-            "converted_ret": self.result.convert("ret"),
-        }
-        values["declaration"] = f"{self.result.entry_type} {self.name}({values['param_list']})"
-        for name, value in values.items():
-            object.__setattr__(self, name, value)
+    @cached_property
+    def call_arg_list(self) -> str:
+        """The ks call's arguments after the allocator."""
+        return ", ".join(a.cpp for a in self.call_args)
+
+    @cached_property
+    def call(self) -> str:
+        """The ks call, with the module's allocator (``&g_alloc``)."""
+        return self.call_with("&g_alloc")
+
+    @cached_property
+    def probe_call(self) -> str:
+        """A vjp's primal called on its arguments with ``probe`` as allocator, or ""."""
+        return ks_call(self.primal_symbol, "probe", self.call_args[0].values) if self.is_vjp and self.primal_symbol \
+            else ""
+
+    @cached_property
+    def param_list(self) -> str:
+        """The entry point's C++ parameters."""
+        return ", ".join(f"{p.entry_type} {p.name}" for p in self.params)
+
+    @cached_property
+    def declaration(self) -> str:
+        """Its C++ signature: result type, name, parameters."""
+        return f"{self.result.entry_type} {self.name}({self.param_list})"
+
+    @cached_property
+    def converted_ret(self) -> str:
+        """``ret`` (the ks result) as the entry point returns it."""
+        return self.result.convert("ret")
 
     def call_with(self, alloc: str) -> str:
         """The ks call with ``alloc`` (a C++ ``ks::allocator*``) as its allocator."""

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import pprint
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Any, ClassVar, Literal
 
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.record import Target
@@ -195,16 +196,24 @@ class JaxEntry:
     n_out: int
     #: (C++ type, name, value): arguments of the ks call fixed in the handler, not passed
     fixed: tuple[tuple[str, str, str], ...] = ()
-    # The params as the templates print them after `alloc` (each item after ", "), made from
-    # ``params`` (again by dataclasses.replace):
-    param_list: str = field(init=False)  # ", T n, ...": the C++ parameters
-    arg_list: str = field(init=False)    # ", n, ...": the names, as arguments
-    type_list: str = field(init=False)   # ", T, ...": the types, as template arguments
+    #: The params as the templates print them after `alloc` (each item after ", "), made from
+    #: ``params`` when first read; ``--dump-context`` shows them with the fields.
+    DERIVED: ClassVar[tuple[str, ...]] = ("param_list", "arg_list", "type_list")
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "param_list", "".join(f", {t} {n}" for t, n in self.params))
-        object.__setattr__(self, "arg_list", "".join(f", {n}" for _, n in self.params))
-        object.__setattr__(self, "type_list", "".join(f", {t}" for t, _ in self.params))
+    @cached_property
+    def param_list(self) -> str:
+        """``, T n, ...``: the C++ parameters."""
+        return "".join(f", {t} {n}" for t, n in self.params)
+
+    @cached_property
+    def arg_list(self) -> str:
+        """``, n, ...``: the names, as arguments."""
+        return "".join(f", {n}" for _, n in self.params)
+
+    @cached_property
+    def type_list(self) -> str:
+        """``, T, ...``: the types, as template arguments."""
+        return "".join(f", {t}" for t, _ in self.params)
 
 
 def _jax_entry(e: EntryPoint, mode: Mode, result_type: KsType) -> JaxEntry:
