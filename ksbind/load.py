@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ksbind.cache.layout import LOAD_KS_DIR, cache_fault, cache_root, check_root
 from ksbind.codegen.output import write_atomic
@@ -20,8 +22,13 @@ from ksbind.codegen.targets import get_target
 from ksbind.config import BINDING_KEYS
 from ksbind.errors import ConfigError, Location, closest, show_file_as
 from ksbind.lang.identifiers import identifier_problem
-from ksbind.settings import Setting, pick, settings_of
+from ksbind.settings import Setting, keyword_signature, pick, settings_of, with_options
 from ksbind.spec import DEFAULT_ARENA_BYTES, BindingSpec, KscSpec, ModuleSpec, RuntimeSpec, TargetName
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+elif TYPE_CHECKING:  # 3.10: for type checkers only (typing.get_type_hints of the function then fails)
+    from typing_extensions import Unpack
 
 #: What messages call the text given to load_ks.
 LOAD_KS_TEXT = "<load_ks text>"
@@ -31,12 +38,43 @@ LOAD_KS_TEXT = "<load_ks text>"
 BindingArg = str | Mapping[str, str | bool] | BindingSpec
 
 
-def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, target: TargetName = "python",
-            name: str | None = None, ksc: str | os.PathLike[str] | KscSpec | None = None,
-            ksc_runtime: str | os.PathLike[str] | None = None, cpp: Sequence[str | os.PathLike[str]] = (),
-            arena_bytes: int = DEFAULT_ARENA_BYTES, torch_library: str | None = None, fast_math: bool = False,
-            cache_dir: str | os.PathLike[str] | None = None, stubs: str | os.PathLike[str] | None = None,
-            quiet: bool = False, debug: bool = False) -> ModuleType:
+@dataclass(frozen=True)
+class LoadOptions:
+    """load_ks's options; each is also a keyword argument of load_ks (see its docstring)."""
+
+    target: TargetName = "python"
+    name: str | None = None
+    ksc: str | os.PathLike[str] | KscSpec | None = None
+    ksc_runtime: str | os.PathLike[str] | None = None
+    cpp: Sequence[str | os.PathLike[str]] = ()
+    arena_bytes: int = DEFAULT_ARENA_BYTES
+    torch_library: str | None = None
+    fast_math: bool = False
+    cache_dir: str | os.PathLike[str] | None = None
+    stubs: str | os.PathLike[str] | None = None
+    quiet: bool = False
+    debug: bool = False
+
+
+class LoadKeywords(TypedDict, total=False):
+    """LoadOptions' fields as load_ks's keyword arguments (tests/test_import_face.py checks the two agree)."""
+
+    target: TargetName
+    name: str | None
+    ksc: str | os.PathLike[str] | KscSpec | None
+    ksc_runtime: str | os.PathLike[str] | None
+    cpp: Sequence[str | os.PathLike[str]]
+    arena_bytes: int
+    torch_library: str | None
+    fast_math: bool
+    cache_dir: str | os.PathLike[str] | None
+    stubs: str | os.PathLike[str] | None
+    quiet: bool
+    debug: bool
+
+
+def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, options: LoadOptions | None = None,
+            **keywords: Unpack[LoadKeywords]) -> ModuleType:
     """Compile ks source with ksc, bind it and import the module (cached like ``build``).
 
     ``bindings`` None binds every function the text declares (its vjp as NAME_vjp
@@ -48,14 +86,20 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
     on, ``-O0 -g``) and ``stubs`` (a folder to write NAME.pyi into, for type
     checkers: give ``name`` too): as the config keys (docs/config.md). Errors
     about the text are located in it (``<load_ks text>:LINE:COL``). Progress is
-    logged as ``build``'s is; ``quiet=True`` drops this call's.
+    logged as ``build``'s is; ``quiet=True`` drops this call's. The keyword
+    arguments may come as one ``options`` record (LoadOptions), which they override.
     """
+    o = with_options(LoadOptions, options, keywords, "load_ks")
+    return _load(ks_text, bindings, o)
+
+
+def _load(ks_text: str, bindings: Sequence[BindingArg] | None, o: LoadOptions) -> ModuleType:
     from ksbind.pipeline import build_spec
 
-    get_target(target)  # an unknown target is a ConfigError naming the known ones
-    root = Path(cache_dir) if cache_dir is not None else cache_root()
+    get_target(o.target)  # an unknown target is a ConfigError naming the known ones
+    root = Path(o.cache_dir) if o.cache_dir is not None else cache_root()
     digest = hashlib.sha256(ks_text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    module_name = name or f"ks_{digest}"
+    module_name = o.name or f"ks_{digest}"
     problem = identifier_problem(module_name)
     if problem:
         raise ConfigError(f"module name {problem}")
@@ -72,13 +116,17 @@ def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, targe
     # The file holds exactly this text (it is named by its content): messages call it what the user wrote.
     show_file_as(str(source), LOAD_KS_TEXT)
     spec = ModuleSpec(
-        name=module_name, config_path=source, target=target, ks_files=(source,),
-        cpp=tuple(Path(c).resolve() for c in cpp), runtime=RuntimeSpec(bundled=False, from_ksc=True),
+        name=module_name, config_path=source, target=o.target, ks_files=(source,),
+        cpp=tuple(Path(c).resolve() for c in o.cpp), runtime=RuntimeSpec(bundled=False, from_ksc=True),
         bindings=None if bindings is None else tuple(_binding(b) for b in bindings),
-        torch_library=torch_library, arena_bytes=arena_bytes, output=source.parent / "generated", fast_math=fast_math,
-        debug=debug, ksc=_ksc_spec(ksc, ksc_runtime), location=Location(str(source)),
-        stubs=Path(stubs).resolve() if stubs is not None else None)
-    return build_spec(spec, cache_dir=root, quiet=quiet)
+        torch_library=o.torch_library, arena_bytes=o.arena_bytes, output=source.parent / "generated",
+        fast_math=o.fast_math, debug=o.debug, ksc=_ksc_spec(o.ksc, o.ksc_runtime), location=Location(str(source)),
+        stubs=Path(o.stubs).resolve() if o.stubs is not None else None)
+    return build_spec(spec, cache_dir=root, quiet=o.quiet)
+
+
+# help() and inspect show every keyword argument (LoadOptions' fields), not **keywords.
+load_ks.__signature__ = keyword_signature(load_ks, LoadOptions)  # type: ignore[attr-defined]
 
 
 def _ksc_spec(ksc: str | os.PathLike[str] | KscSpec | None, runtime: str | os.PathLike[str] | None) -> KscSpec:
@@ -127,4 +175,4 @@ def _expected(s: Setting) -> str:
     return "true or false" if s.spec.form == "flag" else "a string"
 
 
-__all__ = ["load_ks"]
+__all__ = ["load_ks", "LoadOptions", "LoadKeywords"]

@@ -1,5 +1,6 @@
 """The JSON Schema of ksbind configs and docs/config.md's key tables, both made
-from the settings model (ksbind/spec.py's ``Annotated`` fields; ksbind/settings.py).
+from the settings model (ksbind/spec.py's ``Annotated`` fields; ksbind/settings.py),
+and docs/targets.md's table of the support functions (ksbind/support.py).
 
 The schema is shipped as ``ksbind/config.schema.json`` (``ksbind schema`` prints
 it); scripts/generate_settings.py writes it and the tables, and
@@ -23,6 +24,7 @@ from ksbind.lang.identifiers import CPP_KEYWORDS
 from ksbind.lang.types import MAX_RANK
 from ksbind.settings import Setting, keys_of, settings_of
 from ksbind.spec import RESERVED_NAMES, TENSOR_ELEMENTS, BindingSpec, KscSpec, ModuleSpec, RuntimeSpec
+from ksbind.support import SUPPORT_FUNCTIONS
 
 #: The schema as the package ships it.
 SCHEMA_FILE = Path(__file__).with_name("config.schema.json")
@@ -213,4 +215,33 @@ def with_tables(text: str) -> str:
     return text
 
 
-__all__ = ["SCHEMA_FILE", "TABLES", "config_schema", "schema_text", "key_table", "with_tables"]
+#: The marker names of docs/targets.md's table of the support functions (ksbind/support.py).
+SUPPORT_MARKERS = ("<!-- BEGIN support-functions -->", "<!-- END support-functions -->")
+
+
+def support_table() -> str:
+    """docs/targets.md's table of the support functions: each one's signature and what it does on
+    modules with an arena per thread and with one per module (the targets of each, from their records)."""
+    def on(per_call: bool) -> str:
+        return ", ".join(t.name for t in TARGETS.values() if t.arena_per_call == per_call)
+    lines = [f"| function | {on(True)} targets: an arena per thread | {on(False)} target: one arena per module |",
+             "|---|---|---|"]
+    for f in SUPPORT_FUNCTIONS:
+        note = "Only where the module has loops compiled per CPU capability: " if f.kernels_only else ""
+        lines.append(f"| `{f.signature}` | {note}{f.doc('thread')} | {'—' if f.kernels_only else f.doc('module')} |")
+    return "\n".join(lines) + "\n"
+
+
+def with_support_table(text: str) -> str:
+    """``text`` (docs/targets.md) with the support functions' table between its markers made anew."""
+    begin, end = SUPPORT_MARKERS
+    if begin not in text or end not in text:
+        raise ValueError(f"docs/targets.md lacks the markers {begin} ... {end}")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return (f"{head}{begin}\n<!-- generated from ksbind/support.py by scripts/generate_settings.py: "
+            f"edit the table there -->\n{support_table()}{end}{tail}")
+
+
+__all__ = ["SCHEMA_FILE", "TABLES", "config_schema", "schema_text", "key_table", "with_tables", "SUPPORT_MARKERS",
+           "support_table", "with_support_table"]

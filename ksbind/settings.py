@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from ksbind.errors import closest
 
 #: How a config spells a value. text: a string; identifier: a string that must be a C++
 #: and Python identifier; module_name: a dotted Python module name; choice: one of the
@@ -128,4 +131,33 @@ def keys_of(record: type) -> tuple[str, ...]:
     return tuple(s.key for s in settings_of(record))
 
 
-__all__ = ["Form", "MustExist", "Key", "Setting", "settings_of", "keys_of", "literal_values", "pick"]
+# ------------------------------------------------------------ options records of functions
+
+_R = typing.TypeVar("_R")
+
+
+def with_options(record: type[_R], base: _R | None, overrides: typing.Mapping[str, Any], caller: str) -> _R:
+    """An options record (a frozen dataclass) from a function's keyword arguments: ``base`` (or the
+    record's defaults) with ``overrides``; a keyword that is no field is a TypeError, as Python's own."""
+    names = [f.name for f in dataclasses.fields(record)]  # type: ignore[arg-type]
+    for key in overrides:
+        if key not in names:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {key!r}{closest(key, names)}")
+    if base is None:
+        return record(**overrides)
+    return dataclasses.replace(base, **overrides)  # type: ignore[type-var]
+
+
+def keyword_signature(fn: typing.Callable[..., Any], record: type) -> inspect.Signature:
+    """``fn``'s signature with its ``**kwargs`` spelt out as the options record's fields (each a
+    keyword-only parameter with the field's type and default), for help() and inspect."""
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(record)
+    spelt = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
+             for f in dataclasses.fields(record)]
+    params = [p for p in sig.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
+    return sig.replace(parameters=[*params, *spelt])
+
+
+__all__ = ["Form", "MustExist", "Key", "Setting", "settings_of", "keys_of", "literal_values", "pick", "with_options",
+           "keyword_signature"]

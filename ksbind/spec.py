@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
+from ksbind import support
 from ksbind.errors import Location
 from ksbind.lang.model import FunctionDecl
 from ksbind.settings import Key
@@ -51,9 +52,9 @@ TENSOR_ELEMENTS: tuple[TensorElement, ...] = get_args(TensorElement)
 #: Who chose a KscSpec's settings, for the "not found" hint.
 KscSetBy = Literal["config", "load_ks", "cli"]
 
-#: Names every generated module defines itself.
-RESERVED_NAMES = frozenset({"reset_allocator", "allocator_top", "allocator_peak", "logging",
-                            "set_arena_bytes", "arena_bytes"})
+#: Names every generated module defines itself (its support functions: ksbind/support.py).
+RESERVED_NAMES = support.RESERVED_NAMES
+_RESERVED_LIST = ", ".join(f"`{f.name}`" for f in support.SUPPORT_FUNCTIONS if f.name in RESERVED_NAMES)
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_ARENA_BYTES = 100_000_000
@@ -66,8 +67,7 @@ class BindingSpec:
     name: Annotated[str, Key(
         "text", "Python and C++ name of the binding. Checked: an identifier, not a C++ keyword, not a Python "
         "keyword (soft keywords such as `match` included), no `__`, not a name the module defines itself "
-        "(`reset_allocator`, `allocator_top`, `allocator_peak`, `logging`, `set_arena_bytes`, `arena_bytes`, "
-        "`Tensor_*`), unique in the module (vjp names included).",
+        f"({_RESERVED_LIST}, `Tensor_*`), unique in the module (vjp names included).",
         type_doc="identifier", required="its Python name", what="a binding's 'name'", expected="a string",
         binding_name=True)]
     function: Annotated[str | None, Key(

@@ -1,5 +1,6 @@
 """Write what the settings model (ksbind/spec.py) makes: docs/config.md's key tables
-and the JSON Schema ksbind ships (ksbind/config.schema.json). ``--check``: write
+and the JSON Schema ksbind ships (ksbind/config.schema.json); and docs/targets.md's
+table of the support functions (ksbind/support.py). ``--check``: write
 nothing, exit 1 naming each file that would change (tests/test_settings.py checks
 the same)."""
 from __future__ import annotations
@@ -8,9 +9,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ksbind.schema import SCHEMA_FILE, schema_text, with_tables
+from ksbind.schema import SCHEMA_FILE, schema_text, with_support_table, with_tables
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "config.md"
+TARGETS_DOC = DOC.with_name("targets.md")
 
 
 def main() -> int:
@@ -18,7 +20,8 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file would change")
     args = parser.parse_args()
     stale = []
-    for path, text in ((DOC, with_tables(DOC.read_text(encoding="utf-8"))), (SCHEMA_FILE, schema_text())):
+    for path, text in ((DOC, with_tables(DOC.read_text(encoding="utf-8"))), (SCHEMA_FILE, schema_text()),
+                       (TARGETS_DOC, with_support_table(TARGETS_DOC.read_text(encoding="utf-8")))):
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             continue
         stale.append(path)

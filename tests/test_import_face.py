@@ -76,3 +76,33 @@ def test_readme_load_ks_example_shows_the_target_and_its_default() -> None:
     default = inspect.signature(ksbind.load_ks).parameters["target"].default
     assert re.search(rf'target="{default}"\)?\s*# the default', example), example
     assert f"`target=` defaults to `{default}`" in readme
+
+
+def test_load_ks_keywords_are_its_options_record() -> None:
+    """load_ks's options are one record (LoadOptions): every keyword argument is a field with its
+    default (help() lists them), ``options=`` takes the record, keywords override it, and a wrong
+    keyword is a TypeError before anything is written."""
+    import dataclasses
+    import inspect
+    import typing
+
+    import pytest
+
+    import ksbind
+    from ksbind.load import LoadKeywords, LoadOptions
+    from ksbind.settings import with_options
+
+    fields = dataclasses.fields(LoadOptions)
+    assert typing.get_type_hints(LoadKeywords) == typing.get_type_hints(LoadOptions)
+    params = inspect.signature(ksbind.load_ks).parameters
+    assert [(n, p.default) for n, p in params.items() if n not in ("ks_text", "bindings", "options")] == \
+        [(f.name, f.default) for f in fields]
+    assert [f.name for f in fields] == ["target", "name", "ksc", "ksc_runtime", "cpp", "arena_bytes", "torch_library",
+                                        "fast_math", "cache_dir", "stubs", "quiet", "debug"]
+    base = LoadOptions(target="ks", name="m", arena_bytes=4096)
+    assert with_options(LoadOptions, base, {"arena_bytes": 8192, "quiet": True}, "load_ks") == \
+        LoadOptions(target="ks", name="m", arena_bytes=8192, quiet=True)
+    assert with_options(LoadOptions, None, {"debug": True}, "load_ks") == LoadOptions(debug=True)
+    with pytest.raises(TypeError, match=r"load_ks\(\) got an unexpected keyword argument 'fastmath' "
+                                        r"\(did you mean 'fast_math'\?\)"):
+        ksbind.load_ks("(def f Float ((x : Float)) x)", fastmath=True)  # type: ignore[call-arg]

@@ -143,3 +143,15 @@ def test_a_lower_module_importing_a_higher_one_would_be_caught() -> None:
     assert layer_of("ksbind.lang.types", rows) < layer_of("ksbind.codegen.render", rows)  # type: ignore[operator]
     assert layer_of("ksbind.backend.compile", rows) > layer_of("ksbind.cache.objects", rows)  # type: ignore[operator]
     assert layer_of("ksbind", rows) == len(rows) - 1
+
+
+def test_cpp_hidden_is_defined_once() -> None:
+    """KSBIND_HIDDEN (a module's own globals) has one definition, in ksbind/entry_points.h, which every
+    header using it includes."""
+    headers = sorted((PACKAGE / "include" / "ksbind").glob("*.h"))
+    defining = [h.name for h in headers if re.search(r"^\s*#\s*define\s+KSBIND_HIDDEN\b", h.read_text(), re.M)]
+    assert defining == ["entry_points.h"]
+    for h in headers:
+        text = h.read_text()
+        if "KSBIND_HIDDEN" in text and h.name != "entry_points.h":
+            assert "#include <ksbind/entry_points.h>" in text, h.name

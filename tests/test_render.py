@@ -2,6 +2,7 @@
 filters (built-in and a config's own)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -206,3 +207,31 @@ def test_seed_config_renders_from_any_working_directory_identically(tmp_path: Pa
     finally:
         os.chdir(old)
     assert {k: v.splitlines()[1:] for k, v in here.items()} == {k: v.splitlines()[1:] for k, v in there.items()}
+
+
+def test_render_module_keywords_are_its_settings_record(tmp_path: Path) -> None:
+    """render_module's module settings are one record (RenderSettings): every keyword argument still
+    works and makes the same module as the record, help() lists them, and a wrong one says so."""
+    import inspect
+    import typing
+
+    from ksbind.codegen.render import RenderKeywords, RenderSettings, render_module
+    assert typing.get_type_hints(RenderKeywords) == typing.get_type_hints(RenderSettings)
+    (tmp_path / "module.cpp.j2").write_text("{{ stamp_cpp }}{{ arena_bytes }} {{ logging }}\n")
+    given = {"tensor_types": [(2, "Integer")], "logging": True, "arena_bytes": 4096, "layout": "single",
+             "templates": [tmp_path], "torch_library": None, "config": "configs/x.yaml"}
+    assert list(given) == [f.name for f in dataclasses.fields(RenderSettings)]
+    by_keywords = render("ks", **given)
+    options = RenderSettings(**given).options("m", "ks")  # type: ignore[arg-type]
+    assert (options.arena_bytes, options.logging, options.layout, options.tensor_types) == \
+        (4096, True, "single", ((2, "Integer"),))
+    assert by_keywords.files == render("ks", options=options).files
+    assert by_keywords.files["module.cpp"].endswith("4096 True\n")
+    params = inspect.signature(ksbind.render_module).parameters
+    assert [n for n in params if n in given] == list(given)
+    assert params["layout"].default == "split" and params["layout"].kind is inspect.Parameter.KEYWORD_ONLY
+    with pytest.raises(TypeError, match=r"render_module\(\) got an unexpected keyword argument 'loging' "
+                                        r"\(did you mean 'logging'\?\)"):
+        render("ks", loging=True)
+    with pytest.raises(TypeError, match="takes options= or the module's settings, not both"):
+        render_module(ksbind.parse_ks(SOURCE), options=options, logging=True)

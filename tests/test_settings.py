@@ -230,14 +230,14 @@ def test_render_options_agree_with_the_model() -> None:
     import dataclasses
     import inspect
 
-    from ksbind.codegen.render import render_module
+    from ksbind.codegen.render import RenderSettings, render_module
     model = {s.field: s for s in settings.settings_of(spec.ModuleSpec)}
     options = typing.get_type_hints(spec.ModuleOptions)
     shared = [f for f in dataclasses.fields(spec.ModuleOptions) if f.name in model and f.name != "templates"]
     assert [f.name for f in shared] == ["name", "target", "tensor_types", "logging", "arena_bytes", "layout",
                                         "torch_library"]
-    params = inspect.signature(render_module).parameters
-    hints = typing.get_type_hints(render_module)
+    params = inspect.signature(render_module).parameters  # its settings spelt out (RenderSettings' fields)
+    hints = {**typing.get_type_hints(render_module), **typing.get_type_hints(RenderSettings)}
     for f in shared:
         s = model[f.name]
         assert options[f.name] == s.type, f.name

@@ -13,7 +13,14 @@ from types import ModuleType
 import pytest
 
 import ksbind
-from ksbind.spec import BindingSpec
+from ksbind.codegen.context import support_infos
+from ksbind.codegen.render import cpp_string
+from ksbind.codegen.targets import get_target
+from ksbind.schema import with_support_table
+from ksbind.spec import RESERVED_NAMES, BindingSpec
+from ksbind.support import SUPPORT_FUNCTIONS
+
+from .conftest import REPO
 
 DECLS = ksbind.parse_ks("""
 (edef [vrelu3 (Tensor 1 Float)] (Tensor 1 Float) ((Tensor 1 Float)))
@@ -206,7 +213,67 @@ def test_stub_matches_the_built_modules(ks_examples: ModuleType, py_examples: Mo
         stubbed = {n.name for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         public = {n for n in dir(module) if not n.startswith("_")}
         assert public <= stubbed | {"extension"}, public - stubbed
+        # The support functions' docstrings, as the module registered them, are the table's.
+        for f in support_infos(get_target(spec.target)):
+            doc = getattr(module, f.name).__doc__ or ""
+            # (pybind11, the ks target, names a parameter given no keyword name arg0)
+            assert doc.startswith(f"{f.name}(") and f.doc in doc, (module.__name__, f.name, doc)
+            assert doc.startswith(f.signature) or module is ks_examples
 
+
+
+# ------------------------------------------------------------ the support functions: one table
+
+@pytest.mark.parametrize("target", ["ks", "python", "torch", "jax"])
+def test_stub_declares_the_support_table(target: str) -> None:
+    """Each target's stub declares every support function of ksbind/support.py with its signature and
+    the doc for the target's arena (the ks target: the module's; the others: each thread's)."""
+    arena = "thread" if get_target(target).arena_per_call else "module"
+    fns = functions(stub(target, "ms", SPECS[:1]))
+    table = [f for f in SUPPORT_FUNCTIONS if not f.kernels_only or get_target(target).cpu_kernels]
+    assert table and {f.name for f in table} <= set(fns)
+    for f in table:
+        assert f"{f.name}{signature(fns[f.name])}" == f.signature
+        assert ast.get_docstring(fns[f.name]) == f.doc(arena)
+    assert ("this thread's arena" in (ast.get_docstring(fns["allocator_top"]) or "")) == (arena == "thread")
+
+
+@pytest.mark.parametrize("target", ["ks", "python"])
+def test_module_registers_the_support_table(target: str) -> None:
+    """The generated module registers each support function from the table: its C++ function for the
+    target's arena and its doc (the built modules' docstrings: test_stub_matches_the_built_modules)."""
+    module_cpp = ksbind.render_module(DECLS, "mr", target, bindings=SPECS[:1]).files["module.cpp"]
+    for f in support_infos(get_target(target)):
+        assert f"&{f.cpp}" in module_cpp and cpp_string(f.doc)[1:-1] in module_cpp, f.name
+    assert RESERVED_NAMES == {f.name for f in SUPPORT_FUNCTIONS if not f.kernels_only}
+
+
+def test_jax_runtime_support_functions_are_the_tables() -> None:
+    """The jax wrapper's support functions are Python (ksbind/backend/jax_runtime.py, which imports
+    nothing of ksbind's): their docstrings are the table's, for per-thread arenas."""
+    tree = ast.parse((REPO / "ksbind" / "backend" / "jax_runtime.py").read_text(encoding="utf-8"))
+    [outer] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_allocator_functions"]
+    docs = {n.name: ast.get_docstring(n) for n in outer.body if isinstance(n, ast.FunctionDef)}
+    assert docs == {f.name: f.doc("thread") for f in SUPPORT_FUNCTIONS if not f.kernels_only}
+
+
+def test_torch_runtime_support_names_are_the_tables() -> None:
+    """The torch wrapper re-exports its extension's support functions by name (ksbind/torch_runtime.py,
+    which imports nothing of ksbind's): the table's names, the CPU-capability ones among them."""
+    tree = ast.parse((REPO / "ksbind" / "torch_runtime.py").read_text(encoding="utf-8"))
+    names = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name) and t.id in ("ALLOCATOR_FUNCTIONS", "CPU_FUNCTIONS")}
+    assert set(names["ALLOCATOR_FUNCTIONS"]) == RESERVED_NAMES
+    public_cpu = {n for n in names["CPU_FUNCTIONS"] if not n.startswith("_")}
+    assert public_cpu == {f.name for f in SUPPORT_FUNCTIONS if f.kernels_only}
+
+
+def test_docs_support_table_is_the_tables() -> None:
+    doc = REPO / "docs" / "targets.md"
+    text = doc.read_text(encoding="utf-8")
+    assert with_support_table(text) == text, "docs/targets.md's support-function table differs from " \
+                                             "ksbind/support.py: run python scripts/generate_settings.py"
+    assert [f"`{f.signature}`" for f in SUPPORT_FUNCTIONS] == re.findall(r"^\| (`[a-z_]+\(.*?`) \|", text, re.M)
 
 
 # ------------------------------------------------------------ where type checkers find them

@@ -5,6 +5,8 @@ import ast
 import dataclasses
 from pathlib import Path
 
+import jinja2
+import jinja2.nodes
 import pytest
 
 from ksbind.codegen.targets import TARGETS, Target, get_target
@@ -44,6 +46,7 @@ def test_target_facts() -> None:
     assert [t.tensor_classes for t in (ks, python, torch)] == [True, False, False]
     assert [t.torch_library for t in (ks, python, torch)] == [False, False, True]
     assert [t.stub_imports for t in (ks, python, torch)] == [(), (), ("import torch",)]
+    assert [t.entry_headers for t in (ks, python, torch)] == [(), ("ksbind/python.h",), ()]
     assert [t.compiled_name("m") for t in (ks, python, torch)] == ["m", "m", "m_ext"]
     assert [t.beside("m") for t in (ks, python, torch)] == [["m.pyi"], ["m.pyi"],
                                                             ["m.pyi", "m.py", "m_ksbind_runtime.py"]]
@@ -151,3 +154,71 @@ def test_only_targets_and_backend_compare_target_names() -> None:
             continue
         found += name_comparisons(path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE.parent)))
     assert not found, "ask the target record (ksbind/codegen/targets/record.py) instead:\n" + "\n".join(found)
+
+
+# ------------------------------------------------------------ templates
+
+TEMPLATES = PACKAGE / "codegen" / "templates"
+#: Templates allowed to decide by a target's name, each with the reason: none now.
+TEMPLATES_EXEMPT: dict[str, str] = {}
+
+
+def _jinja_names_target(node: jinja2.nodes.Node) -> bool:
+    """``target``, ``module.target``...: a Jinja2 expression whose last name says target."""
+    if isinstance(node, jinja2.nodes.Name):
+        return "target" in node.name.lower()
+    if isinstance(node, jinja2.nodes.Getattr):
+        return "target" in node.attr.lower()
+    return False
+
+
+def _jinja_target_const(node: jinja2.nodes.Node) -> bool:
+    """A literal that is a target's name, or a literal list/tuple holding one."""
+    if isinstance(node, jinja2.nodes.Const):
+        return node.value in TARGETS
+    if isinstance(node, (jinja2.nodes.List, jinja2.nodes.Tuple)):
+        return any(_jinja_target_const(x) for x in node.items)
+    return False
+
+
+def template_name_comparisons(source: str, filename: str = "<template>") -> list[str]:
+    """Each place a Jinja2 template decides by a target's name: a comparison (``==``, ``!=``,
+    ``in``) with a target's name or of ``target`` with any string, a test (``is equalto "torch"``,
+    ``is sameas``) or a filter's argument (``selectattr("target", "equalto", "torch")``) naming one."""
+    found = []
+    for node in jinja2.Environment().parse(source).find_all((jinja2.nodes.Compare, jinja2.nodes.Test,
+                                                             jinja2.nodes.Filter)):
+        if isinstance(node, jinja2.nodes.Compare):
+            operands = [node.expr, *(o.expr for o in node.ops)]
+            hit = any(_jinja_target_const(x) for x in operands) or (
+                any(_jinja_names_target(x) for x in operands)
+                and any(isinstance(x, jinja2.nodes.Const) and isinstance(x.value, str) for x in operands))
+        else:
+            hit = any(_jinja_target_const(a) for a in node.args) or (
+                isinstance(node, jinja2.nodes.Test) and _jinja_names_target(node.node))
+        if hit:
+            found.append(f"{filename}:{node.lineno}: {node}")
+    return found
+
+
+def test_template_scan_finds_name_comparisons() -> None:
+    """The template scan is not vacuous: each form it forbids is found, and a mode is no target."""
+    forms = ['{% if target == "python" %}x{% endif %}', '{% if "torch" != module.target %}x{% endif %}',
+             '{% if target in ("ks", "python") %}x{% endif %}', '{% if module.target == "jaxx" %}x{% endif %}',
+             '{% if target is equalto "ks" %}x{% endif %}',
+             '{% for b in bindings | selectattr("target", "equalto", "torch") %}x{% endfor %}']
+    for form in forms:
+        assert template_name_comparisons(form), form
+    assert not template_name_comparisons('{% if e.kind == "elementwise" and e.mode != "plain" %}x{% endif %}'
+                                         '{{ target }}{% for h in entry_headers %}{{ h }}{% endfor %}')
+
+
+def test_no_template_compares_target_names() -> None:
+    """Templates print; the target records decide (ksbind/codegen/targets/)."""
+    found = []
+    for path in sorted(TEMPLATES.glob("*.j2")):
+        if path.name not in TEMPLATES_EXEMPT:
+            found += template_name_comparisons(path.read_text(encoding="utf-8"), path.name)
+    assert not found, "ask the target record (ksbind/codegen/targets/record.py) and hand the template a " \
+                      "value instead:\n" + "\n".join(found)
+    assert set(TEMPLATES_EXEMPT) <= {p.name for p in TEMPLATES.glob("*.j2")}

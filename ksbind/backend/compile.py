@@ -185,6 +185,223 @@ def _build_first(tc: Toolchain, root: Path, shared: pch.SharedPch, runner: Runne
     return pch.lookup(tc, root, flags)
 
 
+@dataclasses.dataclass(frozen=True)
+class HeaderPlan:
+    """The shared precompiled headers a build's units use (ksbind/backend/pch.py): one per
+    header set and set of the units' own meaning flags, each with the toolchain that builds it."""
+
+    by_unit: dict[int, pch.SharedPch]              # unit index -> its header
+    variants: tuple[tuple[Toolchain, pch.SharedPch], ...]
+
+    @property
+    def missing(self) -> list[tuple[Toolchain, pch.SharedPch]]:
+        """The headers not built yet."""
+        return [(vtc, v) for vtc, v in self.variants if v.stored is None]
+
+
+NO_HEADERS = HeaderPlan({}, ())
+
+
+def plan_headers(units: Sequence[Unit], tc: Toolchain, root: Path, runner: Runner) -> HeaderPlan:
+    """Each unit's shared precompiled header, looked up (and, under PCH_FIRST, built first)."""
+    by_unit: dict[int, pch.SharedPch] = {}
+    variants: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Toolchain, pch.SharedPch]] = {}
+    for i, u in enumerate(units):
+        includes = u.pch_includes or tc.pch_includes
+        if not (u.pch and includes):
+            continue
+        variant = (includes, pch.meaning_flags(u.flags))
+        if variant not in variants:
+            vtc = dataclasses.replace(tc, pch_includes=includes)
+            found_pch = pch.lookup(vtc, root, variant[1])
+            if found_pch.stored is None and PCH_FIRST.get():
+                found_pch = _build_first(vtc, root, found_pch, runner, variant[1])
+            variants[variant] = (vtc, found_pch)
+        by_unit[i] = variants[variant][1]
+    return HeaderPlan(by_unit, tuple(variants.values()))
+
+
+def _uses_pch(units: Sequence[Unit], tc: Toolchain, objects: ObjectCache | None, shared_cache: bool) -> bool:
+    """Whether the build looks for shared precompiled headers at all."""
+    return objects is not None and any(u.pch and (u.pch_includes or tc.pch_includes) for u in units) \
+        and _env_flag("KSBIND_PCH") and not shared_cache
+
+
+@dataclasses.dataclass(frozen=True)
+class Lookup:
+    """What the object cache holds of a build's units: objects found, keys, units still to compile."""
+
+    found: dict[int, Path]
+    keys: dict[int, str]
+    to_compile: list[int]
+
+
+def look_up(units: Sequence[Unit], tc: Toolchain, objects: ObjectCache | None, headers: HeaderPlan,
+            prefix: str) -> Lookup:
+    """Each unit's key and cached object; with no object cache, every unit is to compile."""
+    if objects is None:
+        return Lookup({}, {}, list(range(len(units))))
+    found: dict[int, Path] = {}
+    keys: dict[int, str] = {}
+    to_compile: list[int] = []
+    for i, u in enumerate(units):
+        header = headers.by_unit.get(i)
+        keys[i] = unit_key(u, tc, header.key if header is not None else "")
+        hit = objects.find(keys[i])
+        if hit is not None:
+            found[i] = hit.file(OBJECT)
+            log.debug("%s%s: object from the cache", prefix, u.source.name)
+        else:
+            to_compile.append(i)
+    return Lookup(found, keys, to_compile)
+
+
+@dataclasses.dataclass
+class UnitCompiler:
+    """Compiles one unit of a build into its object: in the object cache (under the key's lock,
+    stored with its header dependencies) or, without one, into ``work``. Counts the compiles for
+    each log line's ``[k/n]``."""
+
+    units: Sequence[Unit]
+    tc: Toolchain
+    objects: ObjectCache | None
+    work: Path
+    log_dir: Path
+    runner: Runner
+    launch: tuple[str, ...]
+    env: dict[str, str] | None
+    headers: HeaderPlan
+    lookup: Lookup
+    done: int = 0
+    done_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    def report(self, u: Unit, seconds: float) -> None:
+        with self.done_lock:
+            self.done += 1
+            k = self.done
+        log.info("%s[%d/%d] %s %.1f s", self.runner.prefix, k, len(self.lookup.to_compile), u.source.name, seconds)
+
+    def header(self, i: int) -> pch.SharedPch | None:
+        """Unit i's precompiled header when built: only a built one is forced in (the units
+        include its headers themselves, so until it exists they compile exactly as without one)."""
+        header = self.headers.by_unit.get(i)
+        return header if header is not None and header.stored is not None else None
+
+    def command(self, i: int) -> list[str]:
+        header = self.header(i)
+        extra = ["-include", str(header.include)] if header is not None else []
+        return [*self.launch, *self.tc.cxx, *self.tc.compile_args(self.units[i].flags), *extra]
+
+    def run(self, i: int, cmd: list[str]) -> float:
+        """Run one compile command; the seconds its compiler ran. clang refuses a precompiled
+        header that does not match (g++ ignores one): then the same unit with the plain header,
+        which means the same, slower."""
+        u = self.units[i]
+        try:
+            return self.runner.run(cmd, u, "compiling", self.log_dir, env=self.env)
+        except BuildError as e:
+            header = self.header(i)
+            if header is None or not _refused_pch(e.message):
+                raise
+            log.warning("%s%s: the precompiled header %s was refused (%s); compiling without it",
+                        self.runner.prefix, u.source.name, header.include.parent, e.message.split(": ", 1)[-1])
+            at = cmd.index("-include")
+            return self.runner.run(cmd[:at] + cmd[at + 2:], u, "compiling", self.log_dir, env=self.env)
+
+    def compile(self, i: int) -> Path:
+        u = self.units[i]
+        if self.objects is None:
+            obj = self.work / f"{i}_{u.source.stem}.o"
+            self.report(u, self.run(i, [*self.command(i), "-c", str(u.source), "-o", str(obj)]))
+            return obj
+        key = self.lookup.keys[i]
+        with self.objects.lock(key, what=u.source.name):
+            hit = self.objects.find(key)  # another process may have compiled it while we waited
+            if hit is not None:
+                self.report(u, 0.0)
+                return hit.file(OBJECT)
+            return self._compile_and_store(i, key)
+
+    def _compile_and_store(self, i: int, key: str) -> Path:
+        u, objects = self.units[i], self.objects
+        assert objects is not None
+        header = self.header(i)
+        with objects.staging() as tmp:
+            dep = tmp / "unit.d"
+            ran = self.run(i, [*self.command(i), "-MD", "-MF", str(dep), "-c", str(u.source), "-o", str(tmp / OBJECT)])
+            deps = dependency_records(parse_depfile(dep.read_text(encoding="utf-8", errors="replace")))
+            merged = tuple(dict.fromkeys([*deps, *(header.deps if header is not None else ())]))
+            dep.unlink()
+            stored = objects.store(key, tmp, [OBJECT], merged, str(u.source)).file(OBJECT)
+            self.report(u, ran)
+            return stored
+
+    def guarded(self, i: int) -> Path | BuildError | None:
+        """compile(i), unless the build has failed: a failure stops the others and is returned."""
+        if self.runner.failed.is_set():
+            return None
+        try:
+            return self.compile(i)
+        except Stopped:
+            return None
+        except BuildError as e:
+            self.runner.stop_all()
+            return e
+
+
+def schedule(compiler: UnitCompiler, n_jobs: int, build_pch: bool) -> dict[int, Path | BuildError | None]:
+    """Run the compiles (and, with ``build_pch``, the missing precompiled headers) in one pool;
+    each unit's object, failure or None (stopped). Ctrl-C stops the compilers at once."""
+    to_compile, missing = compiler.lookup.to_compile, compiler.headers.missing if build_pch else []
+    if not (to_compile or missing):
+        return {}
+    n_workers = max(1, min(n_jobs, len(to_compile) + len(missing)))
+    with ThreadPoolExecutor(max_workers=n_workers) as pool:
+        try:
+            # Each in a copy of this context: a quiet build's threads stay quiet (ksbind.log.QUIET).
+            futures = {i: pool.submit(contextvars.copy_context().run, compiler.guarded, i) for i in to_compile}
+            pch_futures: list[Future[bool | None]] = []
+            if missing and compiler.objects is not None:
+                root = compiler.objects.root
+                pch_futures = [pool.submit(pch.build, vtc, root, v, compiler.runner) for vtc, v in missing]
+            _wait_interruptibly([*futures.values(), *pch_futures])
+            results = {i: f.result() for i, f in futures.items()}
+            for f in pch_futures:
+                f.result()
+        except BaseException:  # Ctrl-C: stop the compilers now, not when they finish
+            compiler.runner.stop_all()
+            raise
+    return results
+
+
+def _background_headers(headers: HeaderPlan, root: Path, after: list[Callable[[], None]] | None) -> None:
+    """Start building the missing shared precompiled headers: once per machine, in a process of
+    its own at low priority, after this build's compiles (or, with ``after``, its install): so
+    the build is no slower for it; later builds use them."""
+    starts = [functools.partial(pch.start_background, vtc, root, v) for vtc, v in headers.missing]
+    if after is not None:
+        after.extend(starts)
+    else:
+        for start_one in starts:
+            start_one()
+
+
+def _in_order(units: Sequence[Unit], found: dict[int, Path], results: dict[int, Path | BuildError | None]) \
+        -> list[Path]:
+    """Every unit's object in unit order; the first failure in unit order is raised."""
+    for i in sorted(results):
+        r = results[i]
+        if isinstance(r, BuildError):
+            raise r
+    out: list[Path] = []
+    for i, u in enumerate(units):
+        r = found.get(i) or results.get(i)
+        if not isinstance(r, Path):
+            raise BuildError(f"compiling {u.source} was stopped", Location(str(u.source)))
+        out.append(r)
+    return out
+
+
 def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCache | None, work: Path,
                     log_dir: Path, label: str = "", background_pch: bool = True,
                     after: list[Callable[[], None]] | None = None) -> list[Path]:
@@ -201,161 +418,27 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     starting those background builds is appended to it instead, for the caller
     to run once its module is installed.
     """
-    prefix = f"{label}: " if label else ""
+    runner = Runner(f"{label}: " if label else "")
     n_jobs = jobs()  # a bad KSBIND_JOBS fails every build that compiles
-    runner = Runner(prefix)
     launch = launcher()
     # sccache: paths in the cache folder made the same on every machine, and no
     # precompiled header (its -include exists on one machine before another):
     # every machine then runs the same command, and one's compile is the others' hit.
     shared_cache = sccache.is_sccache(launch)
     env = sccache.compile_env(objects.root) if shared_cache and objects is not None else None
-    use_pch = objects is not None and any(u.pch and (u.pch_includes or tc.pch_includes) for u in units) \
-        and _env_flag("KSBIND_PCH") and not shared_cache
-    # One shared precompiled header per header set and set of the units' own meaning
-    # flags (ksbind/backend/pch.py), each with the toolchain that builds it.
-    shared: dict[int, pch.SharedPch] = {}
-    variants: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Toolchain, pch.SharedPch]] = {}
-    if use_pch and objects is not None:
-        for i, u in enumerate(units):
-            includes = u.pch_includes or tc.pch_includes
-            if u.pch and includes:
-                variant = (includes, pch.meaning_flags(u.flags))
-                if variant not in variants:
-                    vtc = dataclasses.replace(tc, pch_includes=includes)
-                    found_pch = pch.lookup(vtc, objects.root, variant[1])
-                    if found_pch.stored is None and PCH_FIRST.get():
-                        found_pch = _build_first(vtc, objects.root, found_pch, runner, variant[1])
-                    variants[variant] = (vtc, found_pch)
-                shared[i] = variants[variant][1]
-    to_compile: list[int] = []
-    found: dict[int, Path] = {}
-    keys: dict[int, str] = {}
-    for i, u in enumerate(units):
-        if objects is None:
-            to_compile.append(i)
-            continue
-        keys[i] = unit_key(u, tc, shared[i].key if i in shared else "")
-        hit = objects.find(keys[i])
-        if hit is not None:
-            found[i] = hit.file(OBJECT)
-            log.debug("%s%s: object from the cache", prefix, u.source.name)
-        else:
-            to_compile.append(i)
-    if to_compile:
-        log.info("%scompiling %d of %d units with %s", prefix, len(to_compile), len(units),
+    headers = plan_headers(units, tc, objects.root, runner) \
+        if objects is not None and _uses_pch(units, tc, objects, shared_cache) else NO_HEADERS
+    lookup = look_up(units, tc, objects, headers, runner.prefix)
+    if lookup.to_compile:
+        log.info("%scompiling %d of %d units with %s", runner.prefix, len(lookup.to_compile), len(units),
                  os.path.basename(tc.cxx[0]))
         if env is not None and objects is not None:
             sccache.check_server(launch, objects.root, env)
-    done = [0]  # units compiled so far, for each line's [k/n]
-    done_lock = threading.Lock()
-
-    def report(u: Unit, seconds: float) -> None:
-        with done_lock:
-            done[0] += 1
-            k = done[0]
-        log.info("%s[%d/%d] %s %.1f s", prefix, k, len(to_compile), u.source.name, seconds)
-
-    def compile_one(i: int) -> Path:
-        u = units[i]
-        ran = [0.0]  # seconds its compiler ran (without waiting for a slot or a lock)
-        extra: list[str] = []
-        pch_deps: tuple[tuple[str, str], ...] = ()
-        # Only a built precompiled header is forced in: the units include its headers
-        # themselves, so until it exists they compile exactly as they would without one.
-        header = shared.get(i)
-        if header is not None and header.stored is not None:
-            extra = ["-include", str(header.include)]
-            pch_deps = header.deps
-        cmd_head = [*launch, *tc.cxx, *tc.compile_args(u.flags), *extra]
-        if objects is None:
-            obj = work / f"{i}_{u.source.stem}.o"
-            ran[0] += runner.run([*cmd_head, "-c", str(u.source), "-o", str(obj)], u, "compiling", log_dir, env=env)
-            report(u, ran[0])
-            return obj
-
-        def run(cmd: list[str]) -> None:
-            try:
-                ran[0] += runner.run(cmd, u, "compiling", log_dir, env=env)
-            except BuildError as e:
-                if header is None or header.stored is None or not _refused_pch(e.message):
-                    raise
-                # clang refuses a precompiled header that does not match (g++ ignores
-                # one): the same unit with the plain header means the same, slower.
-                log.warning("%s%s: the precompiled header %s was refused (%s); compiling without it",
-                            prefix, u.source.name, header.include.parent, e.message.split(": ", 1)[-1])
-                at = cmd.index("-include")
-                ran[0] += runner.run(cmd[:at] + cmd[at + 2:], u, "compiling", log_dir, env=env)
-        key = keys[i]
-        with objects.lock(key, what=u.source.name):
-            hit = objects.find(key)  # another process may have compiled it while we waited
-            if hit is not None:
-                report(u, ran[0])
-                return hit.file(OBJECT)
-            with objects.staging() as tmp:
-                dep = tmp / "unit.d"
-                run([*cmd_head, "-MD", "-MF", str(dep), "-c", str(u.source), "-o", str(tmp / OBJECT)])
-                deps = dependency_records(parse_depfile(dep.read_text(encoding="utf-8", errors="replace")))
-                merged = tuple(dict.fromkeys([*deps, *pch_deps]))
-                dep.unlink()
-                stored = objects.store(key, tmp, [OBJECT], merged, str(u.source)).file(OBJECT)
-                report(u, ran[0])
-                return stored
-
-    def guarded(i: int) -> Path | BuildError | None:
-        if runner.failed.is_set():
-            return None
-        try:
-            return compile_one(i)
-        except Stopped:
-            return None
-        except BuildError as e:
-            runner.stop_all()
-            return e
-
-    missing = [(vtc, v) for vtc, v in variants.values() if v.stored is None]
-    build_pch = bool(missing) and not background_pch
-    n_workers = max(1, min(n_jobs, len(to_compile) + (len(missing) if build_pch else 0)))
-    results: dict[int, Path | BuildError | None] = {}
-    if to_compile or build_pch:
-        with ThreadPoolExecutor(max_workers=n_workers) as pool:
-            try:
-                # Each in a copy of this context: a quiet build's threads stay quiet (ksbind.log.QUIET).
-                futures = {i: pool.submit(contextvars.copy_context().run, guarded, i) for i in to_compile}
-                pch_futures: list[Future[bool | None]] = []
-                if build_pch and objects is not None:
-                    pch_futures = [pool.submit(pch.build, vtc, objects.root, v, runner) for vtc, v in missing]
-                _wait_interruptibly([*futures.values(), *pch_futures])
-                results = {i: f.result() for i, f in futures.items()}
-                for f in pch_futures:
-                    f.result()
-            except BaseException:  # Ctrl-C: stop the compilers now, not when they finish
-                runner.stop_all()
-                raise
-    for i in to_compile:
-        r = results.get(i)
-        if isinstance(r, BuildError):
-            raise r
-    if missing and background_pch and objects is not None:
-        # Built once per machine, in a process of its own at low priority, after this
-        # build's compiles (or, with ``after``, its install): so it is no slower for
-        # it; later builds use it.
-        root = objects.root
-        starts = [functools.partial(pch.start_background, vtc, root, v) for vtc, v in missing]
-        if after is not None:
-            after.extend(starts)
-        else:
-            for start_one in starts:
-                start_one()
-    out: list[Path] = []
-    for i in range(len(units)):
-        if i in found:
-            out.append(found[i])
-            continue
-        r = results.get(i)
-        if not isinstance(r, Path):
-            raise BuildError(f"compiling {units[i].source} was stopped", Location(str(units[i].source)))
-        out.append(r)
+    compiler = UnitCompiler(units, tc, objects, work, log_dir, runner, tuple(launch), env, headers, lookup)
+    results = schedule(compiler, n_jobs, build_pch=not background_pch)
+    out = _in_order(units, lookup.found, results)
+    if background_pch and objects is not None:
+        _background_headers(headers, objects.root, after)
     return out
 
 
@@ -428,4 +511,5 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 __all__ = [
     "Unit", "shared_copies", "shared_text", "init_unit", "module_name_flags", "PLACEHOLDER", "compile_objects",
     "link", "build_entry", "INSTALLED", "install_entry", "unit_key", "object_cache", "jobs", "OBJECT",
+    "HeaderPlan", "plan_headers", "Lookup", "look_up", "UnitCompiler", "schedule",
 ]

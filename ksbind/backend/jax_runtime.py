@@ -481,6 +481,8 @@ def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[st
 
 
 def _allocator_functions(lib: ctypes.CDLL) -> dict[str, Callable[..., Any]]:
+    """The module's support functions over the library's C functions; their docstrings are
+    ksbind/support.py's (this file imports nothing of ksbind: tests/test_stubs.py compares them)."""
     for f in ("allocator_top", "allocator_peak", "arena_bytes"):
         getattr(lib, f"ksbind_jax_{f}").restype = ctypes.c_size_t
     lib.ksbind_jax_set_arena_bytes.argtypes = [ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
@@ -488,7 +490,7 @@ def _allocator_functions(lib: ctypes.CDLL) -> dict[str, Callable[..., Any]]:
     lib.ksbind_jax_logging.argtypes = [ctypes.c_int]
 
     def reset_allocator() -> None:
-        """Reset this thread's arena (calls reset it themselves when they end)."""
+        """Reset this thread's arena (calls reset it themselves when they end; refused inside a call)."""
         err = ctypes.create_string_buffer(_ERR_BYTES)
         _c_check(lib.ksbind_jax_reset_allocator(err, _ERR_BYTES), err, RuntimeError)
 
@@ -497,7 +499,7 @@ def _allocator_functions(lib: ctypes.CDLL) -> dict[str, Callable[..., Any]]:
         return int(lib.ksbind_jax_allocator_top())
 
     def allocator_peak() -> int:
-        """The most bytes this thread's arena has held (XLA may run handlers on its own threads)."""
+        """The most bytes this thread's arena has held since it was made."""
         return int(lib.ksbind_jax_allocator_peak())
 
     def arena_bytes() -> int:
@@ -505,14 +507,14 @@ def _allocator_functions(lib: ctypes.CDLL) -> dict[str, Callable[..., Any]]:
         return int(lib.ksbind_jax_arena_bytes())
 
     def set_arena_bytes(n: int) -> None:
-        """Make each thread's arena this size."""
+        """Make each thread's arena this size (this thread's now, the others' at their next call)."""
         if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
             raise ValueError(f"arena_bytes must be a positive int, got {n!r}")
         err = ctypes.create_string_buffer(_ERR_BYTES)
         _c_check(lib.ksbind_jax_set_arena_bytes(n, err, _ERR_BYTES), err, MemoryError)
 
     def logging(on: bool) -> None:
-        """Print every call to stderr."""
+        """Print each call to stderr when on."""
         lib.ksbind_jax_logging(int(bool(on)))
 
     return {f.__name__: f for f in (reset_allocator, allocator_top, allocator_peak, arena_bytes, set_arena_bytes,

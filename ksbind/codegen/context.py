@@ -7,7 +7,7 @@ values out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -20,6 +20,7 @@ from ksbind.errors import BindingError, ConfigError
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.types import KsType, ScalarType, TensorType
 from ksbind.spec import LAYOUTS, Binding, Mode, ModuleOptions
+from ksbind.support import SUPPORT_FUNCTIONS, ArenaKind
 
 
 @dataclass(frozen=True)
@@ -51,20 +52,22 @@ class StubFunction:
     positional_only: bool = False  # pybind functions defined without pybind11::arg names
 
 
-#: The functions every generated module defines besides its bindings (see the
-#: allocator_functions block of module.cpp.j2 and ksbind/include/ksbind/entry_points.h).
-ALLOCATOR_FUNCTIONS: tuple[StubFunction, ...] = (
-    StubFunction("reset_allocator", (), "None",
-                 "Free everything allocated in the module's arena (invalidates ks-target results viewing it)."),
-    StubFunction("allocator_top", (), "int", "Bytes of the arena in use now."),
-    StubFunction("allocator_peak", (), "int", "Most bytes of the arena ever in use at once."),
-    StubFunction("logging", (StubParam("on", "bool"),), "None",
-                 "Print every call and its result to stderr when on.", positional_only=True),
-    StubFunction("arena_bytes", (), "int", "The arena's size in bytes."),
-    StubFunction("set_arena_bytes", (StubParam("bytes", "int"),), "None",
-                 "Replace the arena by one of this many bytes (frees everything in the old one).",
-                 positional_only=True),
-)
+@dataclass(frozen=True)
+class SupportInfo(StubFunction):
+    """One support function (ksbind/support.py) as this module has it: its stub's view, its
+    signature line and the C++ function that the module registers under its name."""
+
+    signature: str = ""
+    cpp: str = ""
+
+
+def support_infos(target: Target) -> list[SupportInfo]:
+    """The support functions of a module on ``target``, each with its doc and C++ for the target's arena."""
+    arena: ArenaKind = "thread" if target.arena_per_call else "module"
+    # Positional-only in the stub: pybind11 (the ks target) defines them without keyword names.
+    return [SupportInfo(f.name, tuple(StubParam(p.name, p.py_type) for p in f.params), f.returns, f.doc(arena),
+                        positional_only=bool(f.params), signature=f.signature, cpp=f.cpp(arena))
+            for f in SUPPORT_FUNCTIONS if target.cpu_kernels or not f.kernels_only]
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     # A target may refine the entry points (the torch target's elementwise/vmap modes
     # show tensors); the bindings and the stub follow whichever entry points are final.
     extra = target.extra_context(bindings, options)
-    entries = extra.pop("entry_points", entries)
+    entries = [target.decided(e) for e in extra.pop("entry_points", entries)]
     by_name = {e.name: e for e in entries}
     infos = [BindingInfo(b.name, str(b.decl.name), b.mode, by_name[b.name],
                          by_name[b.vjp_name] if b.vjp_name else None) for b in bindings]
@@ -129,6 +132,7 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "logging": options.logging,
         "arena_bytes": options.arena_bytes,
         "arena_per_call": target.arena_per_call,
+        "entry_headers": list(target.entry_headers),
         # torch ops release the GIL on every call (a fixed cost, whatever the
         # tensor size); ks/python entries only for calls with enough data.
         "release_gil_always": target.release_gil_always,
@@ -138,7 +142,8 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     }
     # What the .pyi stub declares.
     ctx["stub_functions"] = stub_functions(entries)
-    ctx["allocator_functions"] = list(ALLOCATOR_FUNCTIONS)
+    # The module's own functions, from ksbind/support.py's table (`allocator_functions`: their old name).
+    ctx["support_functions"] = ctx["allocator_functions"] = support_infos(target)
     # Only the ks target's module declares tensor classes (python: nested lists; torch: torch.Tensor).
     ctx["stub_classes"] = ctx["tensor_types"] if target.tensor_classes else []
     ctx.update(extra)
@@ -192,7 +197,9 @@ def context_to_json(ctx: dict[str, Any]) -> Any:
     """The context as plain JSON values (for ``ksbind generate --dump-context``)."""
     def plain(v: Any) -> Any:
         if is_dataclass(v) and not isinstance(v, type):
-            return {k: plain(x) for k, x in asdict(v).items()}
+            # The fields, then the values made from them (EntryPoint.DERIVED: what templates print).
+            names = [f.name for f in fields(v)] + list(getattr(v, "DERIVED", ()))
+            return {k: plain(getattr(v, k)) for k in names}
         if isinstance(v, dict):
             return {str(k): plain(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import jinja2
 import jinja2.runtime
@@ -25,7 +25,7 @@ from ksbind.codegen.targets import get_target
 from ksbind.errors import ConfigError, KsbindError, Location, TemplateError, closest, user_stacklevel
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import KsType, parse_type
-from ksbind.settings import pick
+from ksbind.settings import keyword_signature, pick, with_options
 from ksbind.spec import (
     DEFAULT_ARENA_BYTES,
     TENSOR_ELEMENTS,
@@ -36,6 +36,11 @@ from ksbind.spec import (
     TargetName,
     TensorElement,
 )
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+elif TYPE_CHECKING:  # 3.10: for type checkers only (typing.get_type_hints of the function then fails)
+    from typing_extensions import Unpack
 
 BUILTIN_TEMPLATES = Path(__file__).parent / "templates"
 
@@ -195,25 +200,58 @@ class RenderedModule:
     templates: dict[str, str] = field(default_factory=dict)  # output file name -> template name
 
 
+@dataclass(frozen=True)
+class RenderSettings:
+    """The module settings render_module takes as keyword arguments when no ``options`` is given
+    (each as the config key of its name, docs/config.md); they make its ModuleOptions."""
+
+    tensor_types: Sequence[Sequence[Any]] = ()
+    logging: bool = False
+    arena_bytes: int | None = None
+    layout: Layout = "split"
+    templates: Sequence[str | os.PathLike[str]] = ()
+    torch_library: str | None = None
+    config: str | None = None
+
+    def options(self, name: str, target: TargetName) -> ModuleOptions:
+        return ModuleOptions(
+            name=name, target=target, tensor_types=tuple((int(r), _element(e)) for r, e in self.tensor_types),
+            logging=self.logging, layout=self.layout, torch_library=self.torch_library, config=self.config,
+            templates=tuple(os.fspath(t) for t in self.templates),
+            arena_bytes=DEFAULT_ARENA_BYTES if self.arena_bytes is None else self.arena_bytes,
+        )
+
+
+class RenderKeywords(TypedDict, total=False):
+    """RenderSettings' fields as render_module's keyword arguments (tests/test_render.py checks the two agree)."""
+
+    tensor_types: Sequence[Sequence[Any]]
+    logging: bool
+    arena_bytes: int | None
+    layout: Layout
+    templates: Sequence[str | os.PathLike[str]]
+    torch_library: str | None
+    config: str | None
+
+
 def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name: str = "m", target: TargetName = "ks",
-                  *, bindings: Sequence[BindingSpec] | None = None, tensor_types: Sequence[Sequence[Any]] = (),
-                  logging: bool = False, arena_bytes: int | None = None, layout: Layout = "split",
-                  templates: Sequence[str | os.PathLike[str]] = (), torch_library: str | None = None,
-                  config: str | None = None, filters: dict[str, Callable[..., Any]] | None = None,
-                  options: ModuleOptions | None = None) -> RenderedModule:
+                  *, bindings: Sequence[BindingSpec] | None = None, options: ModuleOptions | None = None,
+                  filters: dict[str, Callable[..., Any]] | None = None,
+                  **settings: Unpack[RenderKeywords]) -> RenderedModule:
     """Render the C++ and stub files of one module.
 
     ``decls`` are FunctionDecls (bound by ``bindings`` specs, or every base
-    function when None) or already-resolved Bindings. ``templates`` are
-    override directories, searched before the built-ins.
+    function when None) or already-resolved Bindings. The module is ``options``,
+    or made from ``module_name``, ``target`` and the keyword settings
+    (RenderSettings: ``tensor_types``, ``logging``, ``arena_bytes``, ``layout``,
+    ``templates``, ``torch_library``, ``config``); ``templates`` are override
+    directories, searched before the built-ins.
     """
     if options is None:
-        options = ModuleOptions(
-            name=module_name, target=target, tensor_types=tuple((int(r), _element(e)) for r, e in tensor_types),
-            logging=logging, layout=layout, torch_library=torch_library, config=config,
-            templates=tuple(os.fspath(t) for t in templates),
-            arena_bytes=DEFAULT_ARENA_BYTES if arena_bytes is None else arena_bytes,
-        )
+        options = with_options(RenderSettings, None, settings, "render_module").options(module_name, target)
+    elif settings:
+        raise TypeError(f"render_module() takes options= or the module's settings, not both "
+                        f"(got {', '.join(sorted(settings))} too)")
     for d in options.templates:
         if not os.path.isdir(d):
             raise TemplateError("template override directory not found", Location(d))
@@ -235,6 +273,10 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
         files[out] = render_template(env, name, file_ctx, options.templates)
         used[out] = name
     return RenderedModule(options.name, options.target, files, ctx, used)
+
+
+# help() and inspect show every keyword argument (RenderSettings' fields), not **settings.
+render_module.__signature__ = keyword_signature(render_module, RenderSettings)  # type: ignore[attr-defined]
 
 
 def _element(e: object) -> TensorElement:

@@ -7,8 +7,10 @@ the values out.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import cached_property
+from typing import Any, ClassVar, Protocol
 
 from ksbind.errors import BindingError
 from ksbind.lang.identifiers import identifier_problem
@@ -45,12 +47,23 @@ class Param:
     differentiable: bool = True
 
 
+def ks_call(symbol: str, alloc: str, args: Sequence[str]) -> str:
+    """The one spelling of a call of a ks function in C++: ``ks::SYMBOL(ALLOC, ARGS...)``
+    (ksc's calling convention: the allocator first)."""
+    return f"ks::{symbol}({', '.join([alloc, *args])})"
+
+
 @dataclass(frozen=True)
 class CallArg:
     """One C++ argument of the ks call: a value, or several packed as a ks::Tuple."""
 
     values: tuple[str, ...]
     packed: bool = False
+
+    @property
+    def cpp(self) -> str:
+        """The argument as C++: the value, or the values in ``ks::make_Tuple(...)``."""
+        return f"ks::make_Tuple({', '.join(self.values)})" if self.packed else self.values[0]
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,10 @@ class Result:
     converter: str
     py_type: str
     holds_tensor: bool
+
+    def convert(self, value: str) -> str:
+        """C++ turning ``value`` (the ks result) into what the entry point returns."""
+        return f"{self.converter}({value})" if self.converter else value
 
 
 @dataclass(frozen=True)
@@ -80,6 +97,59 @@ class EntryPoint:
     release_gil: GilPolicy = "auto"  # the binding's GIL policy: auto, always or never
     long_call: bool = False      # the binding is marked long: `auto` releases the GIL for every call
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    #: C++ bool expression: whether the ks call runs with the GIL released (the target record
+    #: decides it from ``release_gil`` and ``long_call``: see release_gil_cpp below).
+    release_gil_cpp: str = "false"
+    #: The C++ the templates print, made from the fields above when first read (a replaced entry
+    #: point makes its own); ``ksbind generate --dump-context`` shows them with the fields.
+    DERIVED: ClassVar[tuple[str, ...]] = ("call_arg_list", "call", "probe_call", "param_list", "declaration",
+                                          "converted_ret")
+
+    @cached_property
+    def call_arg_list(self) -> str:
+        """The ks call's arguments after the allocator."""
+        return ", ".join(a.cpp for a in self.call_args)
+
+    @cached_property
+    def call(self) -> str:
+        """The ks call, with the module's allocator (``&g_alloc``)."""
+        return self.call_with("&g_alloc")
+
+    @cached_property
+    def probe_call(self) -> str:
+        """A vjp's primal called on its arguments with ``probe`` as allocator, or ""."""
+        return ks_call(self.primal_symbol, "probe", self.call_args[0].values) if self.is_vjp and self.primal_symbol \
+            else ""
+
+    @cached_property
+    def param_list(self) -> str:
+        """The entry point's C++ parameters."""
+        return ", ".join(f"{p.entry_type} {p.name}" for p in self.params)
+
+    @cached_property
+    def declaration(self) -> str:
+        """Its C++ signature: result type, name, parameters."""
+        return f"{self.result.entry_type} {self.name}({self.param_list})"
+
+    @cached_property
+    def converted_ret(self) -> str:
+        """``ret`` (the ks result) as the entry point returns it."""
+        return self.result.convert("ret")
+
+    def call_with(self, alloc: str) -> str:
+        """The ks call with ``alloc`` (a C++ ``ks::allocator*``) as its allocator."""
+        return ks_call(self.symbol, alloc, [a.cpp for a in self.call_args])
+
+
+def release_gil_cpp(e: EntryPoint, always: bool) -> str:
+    """Whether e's ks call runs with the GIL released, as a C++ bool expression: the binding's
+    ``release_gil``; under ``auto``, every call when the target releases it always (``always``) or the
+    binding is marked long, else a call whose tensor arguments hold enough data (ksbind::large_call)."""
+    if e.release_gil == "always" or (e.release_gil == "auto" and (always or e.long_call)):
+        return "true"
+    if e.release_gil == "never":
+        return "false"
+    return f"ksbind::large_call({', '.join(p.ks_value for p in e.params)})"
 
 
 class CrossingRule(Protocol):
@@ -165,4 +235,4 @@ def entry_points_for(bindings: list[Binding], crossing: CrossingRule) -> list[En
 
 
 __all__ = ["runtime_copy_import", "Crossing", "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
-           "entry_points_for"]
+           "entry_points_for", "ks_call", "release_gil_cpp"]

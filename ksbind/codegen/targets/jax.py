@@ -28,7 +28,8 @@ from __future__ import annotations
 import pprint
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from functools import cached_property
+from typing import Any, ClassVar, Literal
 
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.record import Target
@@ -195,12 +196,24 @@ class JaxEntry:
     n_out: int
     #: (C++ type, name, value): arguments of the ks call fixed in the handler, not passed
     fixed: tuple[tuple[str, str, str], ...] = ()
+    #: The params as the templates print them after `alloc` (each item after ", "), made from
+    #: ``params`` when first read; ``--dump-context`` shows them with the fields.
+    DERIVED: ClassVar[tuple[str, ...]] = ("param_list", "arg_list", "type_list")
 
+    @cached_property
+    def param_list(self) -> str:
+        """``, T n, ...``: the C++ parameters."""
+        return "".join(f", {t} {n}" for t, n in self.params)
 
-def _ks_call(e: EntryPoint) -> str:
-    args = "".join(", " + (f"ks::make_Tuple({', '.join(a.values)})" if a.packed else a.values[0])
-                   for a in e.call_args)
-    return f"ks::{e.symbol}(alloc{args})"
+    @cached_property
+    def arg_list(self) -> str:
+        """``, n, ...``: the names, as arguments."""
+        return "".join(f", {n}" for _, n in self.params)
+
+    @cached_property
+    def type_list(self) -> str:
+        """``, T, ...``: the types, as template arguments."""
+        return "".join(f", {t}" for t, _ in self.params)
 
 
 def _jax_entry(e: EntryPoint, mode: Mode, result_type: KsType) -> JaxEntry:
@@ -210,7 +223,7 @@ def _jax_entry(e: EntryPoint, mode: Mode, result_type: KsType) -> JaxEntry:
         name=e.name, ks_name=e.ks_name, handler=f"ksbind_jax_{e.name}", probe=None if e.is_vjp or kind != "call" else
         f"ksbind_jax_probe_{e.name}", kind=kind, result_cpp=result_type.cpp,
         params=tuple((p.cpp_type, p.name) for p in e.params), py_names=tuple(p.py_name for p in e.params),
-        call=_ks_call(e), n_in=len(e.params), n_out=n_out)
+        call=e.call_with("alloc"), n_in=len(e.params), n_out=n_out)
 
 
 def _jacobian_entry(vjp: EntryPoint, result_type: KsType) -> JaxEntry:

@@ -70,5 +70,5 @@ def python_signature(e: EntryPoint) -> str:
 
 TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
-    build="python-capi", tensors="nested lists",
+    build="python-capi", tensors="nested lists", entry_headers=("ksbind/python.h",),
 )

@@ -7,11 +7,11 @@ and ``backend/`` asks the record and never compares a target's name.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from ksbind.codegen.targets.common import CrossingRule
+from ksbind.codegen.targets.common import CrossingRule, EntryPoint, release_gil_cpp
 from ksbind.lang.model import FunctionDecl
 from ksbind.spec import Binding, Layout, ModuleOptions, TargetName
 
@@ -77,6 +77,10 @@ class Target:
     crossing_problem: why a function's values cannot cross on this target, or None: default
     bindings skip such a function with a warning (as they skip any function that cannot be
     bound); an explicit binding of it stays an error (the target's own check says why).
+    entry_headers: ksbind's headers (``<ksbind/...>``) the entry points' header includes besides
+    ``ksbind/entry_points.h``: the converters its entry points call.
+    cpu_kernels: the module has loops compiled per CPU capability, and so the support
+    functions that say which runs (``kernels_only`` in ksbind/support.py).
     """
 
     name: TargetName
@@ -96,6 +100,8 @@ class Target:
     runtime_source: str | None = None
     result_shapes: bool = False
     crossing_problem: CrossingProblem = crosses_always
+    entry_headers: tuple[str, ...] = ()
+    cpu_kernels: bool = False
 
     def __post_init__(self) -> None:
         if self.build not in BUILD_KINDS:
@@ -104,6 +110,10 @@ class Target:
             raise ValueError(f"target {self.name!r}: runtime_copy and runtime_source go together")
         object.__setattr__(self, "files", _frozen(self.files))
         object.__setattr__(self, "single_file", _frozen(self.single_file))
+
+    def decided(self, e: EntryPoint) -> EntryPoint:
+        """The entry point with what this target decides for it: whether its call releases the GIL."""
+        return replace(e, release_gil_cpp=release_gil_cpp(e, self.release_gil_always))
 
     def file_plan(self, layout: Layout) -> Mapping[str, str]:
         """Output file -> template for a layout ("split" or "single")."""

@@ -38,9 +38,7 @@
 #include <type_traits>
 #include <utility>
 
-#ifndef KSBIND_HIDDEN
-#define KSBIND_HIDDEN __attribute__((visibility("hidden")))
-#endif
+// KSBIND_HIDDEN (globals of this module's units only): ksbind/entry_points.h.
 
 namespace ksbind {
 

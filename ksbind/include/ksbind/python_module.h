@@ -185,41 +185,9 @@ inline PyMethodDef method_def(const char* doc) {
 
 // ------------------------------------------------------------ the module
 
-// Every module's allocator and logging functions (docs/targets.md); each
-// docstring is its signature line, then what it does. The allocator functions
-// speak of the calling thread's arena (ksbind/call_arena.h).
-namespace support {
-#define KSBIND_SIGNATURE(NAME, SIG, DOC, ...)                  \
-    struct NAME {                                              \
-        static constexpr const char* name = #NAME;             \
-        static constexpr const char* params[] = {__VA_ARGS__}; \
-        static constexpr const char* signature = SIG;          \
-        static constexpr const char* doc = SIG "\n\n" DOC;     \
-    };
-KSBIND_SIGNATURE(reset_allocator, "reset_allocator() -> None",
-                 "Reset this thread's arena (calls reset it themselves when they end).", nullptr)
-KSBIND_SIGNATURE(allocator_top, "allocator_top() -> int", "Bytes of this thread's arena in use (0 between calls).",
-                 nullptr)
-KSBIND_SIGNATURE(allocator_peak, "allocator_peak() -> int", "The most bytes this thread's arena has held.", nullptr)
-KSBIND_SIGNATURE(logging, "logging(on: bool) -> None", "Print every call and result to stderr.", "on", nullptr)
-KSBIND_SIGNATURE(arena_bytes, "arena_bytes() -> int", "The size in bytes of each thread's arena.", nullptr)
-KSBIND_SIGNATURE(set_arena_bytes, "set_arena_bytes(bytes: int) -> None",
-                 "Make each thread's arena this size (this thread's now, the others' at their next call).",
-                 "bytes", nullptr)
-#undef KSBIND_SIGNATURE
-}  // namespace support
-
-#define KSBIND_SUPPORT_METHOD(NAME, FUNCTION) \
-    ksbind::python::method_def<&FUNCTION, ksbind::python::support::NAME>(ksbind::python::support::NAME::doc)
-
-// The methods every python-target module has, for its PyMethodDef table.
-#define KSBIND_SUPPORT_METHODS                                                                             \
-    KSBIND_SUPPORT_METHOD(reset_allocator, ksbind::arenas::reset_allocator),                               \
-        KSBIND_SUPPORT_METHOD(allocator_top, ksbind::arenas::allocator_top),                               \
-        KSBIND_SUPPORT_METHOD(allocator_peak, ksbind::arenas::allocator_peak),                             \
-        KSBIND_SUPPORT_METHOD(logging, ks::entry_points::logging),                                         \
-        KSBIND_SUPPORT_METHOD(arena_bytes, ksbind::arenas::arena_bytes),                                   \
-        KSBIND_SUPPORT_METHOD(set_arena_bytes, ksbind::arenas::set_arena_bytes)
+// Every module's allocator and logging functions are registered by the generated module from
+// ksbind/support.py's table, with method_def over ksbind::arenas (ksbind/call_arena.h): each speaks
+// of the calling thread's arena.
 
 // Module exec (the second phase of init): apply the config's arena size and
 // logging (KSBIND_ARENA_BYTES wins over arena_bytes), once per process: a

@@ -1,0 +1,104 @@
+"""The support functions a generated module has besides its bindings: its arena, its
+logging and (modules with per-CPU kernels) the CPU capability they run with.
+
+Declared once, here: each function's name, Python signature, C++ function and
+one-line doc. From this table come the modules' C++ registration (module.cpp.j2,
+python_module.cpp.j2), their .pyi stubs (ksbind/codegen/context.py), the names a
+binding may not take (spec.RESERVED_NAMES) and docs/targets.md's table (written by
+scripts/generate_settings.py; tests/test_stubs.py fails when it differs).
+
+What a function does depends on the module's arena (the target record's
+``arena_per_call``): one arena per thread, made on its first call and reset after
+every call (ksbind/call_arena.h), or one arena per module, which results view until
+``reset_allocator()`` (ksbind/entry_points.h). Each row says both.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+#: Which arena a module's calls use: one per thread (``thread``) or one per module (``module``).
+ArenaKind = Literal["thread", "module"]
+
+
+@dataclass(frozen=True)
+class SupportParam:
+    name: str
+    py_type: str
+
+
+@dataclass(frozen=True)
+class SupportFunction:
+    """One support function: its Python signature, and per arena kind its C++ function and doc."""
+
+    name: str
+    params: tuple[SupportParam, ...]
+    returns: str                 # the Python annotation of its result
+    thread_doc: str              # what it does on a module with per-thread arenas
+    module_doc: str              # ... with one arena per module
+    thread_cpp: str = ""         # the C++ function implementing it (per-thread arenas)
+    module_cpp: str = ""         # ... (one arena per module)
+    kernels_only: bool = False   # only modules with per-CPU kernels have it (the target record's cpu_kernels)
+
+    @property
+    def signature(self) -> str:
+        """``name(p: T) -> R``, as pybind11 writes it (the docstring's first line)."""
+        return f"{self.name}({', '.join(f'{p.name}: {p.py_type}' for p in self.params)}) -> {self.returns}"
+
+    def doc(self, arena: ArenaKind) -> str:
+        return self.thread_doc if arena == "thread" else self.module_doc
+
+    def cpp(self, arena: ArenaKind) -> str:
+        return self.thread_cpp if arena == "thread" else self.module_cpp
+
+
+def _same(doc: str) -> tuple[str, str]:
+    return doc, doc
+
+
+SUPPORT_FUNCTIONS: tuple[SupportFunction, ...] = (
+    SupportFunction(
+        "reset_allocator", (), "None",
+        "Reset this thread's arena (calls reset it themselves when they end; refused inside a call).",
+        "Free everything in the module's arena (results that view it become invalid).",
+        "ksbind::arenas::reset_allocator", "ks::entry_points::reset_allocator"),
+    SupportFunction(
+        "allocator_top", (), "int",
+        "Bytes of this thread's arena in use (0 between calls).",
+        "Bytes of the module's arena in use (what results since the last reset hold).",
+        "ksbind::arenas::allocator_top", "ks::entry_points::allocator_top"),
+    SupportFunction(
+        "allocator_peak", (), "int",
+        "The most bytes this thread's arena has held since it was made.",
+        "The most bytes the module's arena has held since it was made.",
+        "ksbind::arenas::allocator_peak", "ks::entry_points::allocator_peak"),
+    SupportFunction(
+        "logging", (SupportParam("on", "bool"),), "None",
+        *_same("Print each call to stderr when on."),
+        "ks::entry_points::logging", "ks::entry_points::logging"),
+    SupportFunction(
+        "arena_bytes", (), "int",
+        "The size in bytes of each thread's arena.",
+        "The size in bytes of the module's arena.",
+        "ksbind::arenas::arena_bytes", "ks::entry_points::arena_bytes"),
+    SupportFunction(
+        "set_arena_bytes", (SupportParam("bytes", "int"),), "None",
+        "Make each thread's arena this size (this thread's now, the others' at their next call).",
+        "Reset the module's arena to this size (a new arena if the size changes; results viewing the old one "
+        "stay readable).",
+        "ksbind::arenas::set_arena_bytes", "ks::entry_points::set_arena_bytes"),
+    SupportFunction(
+        "cpu_capability", (), "str",
+        *_same("The CPU capability the elementwise and vmap kernels run with: default, avx2 or avx512."),
+        kernels_only=True),
+    SupportFunction(
+        "cpu_capabilities", (), "list[str]",
+        *_same("The CPU capabilities compiled into this module that this CPU runs, lowest first."),
+        kernels_only=True),
+)
+
+#: Names every generated module defines itself: a binding may not take them.
+RESERVED_NAMES = frozenset(f.name for f in SUPPORT_FUNCTIONS if not f.kernels_only)
+
+
+__all__ = ["ArenaKind", "SupportParam", "SupportFunction", "SUPPORT_FUNCTIONS", "RESERVED_NAMES"]
