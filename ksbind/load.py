@@ -15,10 +15,10 @@ from types import ModuleType
 from typing import Any
 
 from ksbind.cache.layout import LOAD_KS_DIR, cache_fault, cache_root, check_root
-from ksbind.codegen.output import write_atomic
 from ksbind.codegen.targets import get_target
 from ksbind.config import BINDING_KEYS
 from ksbind.errors import ConfigError, Location, closest, show_file_as
+from ksbind.fileio import write_atomic
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.settings import Setting, pick, settings_of
 from ksbind.spec import DEFAULT_ARENA_BYTES, BindingSpec, KscSpec, ModuleSpec, RuntimeSpec, TargetName
