@@ -37,6 +37,7 @@ import inductor_rows  # noqa: E402
 import jax_rows  # noqa: E402
 import ks_patterns  # noqa: E402
 import ksc_gmm_build  # noqa: E402
+import noop_build  # noqa: E402
 import render_bench  # noqa: E402
 import target_builds  # noqa: E402
 from scratch import scratch_dir  # noqa: E402
@@ -372,6 +373,8 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
     else:
         rows += ks_patterns.rows(tmp / "ks-patterns", quick, cache, log, Row)
     rows += jax_rows.rows(cache, quick, log, Row)
+    log("no-op builds (fresh processes)")
+    rows += noop_build.rows(tmp / "noop", cache, quick, log, Row)
 
     rows.append(Row("cached build", "ksbind.build, unchanged module, new process",
                     "cold build of the same", t_cached, t_cold, "s", "<= 0.05"))

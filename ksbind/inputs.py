@@ -36,6 +36,7 @@ import contextvars
 import hashlib
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -65,7 +66,7 @@ def file_fingerprint(path: str | os.PathLike[str], data: bytes | None = None) ->
         st = os.stat(path)
     except OSError:
         return None
-    if not os.path.isfile(path):
+    if not stat.S_ISREG(st.st_mode):
         return None
     if st.st_size > BIG_FILE:
         return f"stat:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"

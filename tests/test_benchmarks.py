@@ -26,6 +26,7 @@ ROWS = ("import ksbind", "render", "call overhead, ks target", "call overhead, p
         *(("ks patterns: gmm_fast vs eager", "ks patterns: gmm_fast, 10x the points",
            "ks patterns: mlp build/index form vs map form") if KSC_PRESENT else ()),
         "jax call, 10-element vrelu3", "jax elementwise relu3 forward", "jax relu3 forward+backward",
+        *(f"no-op build, {t} target" for t in ("python", "ks", "torch", "jax")),
         "cached build", "build cost", "batch build", "memory, python target", "memory, torch target", "debug build")
 
 
