@@ -62,6 +62,7 @@ class CacheEntry:
     def check(self) -> tuple[str, str]:
         """``("ok", "")``, ``("missing", "")`` or ``("damaged", why)``: ksbind.cache.manifest's
         ``check_entry`` (content hashed once per process and file, sizes every time)."""
+        # This module's _verified and file_sha256, looked up at each call (a test may replace either).
         return check_entry(self.dir, self.name, self.key, self.module_path.name, _verified,
                            lambda name, dir_fd: file_sha256(name, dir_fd))
 
