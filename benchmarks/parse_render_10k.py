@@ -2,9 +2,17 @@
 
 Run: python -m benchmarks.parse_render_10k. Prints CPU seconds (process time), which
 is what ksbind itself costs whatever else the machine is doing.
+
+``--gc`` times it with and without ``ksbind.lang.sexpr.gc_paused`` (the cyclic
+collector paused while reading), interleaved (with, without, with, ...), and
+prints both medians: the figure in docs/performance.md that decides whether
+the pause pays for itself.
 """
 from __future__ import annotations
 
+import contextlib
+import statistics
+import sys
 import time
 
 import ksbind
@@ -35,5 +43,34 @@ def main() -> None:
               f"total {t2 - t0:.2f} s CPU, {size:.1f} MB of output")
 
 
+def compare_gc(rounds: int = 7) -> tuple[float, float]:
+    """Median CPU seconds of parse + render with the collector paused while reading, and without."""
+    import ksbind.lang.reader as reader
+    import ksbind.lang.sexpr as sexpr
+    import ksbind.pipeline as pipeline
+
+    text = source()
+    paused = sexpr.gc_paused
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(rounds):
+        for pause in (True, False):
+            for module in (sexpr, reader, pipeline):
+                if hasattr(module, "gc_paused"):
+                    module.gc_paused = paused if pause else contextlib.nullcontext  # type: ignore[attr-defined]
+            t0 = time.process_time()
+            decls = ksbind.parse_ks(text, "bench.ks")
+            ksbind.render_module(decls, module_name="bench", target="ks")
+            times[pause].append(time.process_time() - t0)
+    for module in (sexpr, reader, pipeline):
+        if hasattr(module, "gc_paused"):
+            module.gc_paused = paused  # type: ignore[attr-defined]
+    return statistics.median(times[True]), statistics.median(times[False])
+
+
 if __name__ == "__main__":
-    main()
+    if "--gc" in sys.argv[1:]:
+        with_pause, without = compare_gc()
+        print(f"parse + render, 10,000 functions: {with_pause:.2f} s CPU with gc_paused, "
+              f"{without:.2f} s without (ratio {with_pause / without:.2f})")
+    else:
+        main()

@@ -41,6 +41,7 @@ from benchmarks import (
     jax_rows,
     ks_patterns,
     ksc_gmm_build,
+    noop_build,
     render_bench,
     target_builds,
 )
@@ -490,6 +491,9 @@ GROUPS: list[Group] = [
     Group("jax", lambda run: jax_rows.rows(run.cache, run.quick, log), jax_rows.ROW_NAMES),
     Group("jax GMM", lambda run: jax_rows.gmm_rows(run.cache, log), jax_rows.GMM_ROW_NAMES,
           skipped=_not_quick("the GMM module built for jax and torch; python -m benchmarks.jax_rows runs them")),
+    Group("no-op builds (fresh processes)",
+          lambda run: noop_build.rows(run.tmp / "noop", run.cache, run.quick, log, Row),
+          tuple(f"no-op build, {t} target" for t in noop_build.TARGETS)),
     Group("batch build", batch_rows, ("batch build",)),
     Group("memory", memory_rows, ("memory, python target", "memory, torch target")),
     Group("debug build", debug_rows, ("debug build",)),

@@ -4,11 +4,12 @@ The public face (``__all__``, documented in docs/api.md) is resolved lazily: ``i
 loads only this file and ``_version``, so a generated torch wrapper's
 ``from ksbind import torch_runtime`` and ``ksbind --help`` pay for nothing
 else (no jinja2, no yaml). Each name is imported on first use and then kept
-here. The functions are wrapped by ``errors.public_call``: a KsbindError they
+here. The functions are wrapped by ``_public_call``: a KsbindError they
 raise carries a traceback that ends at the user's call (docs/errors.md).
 """
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ksbind._version import __version__
@@ -21,10 +22,11 @@ if TYPE_CHECKING:
     from ksbind.lang.reader import parse_ks, read_ks
     from ksbind.lang.types import KsType, parse_type
     from ksbind.load import load_ks
-    from ksbind.pipeline import build, generate
+    from ksbind.noop import build
+    from ksbind.pipeline import generate
     from ksbind.spec import ModuleSpec
 
-#: name -> (module, attribute, wrapped by errors.public_call)
+#: name -> (module, attribute, wrapped by _public_call)
 _FACE: dict[str, tuple[str, str, bool]] = {
     "KsbindError": ("ksbind.errors", "KsbindError", False),
     "KsbindWarning": ("ksbind.errors", "KsbindWarning", False),
@@ -40,7 +42,7 @@ _FACE: dict[str, tuple[str, str, bool]] = {
     "RenderedModule": ("ksbind.codegen.render", "RenderedModule", False),
     "render_module": ("ksbind.codegen.render", "render_module", True),
     "generate": ("ksbind.pipeline", "generate", True),
-    "build": ("ksbind.pipeline", "build", True),
+    "build": ("ksbind.noop", "build", True),  # a no-op build checks its record before importing the pipeline
     "load_ks": ("ksbind.load", "load_ks", True),
 }
 
@@ -52,6 +54,31 @@ __all__ = [
 assert __all__[1:] == list(_FACE), "the face's names and __all__ must agree"
 
 
+def _public_call(fn: Any) -> Any:
+    """``fn`` as the face exports it: a KsbindError it raises keeps its message,
+    location and type but not ksbind's own frames, so the traceback a user sees
+    ends at this call (their line, then this wrapper). KSBIND_VERBOSE=2 keeps
+    every frame (for reporting a bug in ksbind). ksbind.errors is imported only
+    when something is raised: a no-op build (ksbind/noop.py) never needs it."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as error:
+            from ksbind.errors import KsbindError  # loaded already by whatever raised one
+
+            if not isinstance(error, KsbindError):
+                raise
+            from ksbind.log import debug_enabled
+
+            if debug_enabled():
+                raise
+            raise error.with_traceback(None)  # noqa: B904 - the same error, less ksbind's frames
+
+    return call
+
+
 def __getattr__(name: str) -> Any:
     try:
         module_name, attribute, wrapped = _FACE[name]
@@ -61,9 +88,7 @@ def __getattr__(name: str) -> Any:
 
     value = getattr(importlib.import_module(module_name), attribute)
     if wrapped:
-        from ksbind.errors import public_call
-
-        value = public_call(value)
+        value = _public_call(value)
     globals()[name] = value  # resolved once
     return value
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from ksbind import errors
-from ksbind.errors import BindingError, KsbindError, KsbindWarning, Location, closest
+from ksbind.errors import BindingError, KsbindError, Location, closest, warn
 from ksbind.lang.identifiers import (
     CPP_KEYWORDS,
     identifier_problem,
@@ -165,12 +164,6 @@ def _uncallable_reason(d: FunctionDecl) -> str | None:
     except BindingError as e:
         return e.message
     return None
-
-
-def warn(message: str) -> None:
-    """A one-line warning (KsbindWarning), attributed to the user's call into ksbind
-    (errors.warn); the CLI prints it on stderr."""
-    errors.warn(message, KsbindWarning)
 
 
 def _unused(name: str, taken: set[str]) -> str:

@@ -333,7 +333,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.dump_context:
             from ksbind.codegen.context import context_to_json
             dump = {m.spec.name: context_to_json(m.rendered.context) for m in modules}
-            from ksbind.codegen.output import write_atomic
+            from ksbind.fileio import write_atomic
             write_atomic(Path(args.dump_context), json.dumps(dump, indent=2, sort_keys=True) + "\n")
         for m in modules:
             written = write_planned(m.planned)

@@ -5,14 +5,13 @@ inspect ``.location`` (file, line, column) and ``.message``.
 """
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any
 
 #: Files shown under another name in messages: load_ks saves the user's text under the build
 #: cache, by content, and its errors and warnings say ``<load_ks text>:LINE:COL``, not that path.
@@ -149,29 +148,6 @@ class KscVjpError(KscError):
 
 class KsbindWarning(UserWarning):
     """Something ksbind chose for the user and says out loud (e.g. a default binding skipped)."""
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def public_call(fn: F) -> F:
-    """``fn`` as ksbind's public face exports it: a KsbindError it raises keeps
-    its message, location and type but not ksbind's own frames, so the
-    traceback a user sees ends at this call (their line, then this wrapper).
-    KSBIND_VERBOSE=2 keeps every frame (for reporting a bug in ksbind)."""
-
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except KsbindError as error:
-            from ksbind.log import debug_enabled
-
-            if debug_enabled():
-                raise
-            raise error.with_traceback(None)  # noqa: B904 - the same error, less ksbind's frames
-
-    return call  # type: ignore[return-value]
 
 
 #: ksbind's own folder: frames whose file is under it are ksbind's, not the user's.

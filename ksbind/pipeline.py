@@ -29,9 +29,10 @@ from ksbind.codegen.output import (
 from ksbind.codegen.render import RenderedModule, render_module
 from ksbind.config import load_config, select_module
 from ksbind.errors import BuildError, ConfigError, Location, OutputError
+from ksbind.inputs import refuse
 from ksbind.lang.sexpr import gc_paused
 from ksbind.resolve import ResolvedModule, resolve_spec
-from ksbind.spec import Binding, ModuleOptions, ModuleSpec
+from ksbind.spec import ModuleOptions, ModuleSpec
 
 ConfigArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -45,10 +46,6 @@ class GeneratedModule:
     rendered: RenderedModule
     out_dir: Path
     planned: list[PlannedFile]
-
-
-def module_bindings(spec: ModuleSpec) -> list[Binding]:
-    return resolve_spec(spec).bindings
 
 
 def module_options(spec: ModuleSpec, extra_templates: Sequence[str] = (), *, standalone: bool = False,
@@ -65,6 +62,7 @@ def load_filters(spec: ModuleSpec) -> dict[str, Callable[..., Any]]:
     """Filters a config's ``filters:`` module adds (its FILTERS dict)."""
     if not spec.filters:
         return {}
+    refuse("its config names a filters module (whose own imports no record can follow)")
     local = spec.config_path.parent / (spec.filters.replace(".", os.sep) + ".py")
     with _sys_path_lock:  # modules of a batch render in threads: one sys.path change at a time
         return _import_filters(spec, local)
@@ -255,6 +253,7 @@ def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Pa
     prepared = prepare_build(spec, rendered)  # the backend's build for the module's target
     key = prepared.key
     if needs_version(spec.name, key):
+        refuse(f"this process loaded another build of {spec.name} (this one is loaded under a versioned name)")
         module = _build_resolved(dataclasses.replace(resolved, spec=versioned_spec(spec, key)),
                                  templates, root, write_stub=False)
         sys.modules[spec.name] = module  # `import NAME` gets the newest code too

@@ -25,6 +25,7 @@ from typing import Any
 from ksbind.binding import declared_vjp, select_bindings
 from ksbind.codegen.targets import get_target
 from ksbind.errors import DeclarationError, KscError
+from ksbind.inputs import note_dir, refuse
 from ksbind.ksc.driver import (
     KscToolchain,
     compile_ks,
@@ -97,6 +98,9 @@ def unique_decls(decls: Sequence[FunctionDecl]) -> list[FunctionDecl]:
 
 
 def _not_prelude(spec: ModuleSpec) -> Callable[[FunctionDecl], bool] | None:
+    if spec.prelude is None:
+        for d in spec.runtime.include_dirs:
+            note_dir(d)  # a prelude.ks put there later changes the default bindings
     files = spec.prelude if spec.prelude is not None else tuple(
         d / "prelude.ks" for d in spec.runtime.include_dirs if (d / "prelude.ks").is_file())
     if not files:
@@ -105,9 +109,13 @@ def _not_prelude(spec: ModuleSpec) -> Callable[[FunctionDecl], bool] | None:
     return lambda d: d.name.base_name not in names
 
 
-@lru_cache(maxsize=32)
 def _declared_base_names(path: Path) -> frozenset[StructuredName]:
-    source = scan_ks(read_text(path, "prelude file"), str(path))
+    return _base_names_in(read_text(path, "prelude file"), path)  # read every time: it may have changed
+
+
+@lru_cache(maxsize=32)
+def _base_names_in(text: str, path: Path) -> frozenset[StructuredName]:
+    source = scan_ks(text, str(path))
     return frozenset(d.name.base_name for d in source.decls) | frozenset(g.target.base_name for g in source.gdefs)
 
 
@@ -138,6 +146,8 @@ def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModul
             # final selection below skips those with its warning (here warnings are silenced).
             planned = select_bindings(before, spec.bindings, spec.location, is_own)
         used, vjps = _what_to_ask(planned, spec.bindings, scanned, before)
+        if tool.missing is not None:  # ksc not found: a cached output of a ksc seen before
+            refuse("ksc was not found (a cached output of a ksc seen before was reused)")
         try:
             out = compile_ks(tool, sources, scanned, used, vjps, spec.name, root)
             break
@@ -186,9 +196,13 @@ def _declarations_before_ksc(tool: KscToolchain, scanned: Sequence[KsSource], sp
     return list(first.values())
 
 
-@lru_cache(maxsize=8)
 def _scanned_prelude(path: Path) -> KsSource:
-    return scan_ks(read_text(path, "ksc prelude"), str(path))
+    return _scan_prelude(read_text(path, "ksc prelude"), path)  # read every time: it may have changed
+
+
+@lru_cache(maxsize=8)
+def _scan_prelude(text: str, path: Path) -> KsSource:
+    return scan_ks(text, str(path))
 
 
 def _what_to_ask(planned: Sequence[Binding], specs: Sequence[BindingSpec] | None,

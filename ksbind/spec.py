@@ -45,7 +45,8 @@ GIL_POLICIES: tuple[GilPolicy, ...] = get_args(GilPolicy)
 Layout = Literal["split", "single"]
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)
 
-#: The elements a ks-target module's declared tensor classes may hold.
+#: The elements a tensor that crosses as a buffer may hold: a ks-target module's declared
+#: tensor classes, and a torch tensor (codegen/targets/torch.py).
 TensorElement = Literal["Float", "Integer", "Bool"]
 TENSOR_ELEMENTS: tuple[TensorElement, ...] = get_args(TensorElement)
 

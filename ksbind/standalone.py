@@ -21,22 +21,20 @@ Which runtime file is copied, and under which name, the target's record says
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from ksbind.backend.build import standalone_units
 from ksbind.backend.compile import compile_objects, link
 from ksbind.backend.missing import explain_missing
-from ksbind.codegen.output import write_atomic, write_generated
+from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets import get_target
 from ksbind.errors import BuildError, Location
+from ksbind.fileio import staged, write_atomic
 from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
 
@@ -84,9 +82,9 @@ def build_into(spec: ModuleSpec, module_path: Path, work: Path, *, package: str 
                                   label=label)
         module_path = Path(module_path)
         module_path.parent.mkdir(parents=True, exist_ok=True)
-        with _staged(module_path) as staged:
-            link(objects, tc, staged, units[0].source, spec.output, label)
-            missing = undefined_ks_symbols(staged)
+        with staged(module_path, 0o755) as staged_path:
+            link(objects, tc, staged_path, units[0].source, spec.output, label)
+            missing = undefined_ks_symbols(staged_path)
             if missing:
                 raise BuildError(f"undefined symbol: {missing[0]}", Location(str(spec.config_path)))
         written = [module_path, *_write_beside(spec, rendered, module_path.parent, package)]
@@ -100,20 +98,6 @@ def _fresh(folder: Path) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     return folder
-
-
-@contextlib.contextmanager
-def _staged(path: Path):  # type: ignore[no-untyped-def]
-    """A temporary name beside ``path``, renamed to it when the block succeeds."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
 
 
 def _write_beside(spec: ModuleSpec, rendered: RenderedModule, folder: Path, package: str | None) -> list[Path]:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from ksbind._version import __version__
-from ksbind.cache import entries, maintenance
+from ksbind.cache import entries, manifest
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import extension_suffix, file_sha256
 from ksbind.cache.locks import build_lock, try_lock
@@ -42,7 +42,7 @@ DAY = 86400.0
 @pytest.fixture(autouse=True)
 def fresh_process_state(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts as a new process would: nothing verified or used yet, no cap set."""
-    monkeypatch.setattr(maintenance, "_used_here", set())
+    monkeypatch.setattr(manifest, "USED_HERE", set())
     monkeypatch.setattr(entries, "_verified", {})
     monkeypatch.delenv("KSBIND_CACHE_MAX_BYTES", raising=False)
 
@@ -60,7 +60,7 @@ def fake_entry(root: Path, name: str, size: int = 10_000, days_unused: float = 0
         for fname, text in (extra or {}).items():
             (entry.dir / fname).write_text(text)
         entry.install(built_file)
-    maintenance._used_here.discard(str(entry.dir))  # as if another process had built it
+    manifest.USED_HERE.discard(str(entry.dir))  # as if another process had built it
     if days_unused:
         set_last_used(entry.manifest_path, days_unused)
     return entry
@@ -206,7 +206,7 @@ def test_a_hit_records_its_use(tmp_path: Path) -> None:
     assert entry.manifest_path.stat().st_mtime < time.time() - 2 * DAY
     assert entry.is_built()
     assert entry.manifest_path.stat().st_mtime > time.time() - 60
-    assert str(entry.dir) in maintenance._used_here
+    assert str(entry.dir) in manifest.USED_HERE
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -258,7 +258,7 @@ def test_eviction_removes_least_recently_used_entries_first(tmp_path: Path) -> N
     set_last_used(c.manifest_path, 1)
     assert evict(root, max_bytes=0) == []
     assert c.dir.exists() and d.dir.exists()
-    maintenance._used_here.clear()
+    manifest.USED_HERE.clear()
     assert [e.path for e in evict(root, max_bytes=0)] == [c.dir]  # d: used just now
     assert [e.path for e in evict(root, max_bytes=0, min_idle=0)] == [d.dir]
 
@@ -320,7 +320,7 @@ def test_an_entry_being_built_is_never_evicted(tmp_path: Path, monkeypatch: pyte
         if holder.stdout is not None:
             holder.stdout.close()
     assert [e.path for e in evict(root, max_bytes=0, min_idle=0)] == [] and entry.dir.exists()
-    maintenance._used_here.clear()  # the is_built above marked it used here
+    manifest.USED_HERE.clear()  # the is_built above marked it used here
     assert [e.path for e in evict(root, max_bytes=0, min_idle=0)] == [entry.dir]
 
 

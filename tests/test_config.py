@@ -9,8 +9,8 @@ import pytest
 import ksbind
 from ksbind.binding import select_bindings
 from ksbind.errors import BindingError, ConfigError, KsbindError, Location
-from ksbind.pipeline import module_bindings, prepare
-from ksbind.resolve import module_decls
+from ksbind.pipeline import prepare
+from ksbind.resolve import module_decls, resolve_spec
 from ksbind.spec import ModuleSpec
 
 from .conftest import REPO
@@ -97,7 +97,7 @@ def test_inline_declarations_keep_config_line_numbers(project: Path) -> None:
 def names_and_symbols(project: Path, bindings_yaml: str) -> list[tuple[str, str, str | None]]:
     cfg = config(project, "name: m\nks: ../src/m.ks\n" + bindings_yaml)
     return [(b.name, b.decl.cpp_symbol, b.vjp_decl.cpp_symbol if b.vjp_decl else None)
-            for b in module_bindings(ksbind.load_config(cfg)[0])]
+            for b in resolve_spec(ksbind.load_config(cfg)[0]).bindings]
 
 
 def test_default_bindings(project: Path) -> None:
@@ -107,7 +107,7 @@ def test_default_bindings(project: Path) -> None:
         ("over_af", "over$af", "sufrev$over$af"), ("over_ai", "over$ai", None)]
     cfg = config(project, "name: m\nks: ../src/m.ks\n")
     [spec] = ksbind.load_config(cfg)
-    assert [b.vjp_name for b in module_bindings(spec)][:1] == ["f_vjp"]
+    assert [b.vjp_name for b in resolve_spec(spec).bindings][:1] == ["f_vjp"]
 
 
 def test_bindings_by_structured_and_plain_name(project: Path) -> None:
@@ -138,7 +138,7 @@ def test_bindings_by_structured_and_plain_name(project: Path) -> None:
 def test_binding_errors(project: Path, bindings: str, error: type, fragment: str) -> None:
     cfg = config(project, f"name: m\nks: ../src/m.ks\nbindings: {bindings}\n")
     with pytest.raises(error) as info:
-        module_bindings(ksbind.load_config(cfg)[0])
+        resolve_spec(ksbind.load_config(cfg)[0])
     assert fragment in info.value.message
     assert info.value.location is not None and info.value.location.file == str(cfg)
     assert info.value.location.line == 3

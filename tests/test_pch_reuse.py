@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from ksbind.backend import pch
-from ksbind.backend.build import module_toolchain
+from ksbind.backend.build import standalone_units
 from ksbind.backend.toolchain import Toolchain
+from ksbind.codegen.output import write_generated
 from ksbind.config import load_config
+from ksbind.pipeline import render_spec
 
 from .pch_support import RELU3, build_in_new_process, included_headers, used_precompiled, wait_for_background_pch
 
@@ -29,7 +31,9 @@ def toolchain_of(tmp_path: Path, target: str, name: str) -> Toolchain:
     config = tmp_path / f"{name}.yaml"
     config.write_text(CONFIG.format(name=name, target=target, relu3=RELU3, out=tmp_path / "elsewhere" / name))
     (spec,) = load_config(config)
-    return module_toolchain(spec)
+    # The backend's toolchain for the module's generated files (a wheel's build takes the same path).
+    _, toolchain = standalone_units(spec, write_generated(spec.output, render_spec(spec)))
+    return toolchain
 
 
 @pytest.mark.parametrize("target", ["ks", "python", "torch"])

@@ -1,12 +1,15 @@
 """The s-expression reader: nodes, positions, comments, strings, and its errors."""
 from __future__ import annotations
 
+import gc
+import threading
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ksbind.errors import KsbindError, KsSyntaxError, Location
-from ksbind.lang.sexpr import MAX_DEPTH, Atom, SList, parse_sexprs
+from ksbind.lang.sexpr import MAX_DEPTH, Atom, SList, gc_paused, parse_sexprs
 
 
 def test_lists_atoms_and_positions() -> None:
@@ -75,3 +78,25 @@ def test_bracket_soup_never_crashes(text: str) -> None:
     else:
         # What parsed prints back to text that parses to the same structure.
         assert [str(f) for f in parse_sexprs(" ".join(str(f) for f in forms))] == [str(f) for f in forms]
+
+
+def test_gc_paused_pauses_only_a_lone_thread() -> None:
+    """The collector is the process's: paused while reading only when no other Python thread is alive."""
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():  # nested: the outer one re-enables it
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        with gc_paused():
+            assert gc.isenabled()  # another thread is alive: its garbage must not wait on ours
+        assert gc.isenabled()
+    finally:
+        release.set()
+        other.join()

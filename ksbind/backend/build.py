@@ -21,13 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from ksbind.backend.native import CompilePlan, build_plan, cache_key, compile_plan, plan_toolchain, plan_units
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import Toolchain
+from ksbind.cache.entries import CacheEntry
 from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets import get_target
+from ksbind.inputs import note_module
 from ksbind.spec import ModuleSpec
 
 
@@ -73,28 +76,45 @@ def build_module(prepared: PreparedBuild, root: Path) -> ModuleType:
     if _is_torch(prepared.spec):
         from ksbind.backend import torch_build
 
-        return torch_build.build_torch_module(prepared.spec, prepared.rendered, cache_dir=root)
+        module = torch_build.build_torch_module(prepared.spec, prepared.rendered, cache_dir=root)
+        note_module(module_record(prepared, root))
+        return module
     if _is_jax(prepared.spec):
         from ksbind.backend import jax_build
 
-        return jax_build.build_jax_module(prepared.spec, prepared.rendered, cache_dir=root)
+        module = jax_build.build_jax_module(prepared.spec, prepared.rendered, cache_dir=root)
+        note_module(module_record(prepared, root))
+        return module
     assert prepared.plan is not None
-    return build_plan(prepared.plan, prepared.rendered, root)
+    module = build_plan(prepared.plan, prepared.rendered, root)
+    note_module(module_record(prepared, root))
+    return module
 
 
-def module_toolchain(spec: ModuleSpec) -> Toolchain:
-    """The toolchain ``spec``'s units compile with (the same for every module of
-    its target, runtime, compiler and flags: its shared precompiled header's)."""
+def module_record(prepared: PreparedBuild, root: Path) -> dict[str, Any]:
+    """How a no-op build (ksbind/noop.py) loads this build again without building: its cache
+    entry (checked as a build checks it) and the import steps, in order ("import" a module
+    first, an "extension" module from its file, a generated "wrapper")."""
+    spec, key = prepared.spec, prepared.key
     if _is_torch(spec):
-        from ksbind.backend import torch_build
+        from ksbind.codegen.targets.torch import ext_name
 
-        cflags, ldflags = torch_build.flags()
-        return torch_build.toolchain(torch_build.include_dirs_for(spec), cflags, ldflags)
-    if _is_jax(spec):
+        ext = ext_name(spec.name)
+        entry = CacheEntry(root, ext, key, target="torch")
+        steps = [["import", "torch"], ["extension", ext, str(entry.module_path)],
+                 ["wrapper", spec.name, str(entry.dir / f"{spec.name}.py")]]
+    elif _is_jax(spec):
         from ksbind.backend import jax_build
+        from ksbind.codegen.targets.jax import lib_name
 
-        return jax_build.toolchain(spec)
-    return plan_toolchain(compile_plan(spec, []))
+        entry = CacheEntry(root, lib_name(spec.name), key, suffix=jax_build.LIB_EXT, target="jax")
+        steps = [["wrapper", spec.name, str(entry.dir / f"{spec.name}.py")]]
+    else:
+        entry = CacheEntry(root, spec.name, key, target=prepared.rendered.target)
+        steps = [["extension", spec.name, str(entry.module_path)]]
+    return {"name": spec.name, "key": key, "steps": steps,
+            "entry": {"dir": str(entry.dir), "name": entry.name, "key": entry.key,
+                      "module_file": entry.module_path.name}}
 
 
 def standalone_units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
@@ -116,4 +136,4 @@ def standalone_units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit
     return plan_units(plan, tc, None), tc
 
 
-__all__ = ["PreparedBuild", "prepare_build", "build_module", "standalone_units"]
+__all__ = ["PreparedBuild", "prepare_build", "build_module", "module_record", "standalone_units"]

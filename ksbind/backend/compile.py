@@ -21,13 +21,11 @@ installed; sccache: see backend/sccache.py).
 """
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import dataclasses
 import functools
 import hashlib
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -43,6 +41,7 @@ from ksbind.cache.keys import Hasher
 from ksbind.cache.layout import UNITS_DIR
 from ksbind.cache.objects import ObjectCache, dependency_records, parse_depfile
 from ksbind.errors import BuildError, Location, warn
+from ksbind.fileio import write_atomic
 from ksbind.log import get_logger
 
 OBJECT = "unit.o"
@@ -108,16 +107,7 @@ def _write_bytes(path: Path, data: bytes, named_by_content: bool = False) -> Pat
             warn(f"the cached unit copy {path} is damaged (it is not what its folder's name says): rewriting it")
     except OSError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, data)
     return path
 
 

@@ -39,10 +39,11 @@ from ksbind.backend.toolchain import KS_FLAGS, Toolchain, compiler, hash_include
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher, without_stamp
 from ksbind.cache.layout import cache_root
-from ksbind.codegen.output import write_atomic, write_generated
+from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets.jax import lib_name
 from ksbind.errors import BuildError
+from ksbind.fileio import write_atomic
 from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
 

@@ -19,18 +19,24 @@ version of the same code under the same name, and the build cache serves it.
 """
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import os
 import sys
 import threading
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from ksbind.errors import BuildError, Location
-from ksbind.spec import ModuleSpec
+if TYPE_CHECKING:  # imported when needed: a no-op build (ksbind/noop.py) loads modules with this alone
+    from ksbind.spec import ModuleSpec
 
 _imported: dict[str, ModuleType] = {}
+
+
+def _error(message: str, path: Path) -> Exception:
+    from ksbind.errors import BuildError, Location  # only on failure: a no-op build imports nothing else
+
+    return BuildError(message, Location(str(path)))
 _import_lock = threading.Lock()
 
 
@@ -45,28 +51,40 @@ def import_from_path(name: str, path: Path) -> ModuleType:
         if key in _imported:
             return _imported[key]
         if not os.path.isfile(key):
-            raise BuildError(f"cannot import {name!r}: {path} is gone (its cache entry was removed while it "
-                             "was being loaded?): build again", Location(str(path)))
+            raise _error(f"cannot import {name!r}: {path} is gone (its cache entry was removed while it "
+                         "was being loaded?): build again", path)
         spec = importlib.util.spec_from_file_location(name, key)
         if spec is None or spec.loader is None:
-            raise BuildError(f"cannot import {name!r}: not a loadable module", Location(str(path)))
+            raise _error(f"cannot import {name!r}: not a loadable module", path)
         try:
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         except ImportError as e:
-            raise BuildError(f"cannot import {name!r}: {e}", Location(str(path))) from None
+            raise _error(f"cannot import {name!r}: {e}", path) from None
         _imported[key] = module
         sys.modules[name] = module
         return module
 
 
+_wrappers: dict[str, ModuleType] = {}
+_wrapper_lock = threading.RLock()  # a wrapper's own imports may build or load (not under _import_lock)
+
+
 def import_wrapper(name: str, path: Path) -> ModuleType:
     """Import a generated Python wrapper (the torch and jax targets' ``NAME.py``) from ``path`` as
-    ``name``; it is in ``sys.modules`` while it runs (its own imports may need it) and taken out
-    again if it fails."""
+    ``name`` (once per path per process: a wrapper registers ops); it is in ``sys.modules`` while
+    it runs (its own imports may need it) and taken out again if it fails."""
+    key = os.path.realpath(path)
+    with _wrapper_lock:
+        if key not in _wrappers:
+            _wrappers[key] = _run_wrapper(name, path)
+        return _wrappers[key]
+
+
+def _run_wrapper(name: str, path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise BuildError(f"cannot import {name!r}: not a loadable module", Location(str(path)))
+        raise _error(f"cannot import {name!r}: not a loadable module", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -99,6 +117,8 @@ def note_loaded(name: str, key: str) -> None:
 
 def versioned_spec(spec: ModuleSpec, key: str) -> ModuleSpec:
     """The same module under a name of its own (and a torch_library namespace of its own)."""
+    import dataclasses
+
     suffix = version_suffix(key)
     return dataclasses.replace(
         spec, name=spec.name + suffix,

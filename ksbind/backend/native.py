@@ -52,8 +52,9 @@ from ksbind.backend.toolchain import (
 )
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import HEADER_SUFFIXES, Hasher
-from ksbind.codegen.output import plan_files, write_atomic, write_planned
+from ksbind.codegen.output import plan_files, write_planned
 from ksbind.codegen.render import RenderedModule
+from ksbind.fileio import write_atomic
 from ksbind.spec import ModuleSpec
 
 _cache_log = log.get_logger("cache")

@@ -51,7 +51,7 @@ from ksbind.cache.objects import (
     dependency_records,
     parse_depfile,
 )
-from ksbind.codegen.output import write_atomic
+from ksbind.fileio import write_atomic
 
 HEADER = "ksbind_pch.h"
 

@@ -34,14 +34,14 @@ from typing import Any
 
 from ksbind._version import __version__
 from ksbind.cache.keys import extension_suffix, file_sha256
-from ksbind.cache.locks import DEFAULT_LOCK_TIMEOUT, build_lock, still_named
-from ksbind.cache.maintenance import cache_max_bytes, evict, note_used, remove_folder, remove_stale_staging
-from ksbind.cache.manifest import MANIFEST, MANIFEST_FORMAT, manifest_files
+from ksbind.cache.locks import DEFAULT_LOCK_TIMEOUT, build_lock
+from ksbind.cache.maintenance import cache_max_bytes, evict, remove_folder, remove_stale_staging
+from ksbind.cache.manifest import MANIFEST, MANIFEST_FORMAT, Verified, check_entry, note_used
 from ksbind.errors import KsbindWarning, user_stacklevel
 
 #: Files this process found intact: path -> (size, mtime_ns, inode, sha256 expected).
 #: A hit re-hashes a file only when one of these changed (see CacheEntry.check).
-_verified: dict[str, tuple[int, int, int, str]] = {}
+_verified: Verified = {}
 
 
 class CacheEntry:
@@ -60,68 +60,11 @@ class CacheEntry:
         self._locked = False
 
     def check(self) -> tuple[str, str]:
-        """``("ok", "")``, ``("missing", "")`` or ``("damaged", why)``.
-
-        Sizes are compared on every call, content (sha256) once per process and
-        file, and again when a file's size, mtime or inode changed. An entry
-        without a manifest but with a module file (an older ksbind's, or an
-        install cut short) is damaged; one without either is missing. Every
-        file is read through one handle on the folder, and an entry removed
-        (renamed away) while it was being checked counts as missing, not
-        damaged: a reader sees the whole entry or none.
-        """
-        try:
-            dir_fd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY)
-        except FileNotFoundError:
-            return "missing", ""
-        except OSError as e:
-            return "damaged", f"cannot open it: {e.strerror}"
-        try:
-            state, why = self._check_in(dir_fd)
-            if state != "ok" and not still_named(dir_fd, self.dir):
-                return "missing", ""
-            return state, why
-        finally:
-            os.close(dir_fd)
-
-    def _check_in(self, dir_fd: int) -> tuple[str, str]:
-        module = self.module_path.name
-        try:
-            raw = _read_at(dir_fd, MANIFEST)
-        except FileNotFoundError:
-            if _exists_at(dir_fd, module):
-                return "damaged", "it has no manifest (an older ksbind's entry, or an interrupted install)"
-            return "missing", ""
-        except OSError as e:
-            return "damaged", f"cannot read {MANIFEST}: {e.strerror}"
-        try:
-            manifest = json.loads(raw)
-            files = manifest_files(manifest)
-        except (ValueError, TypeError, KeyError):
-            return "damaged", f"{MANIFEST} is unreadable"
-        if manifest.get("module") != self.name or manifest.get("key") != self.key:
-            return "damaged", f"{MANIFEST} is another build's"
-        if module not in files:
-            return "damaged", f"{MANIFEST} does not list {module}"
-        for fname, (size, digest) in files.items():
-            try:
-                st = os.stat(fname, dir_fd=dir_fd)
-            except OSError:
-                return "damaged", f"{fname} is missing"
-            if st.st_size != size:
-                return "damaged", f"{fname} has {st.st_size} bytes, its manifest says {size}"
-            seen = (st.st_size, st.st_mtime_ns, st.st_ino, digest)
-            key = str(self.dir / fname)
-            if _verified.get(key) == seen:
-                continue
-            try:
-                actual = file_sha256(fname, dir_fd)
-            except OSError as e:
-                return "damaged", f"cannot read {fname}: {e.strerror}"
-            if actual != digest:
-                return "damaged", f"{fname} does not match its sha256"
-            _verified[key] = seen
-        return "ok", ""
+        """``("ok", "")``, ``("missing", "")`` or ``("damaged", why)``: ksbind.cache.manifest's
+        ``check_entry`` (content hashed once per process and file, sizes every time)."""
+        # This module's _verified and file_sha256, looked up at each call (a test may replace either).
+        return check_entry(self.dir, self.name, self.key, self.module_path.name, _verified,
+                           lambda name, dir_fd: file_sha256(name, dir_fd))
 
     def is_built(self) -> bool:
         """Whether the entry is complete and intact (check()); marks it used when so.
@@ -232,20 +175,6 @@ def _fsync(path: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-def _read_at(dir_fd: int, name: str) -> bytes:
-    fd = os.open(name, os.O_RDONLY, dir_fd=dir_fd)
-    with os.fdopen(fd, "rb") as f:
-        return f.read()
-
-
-def _exists_at(dir_fd: int, name: str) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd)
-    except OSError:
-        return False
-    return True
 
 
 __all__ = ["CacheEntry"]

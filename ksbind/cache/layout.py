@@ -10,8 +10,10 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ksbind.errors import BuildError, Location
+if TYPE_CHECKING:  # imported when needed: a no-op build (ksbind/noop.py) needs only cache_root
+    from ksbind.errors import BuildError
 
 #: load_ks's sources, one folder per source text (ksbind/load.py).
 LOAD_KS_DIR = "load_ks"
@@ -23,6 +25,12 @@ PCH_DIR = "pch"
 DEPS = "deps.json"
 #: Copies of generated files (and init units) the shared objects are compiled from: small, removed by clean --all.
 UNITS_DIR = "units"
+#: No-op records (ksbind/noop.py): one JSON file per config and module name, what its last build read.
+NOOP_DIR = "noop"
+#: Jinja2's compiled templates (ksbind/codegen/render.py), one folder per ksbind and Jinja2 version.
+TEMPLATES_DIR = "templates"
+#: Folders in the root that are neither entries nor shared parts: small, removed by clean --all.
+SIDE_DIRS = (UNITS_DIR, NOOP_DIR, TEMPLATES_DIR)
 #: Entries being removed are first renamed to a name with this prefix (a reader sees all of an entry or none).
 TRASH_PREFIX = ".trash-"
 #: Prefixes of temporary folders in the cache root (builds, ksc runs): removed once stale.
@@ -51,6 +59,8 @@ def _within(path: str, root: Path) -> bool:
 
 def check_root(root: Path) -> None:
     """A BuildError when the cache root is there but is not a folder."""
+    from ksbind.errors import BuildError, Location
+
     if os.path.lexists(root) and not os.path.isdir(root):
         raise BuildError(f"the build cache {root} is not a folder (it is a file): remove it, or set "
                          "KSBIND_CACHE_DIR to a folder", Location(str(root)))
@@ -60,6 +70,8 @@ def cache_fault(error: OSError, root: Path) -> BuildError | None:
     """The one-line BuildError of a filesystem fault in the cache (full, read-only or
     not writable, a file where a folder belongs): which path, what failed, what to do;
     None when ``error`` is not one."""
+    from ksbind.errors import BuildError, Location
+
     name = error.filename if isinstance(error.filename, str) else None
     if name is not None and not _within(name, root):
         return None
@@ -80,5 +92,6 @@ def cache_fault(error: OSError, root: Path) -> BuildError | None:
 
 
 __all__ = ["cache_root", "check_root", "cache_fault",
-           "LOAD_KS_DIR", "OBJECTS_DIR", "PCH_DIR", "DEPS", "UNITS_DIR", "TRASH_PREFIX",
+           "LOAD_KS_DIR", "OBJECTS_DIR", "PCH_DIR", "DEPS", "UNITS_DIR", "NOOP_DIR", "TEMPLATES_DIR", "SIDE_DIRS",
+           "TRASH_PREFIX",
            "TEMP_PREFIXES"]

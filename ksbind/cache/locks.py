@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ksbind.cache.manifest import still_named
 from ksbind.errors import BuildError, Location
 from ksbind.log import QUIET, get_logger
 
@@ -96,16 +97,6 @@ def try_lock(path: Path) -> Iterator[bool]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-
-
-def still_named(fd: int, path: Path) -> bool:
-    """Whether path still names the open file (or folder) fd: not deleted, renamed away or replaced."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    own = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
 def _read_holder(fd: int) -> str:

@@ -23,19 +23,20 @@ import time
 import uuid
 from pathlib import Path
 
+from ksbind.cache import manifest
 from ksbind.cache.keys import file_sha256
 from ksbind.cache.layout import (
     DEPS,
     LOAD_KS_DIR,
     OBJECTS_DIR,
     PCH_DIR,
+    SIDE_DIRS,
     TEMP_PREFIXES,
     TRASH_PREFIX,
-    UNITS_DIR,
     cache_root,
 )
 from ksbind.cache.locks import try_lock
-from ksbind.cache.manifest import MANIFEST, manifest_files
+from ksbind.cache.manifest import MANIFEST, manifest_files, note_used
 from ksbind.errors import BuildError
 
 #: Staging folders older than this are left over from killed builds: removed.
@@ -81,16 +82,6 @@ def format_size(n: int) -> str:
         if value < 1024 or unit == "TiB":
             break
     return f"{value:.1f} {unit}"
-
-
-#: Entry folders this process has used or installed: eviction never removes them.
-_used_here: set[str] = set()
-
-
-def note_used(entry_dir: Path) -> None:
-    """An entry folder (a module's, an object's, a precompiled header's) this
-    process uses: eviction in this process leaves it alone."""
-    _used_here.add(str(entry_dir))
 
 
 def remove_folder(root: Path, path: Path) -> bool:
@@ -231,7 +222,7 @@ def scan(root: Path | None = None, details: bool = True, shared: bool = False) -
     for p in children:
         if p.name.startswith(".") or p.is_symlink() or not p.is_dir():
             continue
-        if p.name == UNITS_DIR:
+        if p.name in SIDE_DIRS:
             continue
         if p.name in SHARED_DIRS:
             if shared:
@@ -360,7 +351,7 @@ def evict(root: Path | None = None, max_bytes: int | None = None,
     for e in sorted(entries, key=lambda e: e.last_used):
         if total <= limit or e.last_used >= idle_since:
             break
-        if str(e.path) in _used_here:
+        if str(e.path) in manifest.USED_HERE:  # read now: a test may replace the set
             continue
         if remove_entry(e, idle_since):
             total -= e.size
@@ -415,10 +406,12 @@ def clean(root: Path | None = None, older_than_days: float | None = None, everyt
             if folder.is_dir() and not _shared_entries(folder, SHARED_DIRS[d], details=False):
                 leftovers += _tree(folder)[0]
                 _remove_dir(root, folder)
-        units = root / UNITS_DIR  # the generated units' copies compiled from (ksbind.backend.compile)
-        if units.is_dir():
-            leftovers += _tree(units)[0]
-            _remove_dir(root, units)
+        # The generated units' copies compiled from (ksbind.backend.compile), no-op records, compiled templates.
+        for side in SIDE_DIRS:
+            folder = root / side
+            if folder.is_dir():
+                leftovers += _tree(folder)[0]
+                _remove_dir(root, folder)
     load_ks = root / LOAD_KS_DIR
     if load_ks.is_dir():
         with contextlib.suppress(OSError):

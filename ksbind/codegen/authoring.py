@@ -15,10 +15,10 @@ from pathlib import Path
 import jinja2
 from jinja2 import nodes
 
-from ksbind.codegen.output import write_atomic
 from ksbind.codegen.render import BUILTIN_TEMPLATES, template_api_of
 from ksbind.codegen.targets import TARGETS
 from ksbind.errors import Location, OutputError, TemplateError, closest
+from ksbind.fileio import write_atomic
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ and the built-ins also reachable as ``builtin/NAME`` so overrides can extend the
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import sys
@@ -16,13 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import jinja2
+import jinja2.bccache
 import jinja2.runtime
 
 from ksbind._version import TEMPLATE_API, __version__
 from ksbind.binding import select_bindings
+from ksbind.cache.layout import TEMPLATES_DIR, cache_root
 from ksbind.codegen.context import build_context
 from ksbind.codegen.targets import get_target
 from ksbind.errors import ConfigError, KsbindError, Location, TemplateError, closest, user_stacklevel
+from ksbind.inputs import note_tree
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import KsType, parse_type
 from ksbind.settings import keyword_signature, pick, with_options
@@ -151,6 +155,47 @@ class _OverrideLoader(jinja2.FileSystemLoader):
         return source, filename, uptodate
 
 
+#: The Environment's settings: its compiled templates depend on them (so does the folder they are kept in).
+_SETTINGS: dict[str, Any] = {"undefined": jinja2.StrictUndefined, "trim_blocks": True, "lstrip_blocks": True,
+                             "keep_trailing_newline": True, "autoescape": False}
+
+
+class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
+    """Templates compiled once across processes, in the build cache (``templates/VERSIONS/``): a
+    rendering process loads their code instead of compiling them from source. Jinja2 checks each
+    one against its source's checksum; a cache that cannot be written only costs the compile."""
+
+    def __init__(self) -> None:
+        super().__init__(directory=".")
+        self._folder = hashlib.sha256(
+            f"{__version__}\0{jinja2.__version__}\0{sys.version}\0{sorted(_SETTINGS.items())!r}".encode()
+        ).hexdigest()[:16]
+
+    @property
+    def directory(self) -> str:  # the root of now (KSBIND_CACHE_DIR may change in a process)
+        return str(cache_root() / TEMPLATES_DIR / self._folder)
+
+    @directory.setter
+    def directory(self, value: str) -> None:
+        pass
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, ValueError, EOFError):
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+_COMPILED = _CompiledTemplates()
+
+
 @lru_cache(maxsize=32)
 def environment(overrides: tuple[str, ...] = (), extra_filters: tuple[tuple[str, Callable[..., Any]], ...] = ()
                 ) -> jinja2.Environment:
@@ -164,8 +209,7 @@ def environment(overrides: tuple[str, ...] = (), extra_filters: tuple[tuple[str,
         *(_OverrideLoader(d) for d in overrides),
         jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES)),
     ])
-    env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False,
+    env = jinja2.Environment(loader=loader, **_SETTINGS, bytecode_cache=_COMPILED,
                              # Users edit overrides while iterating; built-ins never change.
                              auto_reload=bool(overrides))
     env.context_class = _BlockSharingContext
@@ -255,6 +299,7 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
     for d in options.templates:
         if not os.path.isdir(d):
             raise TemplateError("template override directory not found", Location(d))
+        note_tree(d)  # before rendering: an override added or edited later rebuilds (ksbind/inputs.py)
     resolved: list[Binding]
     if decls and isinstance(decls[0], Binding):
         resolved = cast("list[Binding]", list(decls))

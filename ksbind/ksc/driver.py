@@ -35,6 +35,7 @@ from ksbind.cache.keys import Hasher, file_sha256
 from ksbind.cache.maintenance import remove_folder
 from ksbind.cache.objects import damaged_file
 from ksbind.errors import KsbindError, KscError, Location, warn
+from ksbind.inputs import note_dir, note_file
 from ksbind.ksc.diagnostics import KscFailure, one_line, strip_callstack
 from ksbind.ksc.planner import CallGraph, Planner, VjpRequest, prelude_names
 from ksbind.lang.model import StructuredName
@@ -87,6 +88,10 @@ def find_ksc(spec: KscSpec) -> KscToolchain:
     else:
         found = shutil.which("ksc")
         exe, origin = (Path(found) if found else None), "PATH"
+        for d in os.environ.get("PATH", "").split(os.pathsep):  # a ksc put earlier on PATH is another ksc
+            note_dir(d or ".")
+            if found is not None and os.path.dirname(found) == d:
+                break
     if exe is None:
         raise KscError(f"ksc (the Knossos compiler) not found: {how}", spec.location)
     if not exe.is_file():
@@ -94,6 +99,7 @@ def find_ksc(spec: KscSpec) -> KscToolchain:
     if not os.access(exe, os.X_OK):
         raise KscError(f"ksc at {exe} (from {origin}) is not executable: chmod +x it, or {how}", spec.location)
     runtime = _find_runtime(spec, exe)
+    note_dir(runtime)  # ksc's runtime: which prelude and headers are there
     return KscToolchain(exe.resolve(), runtime.resolve(), spec.timeout)
 
 
@@ -322,6 +328,7 @@ _digests: dict[tuple[str, int, int], str] = {}
 
 def _file_digest(path: Path) -> str:
     """sha256 of a (large) file, once per process while its size and mtime stay put."""
+    note_file(path)  # ksc's binary: by its stat (ksbind/inputs.py, BIG_FILE), before it is hashed
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _digests:
@@ -407,8 +414,13 @@ def edefs_header(scanned: Sequence[KsSource], runtime: Path) -> str:
 
 def _runtime_header_text(runtime: Path) -> str:
     """What ksc's .cpp includes besides ksbind's header: knossos.h and prelude.h."""
-    return "".join(p.read_text(encoding="utf-8", errors="replace")
-                   for p in (runtime / "knossos.h", runtime / "prelude.h") if p.is_file())
+    texts = []
+    for p in (runtime / "knossos.h", runtime / "prelude.h"):
+        data = p.read_bytes() if p.is_file() else None
+        note_file(p, data)
+        if data is not None:
+            texts.append(data.decode("utf-8", errors="replace"))
+    return "".join(texts)
 
 
 def run_ksc(cmd: list[str], timeout: float, cwd: Path, where: Location | None) -> subprocess.CompletedProcess[str]:

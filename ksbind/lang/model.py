@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ksbind.errors import DeclarationError, KsTypeError, Location, closest
-from ksbind.lang.sexpr import Atom, Node, SList, parse_sexprs
+from ksbind.lang.sexpr import Atom, SList, excerpt, parse_sexprs
 from ksbind.lang.types import KsType, TupleType, type_from_node
 
 #: Derivations ksc knows (docs/knossos.md#function-names), D (the gradient) last.
@@ -108,14 +108,14 @@ def structured_name_from_node(node: SList) -> StructuredName:
     items = node.items
     if len(items) != 2 or not isinstance(items[0], Atom) or items[0].is_string:
         raise DeclarationError(
-            f"a structured name is [NAME TYPE] or [DERIVATION [NAME TYPE]], found {_short(node)}", node.loc
+            f"a structured name is [NAME TYPE] or [DERIVATION [NAME TYPE]], found {excerpt(node)}", node.loc
         )
     head, rest = items
     assert isinstance(head, Atom)  # checked above; tells the type checker
     if head.text in DERIVATIONS and not (isinstance(rest, SList) and rest.bracket == "["):
         raise DeclarationError(
             f"{head.text!r} is a derivation: it takes a structured name, as in [{head.text} [f Float]]; "
-            f"found {_short(node)}",
+            f"found {excerpt(node)}",
             node.loc,
         )
     if isinstance(rest, SList) and rest.bracket == "[":
@@ -127,11 +127,6 @@ def structured_name_from_node(node: SList) -> StructuredName:
             )
         return StructuredName.derived(head.text, structured_name_from_node(rest))
     return StructuredName.base(head.text, type_from_node(rest))
-
-
-def _short(node: Node, limit: int = 60) -> str:
-    text = str(node)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @lru_cache(maxsize=16384)

@@ -18,8 +18,9 @@ from ksbind.errors import (
     Location,
     closest,
 )
+from ksbind.inputs import note_file
 from ksbind.lang.model import DERIVATIONS, FunctionDecl, StructuredName, structured_name_from_node
-from ksbind.lang.sexpr import Atom, Node, SList, gc_paused, parse_sexprs
+from ksbind.lang.sexpr import Atom, Node, SList, excerpt, gc_paused, parse_sexprs
 from ksbind.lang.types import KsType, TupleType, type_from_node, type_from_nodes
 
 TOP_LEVEL_FORMS = ("def", "edef", "gdef", "rule")
@@ -163,6 +164,7 @@ def read_text(path: str | os.PathLike[str], what: str = "declaration file") -> s
         raise InputFileError(f"cannot read {what}: {e.strerror}", Location(name)) from None
     except ValueError:  # e.g. a NUL byte in the path
         raise InputFileError(f"{what} path {name!r} is not a valid file name", Location(repr(name))) from None
+    note_file(name, data)  # an input of the build being recorded (ksbind/inputs.py), as read
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -188,7 +190,7 @@ def _form_head(form: Node) -> str:
                 head.loc,
             )
     raise DeclarationError(
-        f"expected a top-level form (def ...), (edef ...), (gdef ...) or (rule ...), found {_short(form)}",
+        f"expected a top-level form (def ...), (edef ...), (gdef ...) or (rule ...), found {excerpt(form)}",
         form.loc,
     )
 
@@ -213,14 +215,14 @@ def _read_gdef(form: SList) -> tuple[str, StructuredName, Location]:
     _, kind_node, target_node = form.items
     if not isinstance(kind_node, Atom) or kind_node.text not in DERIVATIONS:
         raise DeclarationError(
-            f"unknown derivation {_short(kind_node)}"
+            f"unknown derivation {excerpt(kind_node)}"
             f"{closest(kind_node.text, DERIVATIONS) if isinstance(kind_node, Atom) else ''}; "
             f"expected one of {', '.join(DERIVATIONS)}",
             kind_node.loc,
         )
     if not (isinstance(target_node, SList) and target_node.bracket == "["):
         raise DeclarationError(
-            f"gdef needs a structured name such as [f (Vec Float)], found {_short(target_node)}",
+            f"gdef needs a structured name such as [f (Vec Float)], found {excerpt(target_node)}",
             target_node.loc,
         )
     return kind_node.text, structured_name_from_node(target_node), form.loc
@@ -279,7 +281,7 @@ def _make_decl(name_node: Node, arg_type: KsType, return_type: KsType,
             )
     else:
         raise DeclarationError(
-            f"expected a function name or a structured name [f TYPE], found {_short(name_node)}",
+            f"expected a function name or a structured name [f TYPE], found {excerpt(name_node)}",
             name_node.loc,
         )
     return FunctionDecl(name, arg_type, return_type, param_names, loc, origin)
@@ -311,14 +313,14 @@ def _plain_derivation_name(node: SList, arg_type: KsType) -> StructuredName:
     if primal is None:
         raise DeclarationError(
             f"{kind!r} is a derivation: it takes a structured name, as in [{kind} [{inner.text} Float]]; "
-            f"found {_short(node)}, whose argument type cannot be told from {arg_type}", node.loc)
+            f"found {excerpt(node)}, whose argument type cannot be told from {arg_type}", node.loc)
     return StructuredName.derived(kind, StructuredName.base(inner.text, primal))
 
 
 def _read_params(node: Node) -> tuple[list[str], list[KsType]]:
     """``(x : T)``, ``((a : T) (b : U))`` or ``()``."""
     if not isinstance(node, SList) or node.bracket != "(":
-        raise DeclarationError(f"expected parameters such as (x : Float), found {_short(node)}", node.loc)
+        raise DeclarationError(f"expected parameters such as (x : Float), found {excerpt(node)}", node.loc)
     if _is_param(node):
         name, t = _read_param(node)
         return [name], [t]
@@ -326,7 +328,7 @@ def _read_params(node: Node) -> tuple[list[str], list[KsType]]:
     types: list[KsType] = []
     for p in node.items:
         if not (isinstance(p, SList) and _is_param(p)):
-            raise DeclarationError(f"expected a parameter (NAME : TYPE), found {_short(p)}", p.loc)
+            raise DeclarationError(f"expected a parameter (NAME : TYPE), found {excerpt(p)}", p.loc)
         name, t = _read_param(p)
         if name in names:
             raise DeclarationError(f"parameter {name!r} appears twice", p.loc)
@@ -343,7 +345,7 @@ def _is_param(node: SList) -> bool:
 def _read_param(node: SList) -> tuple[str, KsType]:
     name = node.items[0]
     if not isinstance(name, Atom) or name.is_string:
-        raise DeclarationError(f"expected a parameter name, found {_short(name)}", name.loc)
+        raise DeclarationError(f"expected a parameter name, found {excerpt(name)}", name.loc)
     if len(node.items) < 3:
         raise DeclarationError(f"parameter {name.text!r} has no type after ':'", node.loc)
     return name.text, type_from_nodes(node.items[2:], node.items[2].loc)
@@ -354,8 +356,3 @@ def _expect_len(form: SList, n: int, shape: str) -> None:
         raise DeclarationError(
             f"{form.items[0]} takes {n - 1} parts, found {len(form.items) - 1}: expected {shape}", form.loc
         )
-
-
-def _short(node: Node, limit: int = 60) -> str:
-    text = str(node)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import gc
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,6 +64,12 @@ _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 MAX_DEPTH = 128
 
 
+def excerpt(node: Node, limit: int = 60) -> str:
+    """A node as text for an error message, cut to ``limit`` characters."""
+    text = str(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
@@ -81,11 +88,20 @@ class _Positions:
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many small acyclic objects.
+    """Pause the cyclic garbage collector while building many small acyclic objects,
+    when this is the process's only Python thread.
 
     Reading creates hundreds of thousands of nodes and none of them form cycles;
-    the collector's repeated passes over them took about half the time.
+    the collector's passes over them cost about 30% of reading and rendering
+    10,000 functions (docs/performance.md). The collector is the process's, not
+    the thread's: with another thread alive (a user's, or a batch build's
+    renders) it is left running, so no other thread's garbage waits on ours. A
+    single thread cannot start another while it is in here, except by ksbind's
+    own code.
     """
+    if threading.active_count() > 1:
+        yield
+        return
     was_enabled = gc.isenabled()
     gc.disable()
     try:

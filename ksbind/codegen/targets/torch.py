@@ -24,11 +24,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, cast
 
-from ksbind.binding import warn
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.ks import SCALAR_PY
 from ksbind.codegen.targets.record import Target
-from ksbind.errors import BindingError
+from ksbind.errors import BindingError, warn
 from ksbind.lang.types import (
     FLOAT,
     KsType,
@@ -37,7 +36,7 @@ from ksbind.lang.types import (
     TupleType,
     parse_type,
 )
-from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
+from ksbind.spec import TENSOR_ELEMENTS, Binding, Mode, ModuleOptions, TargetName
 
 NAME: TargetName = "torch"
 # "{module}" in a file name is replaced by the module's name: NAME.py (the wrapper
@@ -48,7 +47,6 @@ SINGLE_FILE = {"module.cpp": "torch_single_file.cpp.j2", "{module}.py": "torch_w
 FILES["{module}.pyi"] = SINGLE_FILE["{module}.pyi"] = "stub.pyi.j2"  # the typed stub, named after the module
 #: The compiled extension is ``NAME + EXT_SUFFIX``; ``NAME.py`` wraps it.
 EXT_SUFFIX = "_ext"
-TENSOR_ELEMENTS = ("Float", "Integer", "Bool")
 TORCH_DTYPES = {"Float": "float32", "Integer": "int32", "Bool": "bool"}
 SCHEMA_SCALARS = {"Float": "float", "Integer": "int", "Bool": "bool", "String": "str"}
 ENTRY_SCALARS = {"Float": "ks::Float", "Integer": "ks::Integer", "Bool": "ks::Bool", "String": "ks::String"}
