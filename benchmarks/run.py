@@ -37,6 +37,7 @@ import inductor_rows  # noqa: E402
 import jax_rows  # noqa: E402
 import ks_patterns  # noqa: E402
 import ksc_gmm_build  # noqa: E402
+import limited_api  # noqa: E402
 import render_bench  # noqa: E402
 import target_builds  # noqa: E402
 from scratch import scratch_dir  # noqa: E402
@@ -312,6 +313,7 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
                                sizes.calls, sizes.repeats)
     rows.append(Row("call overhead, python target", "generated entry, scalar poly(2.0, 3)",
                     "hand-written pybind11 m.def", t_py * 1e9, t_hand * 1e9, "ns", "<= 1.10"))
+    rows += limited_api.rows(poly_config, config, cache, sizes.calls, sizes.repeats, interleaved, log, Row)
 
     rows += call_rows.rows(cache, sizes == QUICK, log, Row)
 

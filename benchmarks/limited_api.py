@@ -1,0 +1,98 @@
+"""What the stable ABI costs the python target: its modules are compiled for
+Python's limited API (``Py_LIMITED_API`` for 3.10: one ``.abi3.so`` for every
+CPython >= 3.10), where CPython's macros (``PyFloat_AS_DOUBLE``,
+``PyTuple_GET_ITEM``, ``PyList_SET_ITEM``...) are function calls. Each row
+times the same generated module built twice, side by side: as ksbind builds
+it, and compiled for the full C API (``-UPy_LIMITED_API`` after the target's
+flag: this CPython only, the macros inline).
+
+    python benchmarks/limited_api.py    # these rows alone (benchmarks/run.py runs them with the rest)
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+#: After the target's -DPy_LIMITED_API=...: the same sources compiled for the full C API.
+FULL_API = "-UPy_LIMITED_API"
+#: Elements of the list row's argument (and result).
+LIST_ELEMENTS = 1_000
+
+
+def _build(config: Path, name: str, cache: Path, full_api: bool) -> ModuleType:
+    from ksbind import load_config
+    from ksbind.pipeline import build_spec
+
+    spec = next(s for s in load_config(config) if s.name == name)
+    if not full_api:
+        return build_spec(spec, cache_dir=cache, quiet=True)
+    old = os.environ.get("KSBIND_CXXFLAGS")
+    os.environ["KSBIND_CXXFLAGS"] = f"{old or ''} {FULL_API}".strip()
+    try:
+        return build_spec(dataclasses.replace(spec, name=f"{name}_full", output=Path(spec.output).with_name(
+            f"{name}_full")), cache_dir=cache, quiet=True)
+    finally:
+        if old is None:
+            del os.environ["KSBIND_CXXFLAGS"]
+        else:
+            os.environ["KSBIND_CXXFLAGS"] = old
+
+
+def _imports(module: ModuleType, symbol: str) -> bool:
+    """Whether the module's .so takes ``symbol`` from the interpreter (nm -D)."""
+    out = subprocess.run(["nm", "-D", "--undefined-only", str(module.__file__)], capture_output=True, text=True,
+                         check=True).stdout
+    return any(line.split()[-1] == symbol for line in out.splitlines() if line.strip())
+
+
+def rows(poly_config: Path, bench_config: Path, cache: Path, calls: int, repeats: int,
+         interleaved: Callable[..., tuple[float, float]], log: Callable[[str], None],
+         row: Callable[..., Any]) -> list[Any]:
+    """poly(2.0, 3) (``bench_poly`` of poly_config) and vrelu3 on a list of floats
+    (``bench_py`` of bench_config), each as built and on the full C API."""
+    log("python target: limited API against the full C API")
+    poly, poly_full = (_build(poly_config, "bench_poly", cache, full) for full in (False, True))
+    py, py_full = (_build(bench_config, "bench_py", cache, full) for full in (False, True))
+    # The two builds differ as they should: only the limited one calls PyTuple_GetItem.
+    assert _imports(py, "PyTuple_GetItem") and not _imports(py_full, "PyTuple_GetItem")
+    assert str(py.__file__).endswith(".abi3.so")
+    assert poly.poly(2.0, 3) == poly_full.poly(2.0, 3) == 15.0
+    t_lim, t_full = interleaved(lambda: poly.poly(2.0, 3), lambda: poly_full.poly(2.0, 3), calls, repeats)
+    out = [row("limited API, python target", "scalar poly(2.0, 3), module on the limited API (abi3)",
+               "the same module on the full C API", t_lim * 1e9, t_full * 1e9, "ns", "<= 1.10")]
+    xs = [((i % 17) - 8) / 4 for i in range(LIST_ELEMENTS)]
+    assert py.vrelu3(xs) == py_full.vrelu3(xs)
+    t_lim, t_full = interleaved(lambda: py.vrelu3(xs), lambda: py_full.vrelu3(xs), max(1, calls // 100), repeats)
+    out.append(row("limited API, python target", f"vrelu3 on a {LIST_ELEMENTS:,}-float list (in and out), "
+                   "limited API", "the same module on the full C API", t_lim * 1e6, t_full * 1e6, "us", "<= 1.10"))
+    return out
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import run
+    from scratch import scratch_dir
+
+    with scratch_dir() as folder:
+        tmp = Path(folder)
+        config = tmp / "bench.yaml"
+        config.write_text(run.MODULES.format(repo=run.REPO, out=tmp / "out"))
+        poly_config = run.write_poly(tmp)
+        hand = run.compile_hand_pybind(tmp)
+        cache = tmp / "cache"
+        found = rows(poly_config, config, cache, run.FULL.calls, run.FULL.repeats, run.interleaved,
+                     lambda s: print(s, file=sys.stderr), run.Row)
+        poly = _build(poly_config, "bench_poly", cache, False)
+        t_py, t_hand = run.interleaved(lambda: poly.poly(2.0, 3), lambda: hand.poly(2.0, 3),  # type: ignore[attr-defined]
+                                       run.FULL.calls, run.FULL.repeats)
+        found.insert(0, run.Row("call overhead, python target", "generated entry, scalar poly(2.0, 3)",
+                                "hand-written pybind11 m.def", t_py * 1e9, t_hand * 1e9, "ns", "<= 1.10"))
+        for r in found:
+            print(f"{r.name} | {r.ksbind} | {r.reference} | {r.ksbind_value:.4g} {r.unit} | "
+                  f"{r.reference_value:.4g} {r.unit} | {r.ratio:.3f} | {r.target} | {'yes' if r.met else 'NO'}")
