@@ -4,7 +4,9 @@ CPython >= 3.10), where CPython's macros (``PyFloat_AS_DOUBLE``,
 ``PyTuple_GET_ITEM``, ``PyList_SET_ITEM``...) are function calls. Each row
 times the same generated module built twice, side by side: as ksbind builds
 it, and compiled for the full C API (``-UPy_LIMITED_API`` after the target's
-flag: this CPython only, the macros inline).
+flag: this CPython only, the macros inline). Timed in CPU seconds of this
+process (``time.process_time``): on a shared machine a batch that waits for
+a core would otherwise count the wait.
 
     python benchmarks/limited_api.py    # these rows alone (benchmarks/run.py runs them with the rest)
 """
@@ -14,6 +16,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +24,8 @@ from typing import Any
 
 #: After the target's -DPy_LIMITED_API=...: the same sources compiled for the full C API.
 FULL_API = "-UPy_LIMITED_API"
+#: CPU time: steadier than wall time on a loaded machine.
+CLOCK = time.process_time
 #: Elements of the list row's argument (and result).
 LIST_ELEMENTS = 1_000
 
@@ -51,11 +56,12 @@ def _imports(module: ModuleType, symbol: str) -> bool:
     return any(line.split()[-1] == symbol for line in out.splitlines() if line.strip())
 
 
-def rows(poly_config: Path, bench_config: Path, cache: Path, calls: int, repeats: int,
+def rows(poly_config: Path, bench_config: Path, cache: Path, hand: Any, calls: int, repeats: int,
          interleaved: Callable[..., tuple[float, float]], log: Callable[[str], None],
          row: Callable[..., Any]) -> list[Any]:
-    """poly(2.0, 3) (``bench_poly`` of poly_config) and vrelu3 on a list of floats
-    (``bench_py`` of bench_config), each as built and on the full C API."""
+    """vrelu3 on a list of floats (``bench_py`` of bench_config) against ``hand``'s
+    pybind11 m.def of it; then poly(2.0, 3) (``bench_poly`` of poly_config) and the
+    same vrelu3, each as built and on the full C API."""
     log("python target: limited API against the full C API")
     poly, poly_full = (_build(poly_config, "bench_poly", cache, full) for full in (False, True))
     py, py_full = (_build(bench_config, "bench_py", cache, full) for full in (False, True))
@@ -63,14 +69,20 @@ def rows(poly_config: Path, bench_config: Path, cache: Path, calls: int, repeats
     assert _imports(py, "PyTuple_GetItem") and not _imports(py_full, "PyTuple_GetItem")
     assert str(py.__file__).endswith(".abi3.so")
     assert poly.poly(2.0, 3) == poly_full.poly(2.0, 3) == 15.0
-    t_lim, t_full = interleaved(lambda: poly.poly(2.0, 3), lambda: poly_full.poly(2.0, 3), calls, repeats)
+    t_lim, t_full = interleaved(lambda: poly.poly(2.0, 3), lambda: poly_full.poly(2.0, 3), calls, repeats,
+                                 CLOCK)
     out = [row("limited API, python target", "scalar poly(2.0, 3), module on the limited API (abi3)",
-               "the same module on the full C API", t_lim * 1e9, t_full * 1e9, "ns", "<= 1.10")]
+               "the same module on the full C API", t_lim * 1e9, t_full * 1e9, "ns", "report")]
     xs = [((i % 17) - 8) / 4 for i in range(LIST_ELEMENTS)]
-    assert py.vrelu3(xs) == py_full.vrelu3(xs)
-    t_lim, t_full = interleaved(lambda: py.vrelu3(xs), lambda: py_full.vrelu3(xs), max(1, calls // 100), repeats)
+    assert py.vrelu3(xs) == py_full.vrelu3(xs) == hand.vrelu3(xs)
+    list_calls = max(1, calls // 100)
+    t_lim, t_hand = interleaved(lambda: py.vrelu3(xs), lambda: hand.vrelu3(xs), list_calls, repeats, CLOCK)
+    out.insert(0, row("call overhead, python target, list", f"generated entry, vrelu3 on a {LIST_ELEMENTS:,}-float "
+                      "list", "hand-written pybind11 m.def (std::vector<float>)", t_lim * 1e6, t_hand * 1e6, "us",
+                      "<= 1.10"))
+    t_lim, t_full = interleaved(lambda: py.vrelu3(xs), lambda: py_full.vrelu3(xs), list_calls, repeats, CLOCK)
     out.append(row("limited API, python target", f"vrelu3 on a {LIST_ELEMENTS:,}-float list (in and out), "
-                   "limited API", "the same module on the full C API", t_lim * 1e6, t_full * 1e6, "us", "<= 1.10"))
+                   "limited API", "the same module on the full C API", t_lim * 1e6, t_full * 1e6, "us", "report"))
     return out
 
 
@@ -86,13 +98,13 @@ if __name__ == "__main__":
         poly_config = run.write_poly(tmp)
         hand = run.compile_hand_pybind(tmp)
         cache = tmp / "cache"
-        found = rows(poly_config, config, cache, run.FULL.calls, run.FULL.repeats, run.interleaved,
-                     lambda s: print(s, file=sys.stderr), run.Row)
         poly = _build(poly_config, "bench_poly", cache, False)
         t_py, t_hand = run.interleaved(lambda: poly.poly(2.0, 3), lambda: hand.poly(2.0, 3),  # type: ignore[attr-defined]
-                                       run.FULL.calls, run.FULL.repeats)
-        found.insert(0, run.Row("call overhead, python target", "generated entry, scalar poly(2.0, 3)",
-                                "hand-written pybind11 m.def", t_py * 1e9, t_hand * 1e9, "ns", "<= 1.10"))
+                                       run.FULL.calls, run.FULL.repeats, CLOCK)
+        found = [run.Row("call overhead, python target", "generated entry, scalar poly(2.0, 3)",
+                         "hand-written pybind11 m.def", t_py * 1e9, t_hand * 1e9, "ns", "<= 1.10")]
+        found += rows(poly_config, config, cache, hand, run.FULL.calls, run.FULL.repeats, run.interleaved,
+                      lambda s: print(s, file=sys.stderr), run.Row)
         for r in found:
             print(f"{r.name} | {r.ksbind} | {r.reference} | {r.ksbind_value:.4g} {r.unit} | "
                   f"{r.reference_value:.4g} {r.unit} | {r.ratio:.3f} | {r.target} | {'yes' if r.met else 'NO'}")

@@ -112,9 +112,12 @@ POLY_CONFIG = textwrap.dedent("""\
         output: {dir}/out
     """)
 
-# The same relu3 and poly bound by hand with pybind11's m.def (reference for the ks and python targets).
+# The same relu3 and poly bound by hand with pybind11's m.def (reference for the ks and python targets),
+# and vrelu3 on lists of floats (pybind11's std::vector caster: the python target's list row).
 HAND_PYBIND = textwrap.dedent("""\
     #include <ksbind/pybind.h>
+    #include <pybind11/stl.h>
+    #include <vector>
     namespace ks {
     ks::Float relu3$af(ks::allocator *, ks::Float);
     ks::Float poly$afi(ks::allocator *, ks::Float, ks::Integer);
@@ -123,6 +126,11 @@ HAND_PYBIND = textwrap.dedent("""\
     PYBIND11_MODULE(bench_hand, m) {
         m.def("relu3", [](ks::Float x) { return ks::relu3$af(&hand_alloc, x); });
         m.def("poly", [](ks::Float x, ks::Integer n) { return ks::poly$afi(&hand_alloc, x, n); });
+        m.def("vrelu3", [](const std::vector<ks::Float>& xs) {
+            std::vector<ks::Float> out(xs.size());
+            for (size_t i = 0; i < xs.size(); ++i) out[i] = ks::relu3$af(&hand_alloc, xs[i]);
+            return out;
+        });
     }
     """)
 
@@ -313,7 +321,7 @@ def measure(sizes: Sizes, tmp: Path, log: Callable[[str], None]) -> list[Row]:
                                sizes.calls, sizes.repeats)
     rows.append(Row("call overhead, python target", "generated entry, scalar poly(2.0, 3)",
                     "hand-written pybind11 m.def", t_py * 1e9, t_hand * 1e9, "ns", "<= 1.10"))
-    rows += limited_api.rows(poly_config, config, cache, sizes.calls, sizes.repeats, interleaved, log, Row)
+    rows += limited_api.rows(poly_config, config, cache, hand, sizes.calls, sizes.repeats, interleaved, log, Row)
 
     rows += call_rows.rows(cache, sizes == QUICK, log, Row)
 

@@ -18,7 +18,7 @@ EVERYTHING = os.environ.get("KSBIND_CORPUS") == "all"
 KSC_PRESENT = (REPO.parent / "shared" / "ksc" / "bin" / "ksc").is_file()
 
 ROWS = ("import ksbind", "render", "call overhead, ks target", "call overhead, python target",
-        *(["limited API, python target"] * 2),
+        "call overhead, python target, list", *(["limited API, python target"] * 2),
         "threads, python target", *(["strings, python target"] * 4),
         "call overhead, torch target", "size independence",
         "elementwise throughput",
