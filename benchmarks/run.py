@@ -41,6 +41,7 @@ from benchmarks import (
     jax_rows,
     ks_patterns,
     ksc_gmm_build,
+    limited_api,
     noop_build,
     render_bench,
     target_builds,
@@ -116,9 +117,12 @@ POLY_CONFIG = textwrap.dedent("""\
         output: {dir}/out
     """)
 
-# The same relu3 and poly bound by hand with pybind11's m.def (reference for the ks and python targets).
+# The same relu3 and poly bound by hand with pybind11's m.def (reference for the ks and python targets),
+# and vrelu3 on lists of floats (pybind11's std::vector caster: the python target's list row).
 HAND_PYBIND = textwrap.dedent("""\
     #include <ksbind/pybind.h>
+    #include <pybind11/stl.h>
+    #include <vector>
     namespace ks {
     ks::Float relu3$af(ks::allocator *, ks::Float);
     ks::Float poly$afi(ks::allocator *, ks::Float, ks::Integer);
@@ -127,6 +131,11 @@ HAND_PYBIND = textwrap.dedent("""\
     PYBIND11_MODULE(bench_hand, m) {
         m.def("relu3", [](ks::Float x) { return ks::relu3$af(&hand_alloc, x); });
         m.def("poly", [](ks::Float x, ks::Integer n) { return ks::poly$afi(&hand_alloc, x, n); });
+        m.def("vrelu3", [](const std::vector<ks::Float>& xs) {
+            std::vector<ks::Float> out(xs.size());
+            for (size_t i = 0; i < xs.size(); ++i) out[i] = ks::relu3$af(&hand_alloc, xs[i]);
+            return out;
+        });
     }
     """)
 
@@ -477,6 +486,10 @@ GROUPS: list[Group] = [
     Group("cold and cached builds", cold_build_rows, ("cached build", "build cost")),  # first to build
     Group("ks target call", ks_call_rows, ("call overhead, ks target",)),
     Group("python target call", python_call_rows, ("call overhead, python target",)),
+    Group("limited API",
+          lambda run: limited_api.rows(run.poly_config(), run.config(), run.cache, run.hand_pybind(), run.sizes.calls,
+                                       run.sizes.repeats, log),
+          ("call overhead, python target, list", "limited API, python target", "limited API, python target")),
     Group("threads and strings", lambda run: call_rows.rows(run.cache, run.quick, log),
           ("threads, python target", *["strings, python target"] * len(call_rows.STRING_PATHS))),
     Group("torch target", torch_rows, ("call overhead, torch target", "size independence", "elementwise throughput")),

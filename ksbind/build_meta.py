@@ -115,14 +115,22 @@ def _repair_wanted(project: Project, config_settings: ConfigSettings) -> bool:
     return project.repair
 
 
-def _tag() -> str:
-    """This interpreter's tag and platform: ``cp311-cp311-linux_x86_64`` (auditwheel
-    replaces the platform with the manylinux one it confirms). Not abi3: the
-    modules use CPython's full C API, pybind11 or torch (docs/packaging.md)."""
+def _tag(project: Project | None) -> str:
+    """The wheel's tag and platform (auditwheel replaces the platform with the
+    manylinux one it confirms): ``cp310-abi3-linux_x86_64`` when every module of
+    ``project`` keeps to the stable ABI of CPython 3.10 (python-target modules: any
+    CPython >= 3.10 installs it), else this interpreter's, ``cp311-cp311-linux_x86_64``
+    (pybind11, torch: docs/packaging.md). None (an editable wheel, whose modules
+    are built on import by this environment's ksbind): this interpreter's."""
     from packaging import tags
 
-    interp = f"{tags.interpreter_name()}{tags.interpreter_version()}"
+    from ksbind.standalone import limited_api
+
     platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    stable = limited_api([m.spec for m in project.modules]) if project is not None else None
+    if stable is not None and tags.interpreter_name() == "cp":
+        return f"cp{stable[0]}{stable[1]}-abi3-{platform}"
+    interp = f"{tags.interpreter_name()}{tags.interpreter_version()}"
     return f"{interp}-{interp}-{platform}"
 
 
@@ -160,20 +168,19 @@ def _copy_packages(project: Project, staging: Path) -> None:
 
 
 def _build_wheel(root: Path, out: Path, config_settings: ConfigSettings) -> str:
-    from ksbind.standalone import build_into, compiled_name
+    from ksbind.standalone import build_into, compiled_file
     from ksbind.wheel import pack, wheel_name_part
 
     project = load_project(root)
     metadata = _metadata(project)
-    tag = _tag()
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    tag = _tag(project)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ksbind-wheel-") as tmp:
         staging = Path(tmp) / "wheel"
         staging.mkdir()
         _copy_packages(project, staging)
         for m in project.modules:
-            build_into(m.spec, staging / m.folder / f"{compiled_name(m.spec)}{suffix}", Path(tmp) / "work" / m.fullname,
+            build_into(m.spec, staging / m.folder / compiled_file(m.spec), Path(tmp) / "work" / m.fullname,
                        package=m.package, templates=project.templates, label=m.fullname)
         dist_info = _dist_info_in(project, staging, metadata, tag)
         name = f"{wheel_name_part(metadata.name)}-{metadata.version}-{tag}.whl"
@@ -362,7 +369,7 @@ def _build_editable(root: Path, out: Path) -> str:
 
     project = load_project(root)
     metadata = _metadata(project, extra_requires=(_ksbind_requirement(project),))
-    tag = _tag()
+    tag = _tag(None)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"_ksbind_editable_{wheel_name_part(metadata.name)}"
     with tempfile.TemporaryDirectory(prefix="ksbind-editable-") as tmp:

@@ -31,6 +31,8 @@ from setuptools.command.build_ext import build_ext
 from setuptools.errors import CompileError
 
 from ksbind import log
+from ksbind.backend.toolchain import stable_abi
+from ksbind.codegen.targets import get_target
 from ksbind.config import select_module
 from ksbind.errors import ConfigError, KsbindError, Location
 from ksbind.lang.identifiers import identifier_problem
@@ -59,7 +61,10 @@ class KsbindExtension(Extension):
         self.templates = tuple(os.fspath(t) for t in templates)
         prefix = f"{self.package}." if self.package else ""
         depends = [str(p) for p in (self.config, *self.spec.ks_files, *self.spec.cpp)]
-        super().__init__(prefix + compiled_name(self.spec), sources=[], depends=depends, language="c++")
+        # py_limited_api: setuptools names the file NAME.abi3.so, as a stable-ABI module is (the
+        # target's limited_api; the wheel's abi3 tag is bdist_wheel's py_limited_api, docs/packaging.md).
+        super().__init__(prefix + compiled_name(self.spec), sources=[], depends=depends, language="c++",
+                         py_limited_api=stable_abi(get_target(self.spec.target).limited_api) is not None)
 
     @property
     def module_name(self) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 from ksbind.backend.build import standalone_units
 from ksbind.backend.compile import compile_objects, link
 from ksbind.backend.missing import explain_missing
+from ksbind.backend.toolchain import module_suffix, stable_abi
 from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets import get_target
@@ -47,6 +48,22 @@ def compiled_name(spec: ModuleSpec) -> str:
     """The name of the compiled extension module: the module's own, or for the
     torch target NAME_ext and the jax target NAME_jaxffi (NAME is then its Python wrapper)."""
     return get_target(spec.target).compiled_name(spec.name)
+
+
+def compiled_file(spec: ModuleSpec) -> str:
+    """The compiled module's file name in a wheel: ``NAME.abi3.so`` for a target on
+    the stable ABI (``Target.limited_api``: every later CPython imports it), else
+    ``NAME`` and this interpreter's extension suffix."""
+    return compiled_name(spec) + module_suffix(get_target(spec.target).limited_api)
+
+
+def limited_api(specs: Sequence[ModuleSpec]) -> tuple[int, int] | None:
+    """The stable ABI a wheel of these modules keeps to: the newest of their targets'
+    ``limited_api`` when every one has it, else None (the wheel is for this CPython only)."""
+    versions = [stable_abi(get_target(s.target).limited_api) for s in specs]
+    if not versions or any(v is None for v in versions):
+        return None
+    return max(v for v in versions if v is not None)
 
 
 def files_for(spec: ModuleSpec, package: str | None) -> list[str]:
@@ -129,4 +146,4 @@ def undefined_ks_symbols(shared_object: Path) -> list[str]:
     return [n for n in names if n.startswith("_ZN2ks")]
 
 
-__all__ = ["build_into", "compiled_name", "files_for", "undefined_ks_symbols"]
+__all__ = ["build_into", "compiled_name", "compiled_file", "limited_api", "files_for", "undefined_ks_symbols"]

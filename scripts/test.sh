@@ -3,7 +3,8 @@
 #   0. scripts/lint.sh: ruff and mypy --strict (configured in pyproject.toml);
 #   1. pytest on .venv's Python (unit and end-to-end, torch included);
 #   2. scripts/test_pythons.sh: the python- and ks-target tests on the other
-#      CPythons ksbind claims (3.10, 3.12, 3.13), skipped where not installed;
+#      CPythons ksbind claims (3.10, 3.12, 3.13), skipped where not installed,
+#      and one python-target abi3 wheel built here installed and run on each;
 #   3. scripts/test_asan.sh: the python-target conversion tests under
 #      AddressSanitizer/UBSan with leak checks;
 #   4. scripts/test_jax_compat.sh: jax-target modules built here (jax 0.10.2)

@@ -5,11 +5,22 @@
 # torch 2.13 is on this machine's disk for one Python only), bundled runtime
 # only (the main run covers ksc's runtime). A version that is not installed
 # is skipped, saying so. Arguments go to pytest.
+#
+# One wheel for every CPython: a python-target wheel (cp310-abi3) is built once
+# here on .venv's CPython (tests/abi3_support.py) and each version installs
+# and runs that same file (tests/test_abi3.py, given it as KSBIND_ABI3_WHEEL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSIONS=${KSBIND_TEST_PYTHONS:-"3.10 3.12 3.13"}
 TESTS=(tests/test_calls.py tests/test_calls_targets.py tests/test_python_module.py
-       tests/test_python_scalar_calls.py tests/test_e2e_examples.py tests/test_runtime.py)
+       tests/test_python_scalar_calls.py tests/test_e2e_examples.py tests/test_runtime.py
+       tests/test_abi3.py::test_the_abi3_wheel_installs_and_runs_on_this_cpython)
+wheel_dir=$(mktemp -d)
+trap 'rm -rf "$wheel_dir"' EXIT
+echo "== a python-target wheel built on $(.venv/bin/python -V 2>&1), for every CPython >= 3.10"
+KSBIND_ABI3_WHEEL=$(.venv/bin/python -m tests.abi3_support "$wheel_dir")
+export KSBIND_ABI3_WHEEL
+echo "   $(basename "$KSBIND_ABI3_WHEEL")"
 root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
 status=0
 for v in $VERSIONS; do

@@ -21,7 +21,7 @@ import pytest
 
 import ksbind
 from ksbind.backend.loader import import_from_path
-from ksbind.backend.toolchain import INCLUDE_DIR, RUNTIME_DIR
+from ksbind.backend.toolchain import ABI3_SUFFIX, INCLUDE_DIR, RUNTIME_DIR
 from ksbind.cache.keys import extension_suffix
 from ksbind.cache.locks import build_lock
 from ksbind.errors import BuildError, KsbindError
@@ -58,7 +58,8 @@ def fake_compiler(tmp: Path, body: str) -> dict[str, str]:
 
 
 def modules_in(cache: Path) -> list[Path]:
-    return sorted(p for p in cache.rglob(f"*{extension_suffix()}") if not p.name.startswith("."))
+    return sorted(p for p in cache.rglob("*.so") if p.name.endswith((extension_suffix(), ABI3_SUFFIX))
+                  and not p.name.startswith("."))
 
 
 def descendants(pid: int) -> list[int]:

@@ -41,8 +41,11 @@ WHEEL_FILES = {
     "ks_softsign/_softsign_torch_ksbind_runtime.py",
 }
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
-COMPILED = {f"ks_softsign/_softsign{SUFFIX}", f"ks_softsign/_softsign_torch_ext{SUFFIX}"}
+# The python-target module is on the stable ABI (one .abi3.so for every CPython >= 3.10); the torch one is not.
+COMPILED = {"ks_softsign/_softsign.abi3.so", f"ks_softsign/_softsign_torch_ext{SUFFIX}"}
 MANYLINUX = re.compile(r"-cp3\d+-cp3\d+-manylinux_2_(\d+)_x86_64\.whl$")
+#: A wheel of python-target modules only: for every CPython >= 3.10 (tests/test_abi3.py runs one on each).
+ABI3_MANYLINUX = re.compile(r"-cp310-abi3-manylinux_2_(\d+)_x86_64\.whl$")
 KSC_ENV = {"KSC": str(KSC), "KSC_RUNTIME": str(RUNTIME)}
 RELU3_DIR = REPO / "examples" / "relu3"
 
@@ -352,10 +355,12 @@ def test_a_ksc_package_installs_from_its_sdist_in_a_clean_folder(
                  tmp_path, env={**isolated_env(ksbind_wheels), **KSC_ENV}), "pip wheel (isolated)")
     wheel = wheel_in(tmp_path / "wheels")
     shown = audit(wheel)  # a python-target module needs nothing outside the policy: the whole wheel is manylinux
-    assert shown["overall_tag"] == shown["sym_tag"] and MANYLINUX.search(wheel.name)
+    assert shown["overall_tag"] == shown["sym_tag"] and ABI3_MANYLINUX.search(wheel.name), wheel.name
     assert wheel.name.endswith(f"-{shown['overall_tag']}.whl") and not shown["external_libs"]
     install(fresh_python, "--no-index", str(wheel))
-    check_poly(call(fresh_python, POLY_CALLS, tmp_path), fresh_python.parent.parent)
+    out = call(fresh_python, POLY_CALLS, tmp_path)
+    check_poly(out, fresh_python.parent.parent)
+    assert str(out["file"]).endswith("/ks_poly/_poly.abi3.so")
     # `pip install .` of the same folder, into the fresh venv (an isolated build again): the same module
     built_ok(run([str(fresh_python), "-m", "pip", "install", "--force-reinstall", "--no-deps", str(unpacked)],
                  tmp_path, env={**isolated_env(ksbind_wheels), **KSC_ENV}), "pip install . (isolated)")
@@ -369,7 +374,11 @@ def test_a_ksc_package_builds_with_ksbind_setuptools(fresh_python: Path, tmp_pat
     built_ok(run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
                   "-w", "dist", "."], src, env=KSC_ENV), "pip wheel (setuptools)")
     install(fresh_python, "--no-index", str(wheel_in(src / "dist")))
-    check_poly(call(fresh_python, POLY_CALLS.replace("ks_poly", "ks_poly_st"), tmp_path), fresh_python.parent.parent)
+    out = call(fresh_python, POLY_CALLS.replace("ks_poly", "ks_poly_st"), tmp_path)
+    check_poly(out, fresh_python.parent.parent)
+    # KsbindExtension's py_limited_api: setuptools names the stable-ABI module as such (its wheel tag is
+    # bdist_wheel's to give: docs/packaging.md)
+    assert str(out["file"]).endswith("/ks_poly_st/_poly.abi3.so")
 
 
 # ------------------------------------------------------------ a jax-target module in a wheel
@@ -574,6 +583,7 @@ def test_an_extension_is_named_by_what_it_compiles(tmp_path: Path) -> None:
     assert (torch_ext.name, torch_ext.module_name) == ("ks_softsign._softsign_torch_ext",
                                                        "ks_softsign._softsign_torch")
     assert top.name == "_softsign_torch_ext"
+    assert python.py_limited_api and not torch_ext.py_limited_api  # setuptools names the first NAME.abi3.so
     assert python.extra_files() == ["_softsign.pyi", "py.typed"]
     assert top.extra_files() == ["_softsign_torch.pyi", "_softsign_torch.py", "_softsign_torch_ksbind_runtime.py"]
 

@@ -48,12 +48,15 @@ from ksbind.backend.toolchain import (
     compiler,
     hash_include_path,
     ks_include_dirs,
+    limited_api_flags,
+    module_suffix,
     pybind11_two_phase,
 )
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import HEADER_SUFFIXES, Hasher
 from ksbind.codegen.output import plan_files, write_planned
 from ksbind.codegen.render import RenderedModule
+from ksbind.codegen.targets import get_target
 from ksbind.fileio import write_atomic
 from ksbind.spec import ModuleSpec
 
@@ -87,7 +90,8 @@ def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
     units = tuple(spec.cpp) + runtime_sources + tuple(p for p in generated if p.suffix in CPP_SUFFIXES)
     include_dirs = tuple(dict.fromkeys(
         [*ks_include_dirs(spec), Path(pybind11.get_include()), Path(sysconfig.get_paths()["include"])]))
-    flags = BASE_FLAGS + (f"-DTORCH_EXTENSION_NAME={spec.name}",) + tuple(
+    flags = BASE_FLAGS + (f"-DTORCH_EXTENSION_NAME={spec.name}",) + limited_api_flags(
+        get_target(spec.target).limited_api) + tuple(
         shlex.split(os.environ.get("KSBIND_CXXFLAGS", ""))) + (DEBUG_FLAGS if spec.debug else ())
     return CompilePlan(spec.name, units, include_dirs, flags, compiler(), Path(spec.output),
                        FAST_MATH_FLAGS if spec.fast_math else (), tuple(spec.cpp), spec.target)
@@ -113,7 +117,8 @@ def cache_key(plan: CompilePlan, target: str) -> str:
 def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path) -> ModuleType:
     """The pipeline for one ks/python-target module: key -> lock -> compile
     objects -> link -> install (verified on every later hit) -> load."""
-    entry = CacheEntry(root, plan.name, cache_key(plan, rendered.target), target=rendered.target)
+    entry = CacheEntry(root, plan.name, cache_key(plan, rendered.target),
+                       suffix=module_suffix(get_target(rendered.target).limited_api), target=rendered.target)
     if not entry.is_built():
         tc = plan_toolchain(plan)
         objects = object_cache(root)

@@ -7,11 +7,13 @@ the other.
 from __future__ import annotations
 
 import dataclasses
+import importlib.machinery
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import sysconfig
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +45,36 @@ FAST_MATH_FLAGS = ("-fassociative-math", "-fno-signed-zeros", "-ffinite-math-onl
 #: path: its knossos.h makes the checks' abort() a C++ exception (see the file).
 DEBUG_FLAGS = ("-O0", "-g", "-DKS_BOUNDS_CHECK", "-UNDEBUG")
 DEBUG_DIR = Path(__file__).parent.parent / "runtime_debug"
+
+
+#: The file suffix of a module built for the stable ABI (every CPython 3 on POSIX imports it).
+ABI3_SUFFIX = ".abi3.so"
+
+
+def stable_abi(version: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The stable ABI a target's module is built for here (its ``limited_api``), or None:
+    a free-threaded CPython (3.13t) has no limited API, so there the module is built for
+    that interpreter alone, as before."""
+    if version is None or sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return None
+    return version
+
+
+def limited_api_flags(version: tuple[int, int] | None) -> tuple[str, ...]:
+    """``-DPy_LIMITED_API=0x030A0000`` for (3, 10): Python's headers then declare
+    only that version's stable ABI. None: the full C API, no flag."""
+    version = stable_abi(version)
+    if version is None:
+        return ()
+    return (f"-DPy_LIMITED_API=0x{version[0]:02X}{version[1]:02X}0000",)
+
+
+def module_suffix(version: tuple[int, int] | None) -> str:
+    """The compiled module's file suffix: ``.abi3.so`` for the stable ABI, else
+    this interpreter's (``.cpython-311-x86_64-linux-gnu.so``)."""
+    if stable_abi(version) is not None:
+        return ABI3_SUFFIX
+    return sysconfig.get_config_var("EXT_SUFFIX") or importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
 def compiler() -> tuple[str, ...]:
@@ -183,4 +215,4 @@ def first_error(output: str) -> str:
 
 __all__ = ["INCLUDE_DIR", "RUNTIME_DIR", "KS_FLAGS", "BASE_FLAGS", "FAST_MATH_FLAGS", "compiler", "ks_include_dirs",
            "hash_include_path", "first_error", "Toolchain", "launcher", "compiler_identity", "compiler_family",
-           "pybind11_two_phase"]
+           "pybind11_two_phase", "ABI3_SUFFIX", "stable_abi", "limited_api_flags", "module_suffix"]

@@ -21,7 +21,8 @@ FILES = {"entry_points.h": "entry_points.h.j2", "entry_points.cpp": "entry_point
 SINGLE_FILE = {"module.cpp": "python_single_file.cpp.j2", "{module}.pyi": "stub.pyi.j2"}
 
 NAME: TargetName = "python"
-__all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "crossing", "py_type", "extra_context", "python_signature"]
+__all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "LIMITED_API", "crossing", "py_type", "extra_context",
+           "python_signature"]
 
 
 def py_type(t: KsType) -> str:
@@ -68,7 +69,12 @@ def python_signature(e: EntryPoint) -> str:
     return f"{e.name}({params}) -> {e.result.py_type}"
 
 
+#: The module keeps to CPython 3.10's stable ABI (ksbind/python.h; docs/packaging.md): one build
+#: imports on 3.10 and every later CPython. 3.10 is the oldest with METH_FASTCALL in it.
+LIMITED_API = (3, 10)
+
 TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
     build="python-capi", tensors="nested lists", entry_headers=("ksbind/python.h",),
+    limited_api=LIMITED_API,
 )

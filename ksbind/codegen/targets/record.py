@@ -81,6 +81,10 @@ class Target:
     ``ksbind/entry_points.h``: the converters its entry points call.
     cpu_kernels: the module has loops compiled per CPU capability, and so the support
     functions that say which runs (``kernels_only`` in ksbind/support.py).
+    limited_api: the oldest CPython, as (3, minor), whose stable ABI the compiled module keeps
+    to: it is compiled with ``Py_LIMITED_API`` for that version and named ``NAME.abi3.so``, so
+    one build imports on that CPython and every later one; a wheel whose modules all have it is
+    tagged ``cp3X-abi3`` (docs/packaging.md). None: the full C API, one build per CPython version.
     """
 
     name: TargetName
@@ -102,10 +106,13 @@ class Target:
     crossing_problem: CrossingProblem = crosses_always
     entry_headers: tuple[str, ...] = ()
     cpu_kernels: bool = False
+    limited_api: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if self.build not in BUILD_KINDS:
             raise ValueError(f"target {self.name!r}: unknown build kind {self.build!r}")
+        if self.limited_api is not None and (self.limited_api[0] != 3 or self.limited_api < (3, 2)):
+            raise ValueError(f"target {self.name!r}: limited_api {self.limited_api} is no CPython 3 stable ABI")
         if (self.runtime_copy is None) != (self.runtime_source is None):
             raise ValueError(f"target {self.name!r}: runtime_copy and runtime_source go together")
         object.__setattr__(self, "files", _frozen(self.files))

@@ -47,6 +47,23 @@
 // ksbind modules in one process never share (or unify) an arena.
 #define KSBIND_HIDDEN __attribute__((visibility("hidden")))
 
+#ifndef KSBIND_NO_PYTHON
+namespace ksbind {
+namespace detail {
+#ifdef Py_LIMITED_API
+// Python's limited API (Py_LIMITED_API: a module built once for every CPython,
+// docs/packaging.md) has no PyGILState_Check. Such a module's entry points run
+// only inside its methods, which Python calls holding the GIL, and give it up
+// only in without_gil: so this thread holds it unless without_gil released it.
+KSBIND_HIDDEN inline thread_local int gil_released = 0;
+inline bool holds_gil() { return Py_IsInitialized() && gil_released == 0; }
+#else
+inline bool holds_gil() { return Py_IsInitialized() && PyGILState_Check(); }
+#endif
+}  // namespace detail
+}  // namespace ksbind
+#endif
+
 namespace ks {
 namespace entry_points {
 
@@ -105,7 +122,7 @@ KSBIND_HIDDEN inline auto g_base_mark = g_alloc.mark();
 inline void lock_arena() {
     if (arena_mutex.try_lock()) return;
 #ifndef KSBIND_NO_PYTHON
-    if (Py_IsInitialized() && PyGILState_Check()) {
+    if (ksbind::detail::holds_gil()) {
         PyThreadState* state = PyEval_SaveThread();
         arena_mutex.lock();
         PyEval_RestoreThread(state);
@@ -169,7 +186,7 @@ inline void configure(size_t config_arena_bytes, bool log) {
 #ifndef KSBIND_NO_PYTHON
     // Calls that keep the GIL capture ks code's stderr cheaply: the GIL's holder is their thread.
     // (Without Python there is no GIL: exclusive_check stays null, no call is exclusive.)
-    ksbind::failure::exclusive_check = [] { return Py_IsInitialized() && PyGILState_Check() != 0; };
+    ksbind::failure::exclusive_check = [] { return ksbind::detail::holds_gil(); };
 #endif
     if (g_configured.load()) return;
     size_t env = detail::env_arena_bytes();
@@ -192,24 +209,38 @@ namespace ksbind {
 // The GIL is taken back explicitly, not in a destructor: when the interpreter
 // is finalizing, PyEval_RestoreThread ends a daemon thread with pthread_exit,
 // whose forced unwind out of a (noexcept) destructor would abort the process.
+#ifndef KSBIND_NO_PYTHON
+namespace detail {
+inline void retake_gil(PyThreadState* state) {
+#ifdef Py_LIMITED_API
+    --gil_released;
+#endif
+    PyEval_RestoreThread(state);
+}
+}  // namespace detail
+#endif
+
 template <class F>
 decltype(auto) without_gil(F&& f) {
 #ifdef KSBIND_NO_PYTHON
     return f();
 #else
-    if (!Py_IsInitialized() || !PyGILState_Check()) return f();
+    if (!detail::holds_gil()) return f();
     PyThreadState* state = PyEval_SaveThread();
+#ifdef Py_LIMITED_API
+    ++detail::gil_released;
+#endif
     try {
         if constexpr (std::is_void_v<decltype(f())>) {
             f();
-            PyEval_RestoreThread(state);
+            detail::retake_gil(state);
         } else {
             decltype(auto) result = f();
-            PyEval_RestoreThread(state);
+            detail::retake_gil(state);
             return result;
         }
     } catch (...) {
-        PyEval_RestoreThread(state);
+        detail::retake_gil(state);
         throw;
     }
 #endif

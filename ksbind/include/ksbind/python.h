@@ -17,6 +17,12 @@
 // Errors are thrown as ksbind::python::error (a Python exception type and
 // message, or an exception Python already raised); the module's methods
 // (ksbind/python_module.h) turn it back into the Python exception.
+//
+// Compiles against the full C API (the ks target's pybind11 modules include
+// it) and the limited API (Py_LIMITED_API, the python target: one .abi3.so
+// for every CPython from the version it names; docs/packaging.md), where
+// CPython's macros (PyFloat_AS_DOUBLE, PyTuple_GET_ITEM...) and type objects'
+// fields are not available: the few places that differ use the helpers below.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -34,8 +40,32 @@
 #include <knossos.h>
 #include <ksbind/call_arena.h>  // create_tensor, destroy_after_call
 
+// The C API version the code may use: the limited API's when building for it.
+#ifdef Py_LIMITED_API
+#define KSBIND_PY_API_VERSION Py_LIMITED_API
+#else
+#define KSBIND_PY_API_VERSION PY_VERSION_HEX
+#endif
+
 namespace ksbind {
 namespace python {
+
+// CPython's unchecked macros, or (limited API) the functions that check their
+// argument: the same values for the objects ksbind passes (an exact float, a
+// tuple or list it holds). Setting an item (set_tuple_item, set_list_item,
+// below: each steals the item) can fail only under the limited API
+// (PyTuple_SetItem refuses a tuple something else also references).
+#ifdef Py_LIMITED_API
+inline double float_value(PyObject* o) { return PyFloat_AsDouble(o); }
+inline Py_ssize_t tuple_size(PyObject* o) { return PyTuple_Size(o); }
+inline PyObject* tuple_item(PyObject* o, Py_ssize_t i) { return PyTuple_GetItem(o, i); }
+inline Py_ssize_t list_size(PyObject* o) { return PyList_Size(o); }
+#else
+inline double float_value(PyObject* o) { return PyFloat_AS_DOUBLE(o); }
+inline Py_ssize_t tuple_size(PyObject* o) { return PyTuple_GET_SIZE(o); }
+inline PyObject* tuple_item(PyObject* o, Py_ssize_t i) { return PyTuple_GET_ITEM(o, i); }
+inline Py_ssize_t list_size(PyObject* o) { return PyList_GET_SIZE(o); }
+#endif
 
 // An owned reference (a new reference, released when this goes out of scope).
 class Object {
@@ -76,11 +106,14 @@ public:
     // The exception Python has set (a SystemError if none is: a bug, said out loud).
     static error fetched() {
         error e(nullptr, "");
-#if PY_VERSION_HEX >= 0x030C0000  // PyErr_Fetch is deprecated from 3.12
+#if KSBIND_PY_API_VERSION >= 0x030C0000  // PyErr_Fetch is deprecated from 3.12
         e.pvalue_ = PyErr_GetRaisedException();
         if (e.pvalue_) e.ptype_ = Py_NewRef(reinterpret_cast<PyObject*>(Py_TYPE(e.pvalue_)));
 #else
+#pragma GCC diagnostic push  // deprecated in 3.12's headers, but this build runs on older CPythons too
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
         PyErr_Fetch(&e.ptype_, &e.pvalue_, &e.ptraceback_);
+#pragma GCC diagnostic pop
 #endif
         if (!e.ptype_) {
             e.type_ = PyExc_SystemError;
@@ -104,11 +137,14 @@ public:
     // Raise it in Python (the caller then returns NULL to Python).
     void restore() {
         if (ptype_) {
-#if PY_VERSION_HEX >= 0x030C0000
+#if KSBIND_PY_API_VERSION >= 0x030C0000
             PyErr_SetRaisedException(pvalue_);  // steals it
             Py_DECREF(ptype_);
 #else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
             PyErr_Restore(ptype_, pvalue_, ptraceback_);
+#pragma GCC diagnostic pop
 #endif
             ptype_ = pvalue_ = ptraceback_ = nullptr;
         } else {
@@ -130,10 +166,46 @@ inline Object checked(PyObject* o) {
     return Object::steal(o);
 }
 
+#ifdef Py_LIMITED_API
+inline void set_tuple_item(PyObject* tuple, Py_ssize_t i, PyObject* item) {
+    if (PyTuple_SetItem(tuple, i, item) != 0) throw error::fetched();  // item already released
+}
+inline void set_list_item(PyObject* list, Py_ssize_t i, PyObject* item) {
+    if (PyList_SetItem(list, i, item) != 0) throw error::fetched();
+}
+#else
+inline void set_tuple_item(PyObject* tuple, Py_ssize_t i, PyObject* item) { PyTuple_SET_ITEM(tuple, i, item); }
+inline void set_list_item(PyObject* list, Py_ssize_t i, PyObject* item) { PyList_SET_ITEM(list, i, item); }
+#endif
+
 template <class T>
 struct tag {};
 
+// What CPython's messages call h's type (its tp_name): "float", "numpy.ndarray",
+// "MyClass". The limited API cannot read tp_name; it is rebuilt from the
+// type's __module__ and __name__, as CPython made it: a class defined in
+// Python by its name alone, a C type by "module.name" (builtins: the name).
+// One difference: a C type made by PyType_FromSpec, which is named like a
+// Python class here.
+#ifdef Py_LIMITED_API
+__attribute__((noinline, cold)) inline std::string type_name(PyObject* h) {
+    PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(h));
+    auto text = [type](const char* attribute) -> std::string {
+        Object value = Object::steal(PyObject_GetAttrString(type, attribute));
+        const char* utf8 = value && PyUnicode_Check(value.get()) ? PyUnicode_AsUTF8AndSize(value.get(), nullptr)
+                                                                 : nullptr;
+        std::string out = utf8 ? utf8 : "";
+        if (!utf8) PyErr_Clear();
+        return out;
+    };
+    std::string name = text("__name__");
+    if (PyType_GetFlags(Py_TYPE(h)) & Py_TPFLAGS_HEAPTYPE) return name;
+    std::string module = text("__module__");
+    return module.empty() || module == "builtins" ? name : module + "." + name;
+}
+#else
 inline std::string type_name(PyObject* h) { return Py_TYPE(h)->tp_name; }
+#endif
 
 // Where a value sits inside an argument: the argument's name, then an index
 // per level ("x[2][0]"). Formatted only for an error message, so converting
@@ -182,7 +254,7 @@ inline bool is_text(PyObject* h) { return PyUnicode_Check(h) || PyBytes_Check(h)
 // ------------------------------------------------------------ scalars
 
 inline ks::Float convert(ks::allocator*, PyObject* h, const Where& where, tag<ks::Float>) {
-    if (PyFloat_Check(h)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(h));
+    if (PyFloat_Check(h)) return static_cast<ks::Float>(float_value(h));
     if (PyBool_Check(h) || is_text(h) || h == Py_None) type_error(where, "a float", h);
     if (PyLong_Check(h)) {
         double d = PyLong_AsDouble(h);
@@ -259,7 +331,7 @@ public:
         if (PyTuple_CheckExact(h)) {
             items_ = Object::steal(Py_NewRef(h));  // immutable: the tuple is its own snapshot
         } else if (PyList_Check(h)) {
-            size_ = PyList_GET_SIZE(h);
+            size_ = list_size(h);
             if (size_ != length) return;
             items_ = checked(PyList_AsTuple(h));
         } else {
@@ -276,13 +348,13 @@ public:
                     size_ = i;
                     return;
                 }
-                PyTuple_SET_ITEM(items_.get(), i, item);  // steals it
+                set_tuple_item(items_.get(), i, item);  // steals it
             }
         }
-        size_ = PyTuple_GET_SIZE(items_.get());
+        size_ = tuple_size(items_.get());
     }
     Py_ssize_t size() const { return size_; }
-    PyObject* operator[](Py_ssize_t i) const { return PyTuple_GET_ITEM(items_.get(), i); }
+    PyObject* operator[](Py_ssize_t i) const { return tuple_item(items_.get(), i); }
 
 private:
     Object items_;
@@ -396,7 +468,7 @@ T from_py_at(ks::allocator* alloc, PyObject* h, const Where& where) {
 template <class T>
 T from_py(ks::allocator* alloc, PyObject* h, const char* name) {
     if constexpr (std::is_same_v<T, ks::Float>) {
-        if (PyFloat_CheckExact(h)) return static_cast<ks::Float>(PyFloat_AS_DOUBLE(h));
+        if (PyFloat_CheckExact(h)) return static_cast<ks::Float>(float_value(h));
     } else if constexpr (std::is_same_v<T, ks::Integer>) {
         if (PyLong_CheckExact(h)) {  // not bool (a subclass); PyNumber_Index would return h itself
             int overflow = 0;
@@ -428,8 +500,8 @@ Object to_py(const ks::tensor<Dim, T>& t);
 template <class Tup, size_t... I>
 Object tuple_to_py(const Tup& t, std::index_sequence<I...>) {
     Object out = checked(PyTuple_New(sizeof...(I)));
-    // PyTuple_SET_ITEM steals each item's reference.
-    ((PyTuple_SET_ITEM(out.get(), I, to_py(ks::get<I>(t)).release())), ...);
+    // set_tuple_item steals each item's reference.
+    (set_tuple_item(out.get(), I, to_py(ks::get<I>(t)).release()), ...);
     return out;
 }
 
@@ -443,11 +515,11 @@ Object nested_list(const T* data, const int* sizes, int dim, int rank, long long
     Object out = checked(PyList_New(sizes[dim]));
     long long inner = stride / (sizes[dim] ? sizes[dim] : 1);
     for (int i = 0; i < sizes[dim]; ++i) {
-        // PyList_SET_ITEM steals the item's reference.
+        // set_list_item steals the item's reference.
         if (dim + 1 < rank) {
-            PyList_SET_ITEM(out.get(), i, nested_list(data + i * inner, sizes, dim + 1, rank, inner).release());
+            set_list_item(out.get(), i, nested_list(data + i * inner, sizes, dim + 1, rank, inner).release());
         } else {
-            PyList_SET_ITEM(out.get(), i, to_py(data[i]).release());
+            set_list_item(out.get(), i, to_py(data[i]).release());
         }
     }
     return out;

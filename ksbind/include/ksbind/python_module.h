@@ -15,6 +15,8 @@
 #include <ksbind/python.h>
 
 #include <cxxabi.h>  // abi::__forced_unwind
+#include <cstdint>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -85,19 +87,19 @@ __attribute__((noinline)) inline void sort_arguments(const Names& s, PyObject* c
     const Py_ssize_t n = s.count;
     if (nargs > n) {
         std::string given;  // the types received, never the values (a tensor's list may be long)
-        for (Py_ssize_t i = 0; i < nargs; ++i) given += std::string(i ? ", " : "") + Py_TYPE(args[i])->tp_name;
+        for (Py_ssize_t i = 0; i < nargs; ++i) given += std::string(i ? ", " : "") + type_name(args[i]);
         bad_call(s, "takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") + ", got " +
                         std::to_string(nargs) + " (" + given + ")");
     }
     for (Py_ssize_t i = 0; i < n; ++i) slots[i] = i < nargs ? args[i] : nullptr;
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    Py_ssize_t nkw = kwnames ? tuple_size(kwnames) : 0;
     for (Py_ssize_t k = 0; k < nkw; ++k) {
-        PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+        PyObject* key = tuple_item(kwnames, k);
         Py_ssize_t i = 0;
         while (i < n && PyUnicode_CompareWithASCIIString(key, s.params[i]) != 0) ++i;
         if (i == n) {
             Object text = Object::steal(PyObject_Str(key));
-            const char* name = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
+            const char* name = text ? PyUnicode_AsUTF8AndSize(text.get(), nullptr) : nullptr;
             if (!name) PyErr_Clear();
             bad_call(s, std::string("unexpected keyword argument '") + (name ? name : "?") + "'");
         }
@@ -202,6 +204,48 @@ inline int configure_module(size_t arena_bytes, bool logging) {
         raise_current_exception();
         return -1;
     }
+}
+
+// The module's slots: its exec function, then what the running interpreter
+// knows of what the module supports. Its state is C++ globals shared by
+// every module object (settings, atomic) and per-thread arenas, and no Python
+// object is kept between calls: so any number of interpreters, each with its
+// own GIL (3.12+), and running without the GIL (3.13+): nothing relies on it.
+// Chosen at import, not by the headers: a limited-API build compiled against
+// older headers runs on newer CPythons, and an older one refuses a slot it
+// does not know. The numbers are the stable ABI's (Include/moduleobject.h).
+constexpr int mod_multiple_interpreters_slot = 3;                    // Py_mod_multiple_interpreters
+constexpr std::uintptr_t per_interpreter_gil_supported = 2;          // Py_MOD_PER_INTERPRETER_GIL_SUPPORTED
+constexpr int mod_gil_slot = 4;                                      // Py_mod_gil
+constexpr std::uintptr_t gil_not_used = 1;                           // Py_MOD_GIL_NOT_USED
+#if defined(Py_mod_multiple_interpreters)
+static_assert(Py_mod_multiple_interpreters == mod_multiple_interpreters_slot);
+#endif
+#if defined(Py_mod_gil)
+static_assert(Py_mod_gil == mod_gil_slot);
+#endif
+
+// The running CPython's minor version (3.X), from Py_GetVersion ("3.12.1 (main, ...").
+inline int running_minor_version() {
+    const char* v = Py_GetVersion();
+    int minor = 0;
+    const char* dot = std::strchr(v, '.');
+    for (const char* c = dot ? dot + 1 : v; *c >= '0' && *c <= '9'; ++c) minor = minor * 10 + (*c - '0');
+    return minor;
+}
+
+// Fills slots (room for 4) and points def at them; returns def. Called once
+// per process (PyInit's static), before the first PyModuleDef_Init.
+inline PyModuleDef* with_slots(PyModuleDef* def, PyModuleDef_Slot* slots, int (*exec)(PyObject*)) {
+    const int minor = running_minor_version();
+    int n = 0;
+    slots[n++] = {Py_mod_exec, reinterpret_cast<void*>(exec)};
+    if (minor >= 12)
+        slots[n++] = {mod_multiple_interpreters_slot, reinterpret_cast<void*>(per_interpreter_gil_supported)};
+    if (minor >= 13) slots[n++] = {mod_gil_slot, reinterpret_cast<void*>(gil_not_used)};
+    slots[n] = {0, nullptr};
+    def->m_slots = slots;
+    return def;
 }
 
 }  // namespace python
