@@ -23,7 +23,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ksbind.backend.native import CompilePlan, build_plan, cache_key, compile_plan, plan_toolchain, plan_units
+from ksbind.backend.native import (
+    CompilePlan,
+    build_plan,
+    cache_key,
+    compile_plan,
+    module_entry,
+    plan_toolchain,
+    plan_units,
+)
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import Toolchain
 from ksbind.cache.entries import CacheEntry
@@ -110,7 +118,7 @@ def module_record(prepared: PreparedBuild, root: Path) -> dict[str, Any]:
         entry = CacheEntry(root, lib_name(spec.name), key, suffix=jax_build.LIB_EXT, target="jax")
         steps = [["wrapper", spec.name, str(entry.dir / f"{spec.name}.py")]]
     else:
-        entry = CacheEntry(root, spec.name, key, target=prepared.rendered.target)
+        entry = module_entry(root, spec.name, key, prepared.rendered.target)
         steps = [["extension", spec.name, str(entry.module_path)]]
     return {"name": spec.name, "key": key, "steps": steps,
             "entry": {"dir": str(entry.dir), "name": entry.name, "key": entry.key,

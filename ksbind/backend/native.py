@@ -114,11 +114,16 @@ def cache_key(plan: CompilePlan, target: str) -> str:
     return h.hexdigest()
 
 
+def module_entry(root: Path, name: str, key: str, target: str) -> CacheEntry:
+    """A ks/python-target module's cache entry (its file named for the target's C API:
+    NAME.abi3.so on the limited API); a no-op build checks the same one."""
+    return CacheEntry(root, name, key, suffix=module_suffix(get_target(target).limited_api), target=target)
+
+
 def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path) -> ModuleType:
     """The pipeline for one ks/python-target module: key -> lock -> compile
     objects -> link -> install (verified on every later hit) -> load."""
-    entry = CacheEntry(root, plan.name, cache_key(plan, rendered.target),
-                       suffix=module_suffix(get_target(rendered.target).limited_api), target=rendered.target)
+    entry = module_entry(root, plan.name, cache_key(plan, rendered.target), rendered.target)
     if not entry.is_built():
         tc = plan_toolchain(plan)
         objects = object_cache(root)
