@@ -25,6 +25,7 @@ import tarfile
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,10 +135,10 @@ def install(python: Path, *what: str, env: dict[str, str] | None = None) -> None
              f"pip install {' '.join(what)}")
 
 
-def call(python: Path, code: str, cwd: Path) -> dict[str, object]:
+def call(python: Path, code: str, cwd: Path) -> dict[str, Any]:
     proc = run([str(python), "-c", code], cwd, env={"PYTHONPATH": "", "PATH": "/usr/bin:/bin", "CXX": "false"})
     assert proc.returncode == 0, proc.stderr[-4000:]
-    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return out
 
 
@@ -192,14 +193,14 @@ def test_the_wheel_holds_the_modules_their_stubs_and_no_sources_or_libraries(
 TORCH_LIBS = {"libc10.so", "libtorch_cpu.so", "libtorch_python.so", "libgomp.so.1"}
 
 
-def audit(wheel: Path) -> dict[str, object]:
+def audit(wheel: Path) -> dict[str, Any]:
     """``auditwheel show --json``: the tag the symbol versions allow (sym_tag), the
     overall one, and the libraries outside the manylinux policy."""
     proc = run([sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)], wheel.parent)
     built_ok(proc, "auditwheel show")
-    shown: dict[str, object] = json.loads(proc.stdout)
+    shown: dict[str, Any] = json.loads(proc.stdout)
     print(f"\nauditwheel show {wheel.name}: overall {shown['overall_tag']}, symbols {shown['sym_tag']}, "
-          f"external {sorted(shown['external_libs'])}")  # type: ignore[call-overload]
+          f"external {sorted(shown['external_libs'])}")
     return shown
 
 
@@ -214,8 +215,8 @@ def test_auditwheel_confirms_the_wheels_manylinux_tag(example_dist: tuple[Path, 
     tag = f"manylinux_2_{match[1]}_x86_64"
     shown = audit(wheel)
     assert shown["sym_tag"] == tag
-    assert set(shown["external_libs"]) == TORCH_LIBS  # type: ignore[call-overload]
-    upgrades = shown["policy_upgrades"][tag]["libs_to_eliminate"]  # type: ignore[index]
+    assert set(shown["external_libs"]) == TORCH_LIBS
+    upgrades = shown["policy_upgrades"][tag]["libs_to_eliminate"]
     assert set(upgrades) == TORCH_LIBS
     wheel_file = zipfile.ZipFile(wheel).read("ks_softsign-0.1.0.dist-info/WHEEL").decode()
     py = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -328,7 +329,7 @@ def ksc_project(where: Path, package: str = "ks_poly", setuptools: bool = False)
     return where
 
 
-def check_poly(out: dict[str, object], venv: Path, scale: float = 3.0) -> None:
+def check_poly(out: dict[str, Any], venv: Path, scale: float = 3.0) -> None:
     assert out["poly"] == pytest.approx(2.0 * 2.0 + 3 * 2.0)
     assert out["vjp"] == [pytest.approx(2 * 2.0 + 3), []]  # d/dx, and an Integer's empty tangent
     assert out["scaled"] == pytest.approx(2.0 * scale)
@@ -531,27 +532,27 @@ def test_an_editable_install_rebuilds_on_import_when_the_sources_change(tmp_path
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
 
-    def imported() -> dict[str, object]:
+    def imported() -> dict[str, Any]:
         proc = run([str(python), "-c", EDITABLE_CALLS], elsewhere, env=env)
         assert proc.returncode == 0, proc.stderr[-4000:]
-        out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+        out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
         return out
 
     first = imported()
     check_poly(first, tmp_path / "cache")  # built into ksbind's cache, not the venv
-    assert any("ks_poly._poly: rebuilt" in str(m) for m in first["log"])  # type: ignore[union-attr]
+    assert any("ks_poly._poly: rebuilt" in str(m) for m in first["log"])
     again = imported()
-    assert not any("rebuilt" in str(m) for m in again["log"])  # type: ignore[union-attr]
+    assert not any("rebuilt" in str(m) for m in again["log"])
     hit = run([str(python), "-c", CACHE_HIT], src, env=env)
     built_ok(hit, "ksbind.build cache hit")
     build_s = json.loads(hit.stdout.strip().splitlines()[-1])["build_s"]
-    print(f"\nunchanged editable import {float(again['import_s']) * 1000:.0f} ms; "  # type: ignore[arg-type]
+    print(f"\nunchanged editable import {float(again['import_s']) * 1000:.0f} ms; "
           f"ksbind.build cache hit {build_s * 1000:.0f} ms")
 
     (src / "ks" / "scale.cpp").write_text(SCALE_CPP.replace("3.0f * x", "5.0f * x"))
     after_cpp = imported()
     assert after_cpp["scaled"] == pytest.approx(10.0)
-    assert any("ks_poly._poly: rebuilt" in str(m) for m in after_cpp["log"])  # type: ignore[union-attr]
+    assert any("ks_poly._poly: rebuilt" in str(m) for m in after_cpp["log"])
     (src / "ks" / "poly.ks").write_text(POLY_KS.replace("(mul x x)", "(mul x (mul x x))"))
     after_ks = imported()
     assert after_ks["poly"] == pytest.approx(8.0 + 6.0) and after_ks["vjp"] == [pytest.approx(12.0 + 3), []]
@@ -758,7 +759,7 @@ def test_the_editable_finder_imports_ksbind_only_for_the_projects_modules(tmp_pa
     try:
         exec(compile(text, "finder", "exec"), namespace)
         finder = sys.meta_path[0]
-        assert finder not in before and finder.find_spec("json") is None  # type: ignore[union-attr]
+        assert finder not in before and finder.find_spec("json", None) is None
         exec(compile(text, "finder", "exec"), namespace)  # a second run (two .pth reads) adds no second finder
         assert len(sys.meta_path) == len(before) + 1
     finally:

@@ -122,7 +122,7 @@ def test_random_wrong_arguments_raise_and_module_survives(target: str, ks_exampl
         if i % 100 == 0:  # a huge tensor of the right type: must stop at the arena
             name = rng.choice(["vrelu3", "vrelu3_vjp"])
             big = huge_ks if target == "ks" else range(10**8)
-            args = [big, big]
+            args: list[Any] = [big, big]
             args = args[:1] if name == "vrelu3" else args
         elif rng.random() < 0.5:  # nearly right: one argument (or one part of it) replaced by junk
             args = valid_args(name, target)

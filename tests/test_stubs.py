@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 
 import ksbind
-from ksbind.spec import BindingSpec
+from ksbind.spec import BindingSpec, TargetName
 
 DECLS = ksbind.parse_ks("""
 (edef [vrelu3 (Tensor 1 Float)] (Tensor 1 Float) ((Tensor 1 Float)))
@@ -27,7 +27,7 @@ SPECS = [BindingSpec("vrelu3", None, "vrelu3_vjp"), BindingSpec("f"), BindingSpe
          BindingSpec("h", None, "h_vjp"), BindingSpec("nested")]
 
 
-def stub(target: str, name: str, specs: list[BindingSpec] = SPECS) -> str:
+def stub(target: TargetName, name: str, specs: list[BindingSpec] = SPECS) -> str:
     files = ksbind.render_module(DECLS, name, target, bindings=specs, tensor_types=[(2, "Integer")]).files
     assert f"{name}.pyi" in files
     return files[f"{name}.pyi"]
@@ -38,8 +38,13 @@ def functions(text: str) -> dict[str, ast.FunctionDef]:
 
 
 def signature(fn: ast.FunctionDef) -> str:
-    return f"({', '.join(f'{a.arg}: {ast.unparse(a.annotation)}' for a in fn.args.posonlyargs + fn.args.args)})" \
-           f" -> {ast.unparse(fn.returns)}"  # type: ignore[arg-type]
+    return f"({', '.join(f'{a.arg}: {annotation(a.annotation)}' for a in fn.args.posonlyargs + fn.args.args)})" \
+           f" -> {annotation(fn.returns)}"
+
+
+def annotation(node: ast.expr | None) -> str:
+    assert node is not None, "every parameter and result of a stub is annotated"
+    return ast.unparse(node)
 
 
 def test_stub_is_written_for_every_target_and_layout() -> None:
