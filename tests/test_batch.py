@@ -25,8 +25,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 import batch_build  # noqa: E402  (the benchmark's module generator: module k computes x * k + 1)
 
-pytestmark = pytest.mark.slow
-
 #: A compiler launcher recording when each compiler process starts and ends.
 RECORDER = """#!/bin/sh
 echo "start $(date +%s.%N) $$ $*" >> "{log}"

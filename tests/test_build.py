@@ -28,7 +28,6 @@ from ksbind.errors import BuildError, KsbindError
 from ksbind.pipeline import build
 from tests.e2e_support import REPO, run_python, session_cache_dir
 
-pytestmark = pytest.mark.slow
 EXAMPLES = REPO / "examples"
 
 

@@ -171,7 +171,6 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.slow
 def test_the_sdist_holds_the_sources_and_nothing_built(example_dist: tuple[Path, Path, float]) -> None:
     sdist, _, _ = example_dist
     with tarfile.open(sdist) as tar:
@@ -180,7 +179,6 @@ def test_the_sdist_holds_the_sources_and_nothing_built(example_dist: tuple[Path,
                      "ks/softsign.cpp", "ks_softsign/__init__.py"}
 
 
-@pytest.mark.slow
 def test_the_wheel_holds_the_modules_their_stubs_and_no_sources_or_libraries(
         example_dist: tuple[Path, Path, float]) -> None:
     _, wheel, seconds = example_dist
@@ -204,7 +202,6 @@ def audit(wheel: Path) -> dict[str, Any]:
     return shown
 
 
-@pytest.mark.slow
 def test_auditwheel_confirms_the_wheels_manylinux_tag(example_dist: tuple[Path, Path, float]) -> None:
     """The tag is what the modules' glibc/libstdc++ symbol versions allow; the
     libraries outside the policy are exactly torch's and the libgomp torch ships
@@ -223,7 +220,6 @@ def test_auditwheel_confirms_the_wheels_manylinux_tag(example_dist: tuple[Path, 
     assert f"Tag: {py}-{py}-{tag}\n" in wheel_file
 
 
-@pytest.mark.slow
 def test_the_installed_wheel_runs_without_ksbind_a_compiler_or_the_source_tree(
         example_dist: tuple[Path, Path, float], fresh_python: Path, tmp_path: Path) -> None:
     _, wheel, _ = example_dist
@@ -244,7 +240,6 @@ def test_the_installed_wheel_runs_without_ksbind_a_compiler_or_the_source_tree(
           f"then, torch imported, its torch-target module {float(out['torch_import_s']) * 1000:.1f} ms")
 
 
-@pytest.mark.slow
 def test_a_broken_cpp_file_fails_the_wheel_build_with_ksbinds_error(tmp_path: Path) -> None:
     src = copy_example(tmp_path / "package")
     cpp = src / "ks" / "softsign.cpp"
@@ -262,7 +257,6 @@ def test_a_broken_cpp_file_fails_the_wheel_build_with_ksbinds_error(tmp_path: Pa
     assert not list(src.glob("dist/*.whl"))
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not EVERYTHING, reason="three more isolated builds of the torch example (torch installed in each build environment; 5-20 min): scripts/test.sh --all")
 @pytest.mark.parametrize("how", ["pip-isolated", "build-isolated", "pip-install"])
 def test_the_other_ways_to_build(how: str, ksbind_wheels: Path, fresh_python: Path, tmp_path: Path) -> None:
@@ -336,7 +330,6 @@ def check_poly(out: dict[str, Any], venv: Path, scale: float = 3.0) -> None:
     assert str(out["file"]).startswith(str(venv))
 
 
-@pytest.mark.slow
 @needs_ksc
 def test_a_ksc_package_installs_from_its_sdist_in_a_clean_folder(
         ksbind_wheels: Path, fresh_python: Path, tmp_path: Path) -> None:
@@ -363,7 +356,6 @@ def test_a_ksc_package_installs_from_its_sdist_in_a_clean_folder(
     check_poly(call(fresh_python, POLY_CALLS, tmp_path), fresh_python.parent.parent)
 
 
-@pytest.mark.slow
 @needs_ksc
 def test_a_ksc_package_builds_with_ksbind_setuptools(fresh_python: Path, tmp_path: Path) -> None:
     src = ksc_project(tmp_path / "project", package="ks_poly_st", setuptools=True)
@@ -440,7 +432,6 @@ def jax_project(where: Path, package: str, how: str) -> Path:
     return where
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("how", ["build_meta", pytest.param("setuptools", marks=pytest.mark.skipif(
     not EVERYTHING, reason="the same wheel through ksbind.setuptools, one more jax build: scripts/test.sh --all"))])
 def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_python: Path,
@@ -520,7 +511,6 @@ print(json.dumps({"build_s": time.perf_counter() - start}))
 """
 
 
-@pytest.mark.slow
 @needs_ksc
 def test_an_editable_install_rebuilds_on_import_when_the_sources_change(tmp_path: Path) -> None:
     src = ksc_project(tmp_path / "project")
@@ -650,7 +640,6 @@ def test_a_standalone_jax_wrapper_imports_its_runtime_copy_and_finds_its_library
     assert "'relu3_jaxffi.so'" in cached and "extension_suffix=False" in cached
 
 
-@pytest.mark.slow
 def test_a_missing_edef_is_found_without_importing_the_module(tmp_path: Path) -> None:
     from ksbind.config import load_config
     from ksbind.errors import BuildError

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.slow
 CALLS_PER_TARGET = 2500
 #: ZeroDivisionError: Weird's own, raised by its __float__/__len__ while converting, passes through (issue 20).
 EXPECTED = (TypeError, ValueError, RuntimeError, MemoryError, OverflowError, IndexError, ZeroDivisionError)

@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 import ksbind
 from ksbind.spec import BindingSpec, TargetName
 
@@ -197,7 +195,6 @@ def _check_against(module: ModuleType, text: str) -> None:
                 assert _pybind_params(fn) == names, node.name
 
 
-@pytest.mark.slow
 def test_stub_matches_the_built_modules(ks_examples: ModuleType, py_examples: ModuleType, runtime: str) -> None:
     from ksbind.pipeline import render_spec
 

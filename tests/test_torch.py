@@ -27,26 +27,12 @@ from .e2e_support import (  # noqa: E402
     gradcheck32,
     session_cache_dir,
     small_arena,
-    variant_name,
 )
-
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def ops(torch_ops: ModuleType) -> ModuleType:
-    return torch_ops
 
 
 @pytest.fixture
 def lib(torch_lib: ModuleType) -> ModuleType:
     return torch_lib
-
-
-@pytest.fixture
-def ns(runtime: str, torch_lib: ModuleType) -> Any:
-    """torch.ops.<the library of torch_lib> (each runtime's variant registers its own)."""
-    return getattr(torch.ops, variant_name("ksbind_ops", runtime))
 
 
 def relu3_ref(x: torch.Tensor) -> torch.Tensor:

@@ -16,13 +16,6 @@ import pytest
 pytest.importorskip("torch")
 import torch  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def ops(torch_ops: ModuleType) -> ModuleType:
-    return torch_ops
-
 
 def relu3_ref(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x < 0, torch.zeros_like(x), torch.where(x < 1, x * x * x / 3, x - 2.0 / 3.0))

@@ -15,20 +15,7 @@ import pytest
 pytest.importorskip("torch")
 import torch  # noqa: E402
 
-from .e2e_support import gradcheck32, variant_name  # noqa: E402
-
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def ops(torch_ops: ModuleType) -> ModuleType:
-    return torch_ops
-
-
-@pytest.fixture
-def ns(runtime: str, torch_lib: ModuleType) -> Any:
-    return getattr(torch.ops, variant_name("ksbind_ops", runtime))
-
+from .e2e_support import gradcheck32  # noqa: E402
 
 # ------------------------------------------------------------ tensors of tensors
 
