@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up .venv and runs the whole test suite (what CI runs):
 #   0. scripts/lint.sh: ruff and mypy --strict (configured in pyproject.toml);
-#   1. pytest on .venv's Python (unit and end-to-end, torch included);
+#   1. pytest on .venv's Python, in its two lanes (tests/lanes.py), side by side:
+#      the unit lane, with every compiler and ksc replaced by a failing script (a
+#      test there that compiles fails), and the slow lane (end to end, torch included);
 #   2. scripts/test_pythons.sh: the python- and ks-target tests on the other
 #      CPythons ksbind claims (3.10, 3.12, 3.13), skipped where not installed,
 #      and one python-target abi3 wheel built here installed and run on each;
@@ -11,7 +13,9 @@
 #      run from a CPython 3.12 venv with jax 0.12.0.1;
 #   5. scripts/test_torch_compat.sh: torch-target modules built here (torch
 #      2.13.0; step 1's builds, reused) run from a venv with torch 2.14.1.
-# With arguments, only step 1, with them passed to pytest.
+# With arguments, only pytest, with them passed to it.
+#   --fast  the unit lane alone (pytest --lane unit): what compiles nothing and
+#           runs no ksc or mypy, under the guard; about a minute of one core.
 #   --all   also what does not fit CI's time: every program of ksc's corpus
 #           (../shared/ksc/programs), not a fixed third; the isolated builds of
 #           the packaging example; the setuptools variant of the jax wheel;
@@ -22,18 +26,35 @@ if [ "${1:-}" = "--all" ]; then
   export KSBIND_CORPUS=all
   shift
 fi
+fast=()
+if [ "${1:-}" = "--fast" ]; then
+  fast=(--lane unit)
+  shift
+fi
 bash scripts/setup.sh
+if [ ${#fast[@]} -gt 0 ]; then
+  exec .venv/bin/python -m pytest -q "${fast[@]}" "$@"
+fi
 if [ $# -gt 0 ]; then
   exec .venv/bin/python -m pytest -q "$@"
 fi
 status=0
-echo "== ruff and mypy --strict (scripts/lint.sh)"
+echo "== ruff, mypy --strict over ksbind/, mypy over tests/ (scripts/lint.sh)"
 bash scripts/lint.sh || status=1
 # The session's build cache, kept until the end: the torch compatibility step
-# (5.) reuses the modules pytest built (the same configs, the same keys).
+# (5.) reuses the modules the slow lane built (the same configs, the same keys).
 cache=$(mktemp -d -t ksbind-test-cache-XXXXXX)
-trap 'rm -rf "$cache"' EXIT
-KSBIND_TEST_CACHE_DIR=$cache .venv/bin/python -m pytest -q --durations=40 || status=$?
+unit_log=$(mktemp -t ksbind-unit-lane-XXXXXX)
+trap 'rm -rf "$cache" "$unit_log"' EXIT
+# The two lanes run side by side: the unit lane's CPU fills what the slow lane's
+# builds leave idle (one process did both before the lanes were split).
+.venv/bin/python -m pytest -q --lane unit -p no:cacheprovider >"$unit_log" 2>&1 &
+unit_pid=$!
+echo "== pytest: the slow lane (--lane slow), the unit lane beside it"
+KSBIND_TEST_CACHE_DIR=$cache .venv/bin/python -m pytest -q --lane slow --durations=40 || status=$?
+echo "== pytest: the unit lane, no compiler or ksc available (--lane unit)"
+wait $unit_pid || status=1
+cat "$unit_log"
 echo "== the python- and ks-target tests on the other CPythons (scripts/test_pythons.sh)"
 bash scripts/test_pythons.sh || status=1
 echo "== the conversion tests under AddressSanitizer and UBSan (scripts/test_asan.sh)"

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -237,12 +238,14 @@ def examples(target: str, runtime: str = "bundled") -> ModuleType:
 
 
 def run_python(code: str, env: dict[str, str] | None = None, timeout: float = 600,
-               cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """Run Python code in a fresh process (the test interpreter), capturing output."""
-    full_env = dict(os.environ)
+               cwd: Path = REPO, unset: Iterable[str] = ()) -> subprocess.CompletedProcess[str]:
+    """Run Python code (dedented) in a fresh process of the test interpreter, capturing
+    output: this process's environment, less `unset`, plus `env`."""
+    drop = set(unset)
+    full_env = {k: v for k, v in os.environ.items() if k not in drop}
     full_env.update(env or {})
-    return subprocess.run([PYTHON, "-c", code], cwd=cwd, env=full_env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([PYTHON, "-c", textwrap.dedent(code)], cwd=cwd, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="session", params=RUNTIMES)
@@ -257,43 +260,45 @@ def _fixture_module(fixture: str, runtime: str) -> ModuleType:
     return built(config, name, runtime)
 
 
-@pytest.fixture(scope="session")
-def ks_examples(runtime: str) -> ModuleType:
-    return _fixture_module("ks_examples", runtime)
+def _module_fixture(fixture: str, doc: str) -> Any:
+    """The session fixture of FIXTURE_MODULES[fixture]: on each runtime (the `runtime`
+    fixture), or on the bundled one for BUNDLED_ONLY."""
+    if fixture in BUNDLED_ONLY:
+        def on_bundled() -> ModuleType:
+            return _fixture_module(fixture, "bundled")
+        function: Callable[..., ModuleType] = on_bundled
+    else:
+        def on_runtime(runtime: str) -> ModuleType:
+            return _fixture_module(fixture, runtime)
+        function = on_runtime
+    function.__name__ = function.__qualname__ = fixture
+    function.__doc__ = doc
+    return pytest.fixture(scope="session", name=fixture)(function)
 
 
-@pytest.fixture(scope="session")
-def py_examples(runtime: str) -> ModuleType:
-    return _fixture_module("py_examples", runtime)
+ks_examples = _module_fixture("ks_examples", "examples/ on the ks target (configs/examples.yaml).")
+py_examples = _module_fixture("py_examples", "examples/ on the python target (configs/examples.yaml).")
+py_calls = _module_fixture("py_calls", "examples/calls on the python target: what a call survives "
+                                       "(tests/test_calls.py).")
+relu3_ks = _module_fixture("relu3_ks", "relu3 on the ks target (configs/relu3.yaml).")
+torch_ops = _module_fixture("torch_ops", "The torch target's operators (configs/torch_ops.yaml).")
+torch_lib = _module_fixture("torch_lib", "The torch target's operators as a torch.library (configs/torch_ops.yaml).")
+relu3_torch = _module_fixture("relu3_torch", "relu3 on the torch target (configs/relu3_torch.yaml).")
+rownorm_fast = _module_fixture("rownorm_fast", "rownorm (vmap) compiled with fast_math: true, on the bundled runtime.")
 
 
-@pytest.fixture(scope="session")
-def py_calls(runtime: str) -> ModuleType:
-    """examples/calls on the python target: what a call survives (tests/test_calls.py)."""
-    return _fixture_module("py_calls", runtime)
+# The torch tests' short names (tests/test_torch*.py; test_cpu_capability.py has its own `ops`).
 
 
-@pytest.fixture(scope="session")
-def relu3_ks(runtime: str) -> ModuleType:
-    return _fixture_module("relu3_ks", runtime)
+@pytest.fixture
+def ops(torch_ops: ModuleType) -> ModuleType:
+    """torch_ops, by the name the torch tests call it."""
+    return torch_ops
 
 
-@pytest.fixture(scope="session")
-def torch_ops(runtime: str) -> ModuleType:
-    return _fixture_module("torch_ops", runtime)
+@pytest.fixture
+def ns(runtime: str, torch_lib: ModuleType) -> Any:
+    """torch.ops.<the library of torch_lib> (each runtime's variant registers its own)."""
+    import torch
 
-
-@pytest.fixture(scope="session")
-def torch_lib(runtime: str) -> ModuleType:
-    return _fixture_module("torch_lib", runtime)
-
-
-@pytest.fixture(scope="session")
-def relu3_torch(runtime: str) -> ModuleType:
-    return _fixture_module("relu3_torch", runtime)
-
-
-@pytest.fixture(scope="session")
-def rownorm_fast() -> ModuleType:
-    """rownorm (vmap) compiled with fast_math: true, on the bundled runtime."""
-    return _fixture_module("rownorm_fast", "bundled")
+    return getattr(torch.ops, variant_name("ksbind_ops", runtime))

@@ -23,7 +23,7 @@ import numpy as np
 from ksbind.errors import KsbindError
 from ksbind.lang.types import KsType, ScalarType, TensorType
 from ksbind.resolve import resolve_spec
-from ksbind.spec import Binding, KscSpec, ModuleSpec, RuntimeSpec
+from ksbind.spec import Binding, KscSpec, ModuleSpec, RuntimeSpec, TargetName
 from tests.conftest import SHARED
 
 KSC_DIR = SHARED / "ksc"
@@ -56,7 +56,7 @@ def module_name(program: str, target: str) -> str:
     return f"ksc_{program.replace('-', '_')}_{target}"
 
 
-def program_spec(program: str, target: str, out_root: Path, programs: Path = PROGRAMS) -> ModuleSpec:
+def program_spec(program: str, target: TargetName, out_root: Path, programs: Path = PROGRAMS) -> ModuleSpec:
     name = module_name(program, target)
     return ModuleSpec(name=name, config_path=out_root / f"{name}.yaml", target=target,
                       ks_files=(programs / f"{program}.ks",), runtime=RuntimeSpec(bundled=False, from_ksc=True),
@@ -73,7 +73,7 @@ class ProgramResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def build_program(program: str, target: str, out_root: Path, cache: Path, programs: Path = PROGRAMS
+def build_program(program: str, target: TargetName, out_root: Path, cache: Path, programs: Path = PROGRAMS
                   ) -> ProgramResult:
     from ksbind.pipeline import build_spec
 
@@ -92,7 +92,7 @@ def build_program(program: str, target: str, out_root: Path, cache: Path, progra
     return result
 
 
-def build_programs(programs: list[str], target: str, out_root: Path, cache: Path,
+def build_programs(programs: list[str], target: TargetName, out_root: Path, cache: Path,
                    parallel: int = 2) -> dict[str, ProgramResult]:
     """Build several programs at once (each build also compiles its files in parallel)."""
     with ThreadPoolExecutor(max_workers=parallel) as pool:

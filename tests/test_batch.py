@@ -24,8 +24,6 @@ from ksbind.spec import ModuleSpec
 
 REPO = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.slow
-
 #: A compiler launcher recording when each compiler process starts and ends.
 RECORDER = """#!/bin/sh
 echo "start $(date +%s.%N) $$ $*" >> "{log}"
@@ -44,17 +42,17 @@ def most_at_once(log: Path) -> tuple[int, int]:
     they ended when that compile ended, before ksbind saw the failure."""
     starts: dict[str, float] = {}
     ends: dict[str, float] = {}
-    failed_end = None
+    failed_end: float | None = None
     for line in log.read_text().splitlines():
         kind, t, pid, *args = line.split()
         (starts if kind == "start" else ends)[pid] = float(t)
         if kind == "end" and any(a.endswith("m9.cpp") for a in args):
             failed_end = float(t)
     events = []
-    for pid, t in starts.items():
+    for pid, began in starts.items():
         end = ends.get(pid, failed_end)
         assert end is not None, f"compiler {pid} never ended"
-        events += [(t, 1), (end, 0)]  # at the same time an end sorts before a start
+        events += [(began, 1), (end, 0)]  # at the same time an end sorts before a start
     running = peak = 0
     for _, start in sorted(events):
         running += 1 if start else -1

@@ -28,7 +28,6 @@ from ksbind.errors import BuildError, KsbindError
 from ksbind.pipeline import build
 from tests.e2e_support import REPO, run_python, session_cache_dir
 
-pytestmark = pytest.mark.slow
 EXAMPLES = REPO / "examples"
 
 
@@ -396,6 +395,7 @@ def test_headers_work_with_a_runtime_whose_tuple_is_not_std_tuple(tmp_path: Path
 
 def test_built_module_has_its_stub_beside_it(relu3_ks: ModuleType) -> None:
     """Editors and mypy find NAME.pyi next to the imported extension."""
+    assert relu3_ks.__file__ is not None
     stub = Path(relu3_ks.__file__).with_name(f"{relu3_ks.__name__}.pyi")
     assert stub.is_file()
     text = stub.read_text()

@@ -519,7 +519,6 @@ def start_evictor(cache: Path, stop: Path, env: dict[str, str]) -> subprocess.Po
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-@pytest.mark.slow
 def test_two_builders_heal_a_damaged_entry_while_eviction_runs(tmp_path: Path) -> None:
     """A truncated module (a killed copy, a full disk): two processes build it at
     once while a third evicts with a 1-byte cap. One rebuilds it (one compile,
@@ -568,7 +567,6 @@ def test_two_builders_heal_a_damaged_entry_while_eviction_runs(tmp_path: Path) -
     assert list(cache.iterdir()) == []
 
 
-@pytest.mark.slow
 def test_cache_hits_in_other_processes_while_eviction_runs(tmp_path: Path) -> None:
     """Processes importing a cached module while another evicts with a 1-byte cap:
     every import works without compiling (an entry in use is recent, so kept),
@@ -619,7 +617,6 @@ print(float(m.relu3(torch.tensor([2.0]))[0]))
 """
 
 
-@pytest.mark.slow
 def test_torch_entries_are_verified_too(tmp_path: Path) -> None:
     """The torch backend's entry records its wrapper NAME.py and stub NAME.pyi with
     the extension; an edited wrapper makes it rebuild (here: reach its compile)."""

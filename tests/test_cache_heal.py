@@ -66,7 +66,7 @@ from tests.heal_support import (
 )
 from tests.test_ksc import KSC, needs_ksc
 
-pytestmark = [pytest.mark.slow, needs_ksc]
+pytestmark = [needs_ksc]
 
 EVERYTHING = os.environ.get("KSBIND_CORPUS") == "all"
 #: The tmpfs's size: room for pch.MIN_FREE_BYTES free (it takes memory only as it is filled).

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, overload
 
 import pytest
 
@@ -132,7 +132,7 @@ def test_a_nested_list_changed_while_read_is_its_snapshot_or_a_clean_error(py_ca
     with pytest.raises(ValueError, match=r"argument 'arg0\[1\]': expected 2 elements, got 0"):
         m.msum([[EmptiesLaterRow(), 2.0], later])  # that row is read after it changed
 
-    class Shifty(Sequence):  # type: ignore[type-arg]
+    class Shifty(Sequence[float]):
         """len() says 2, then 3; iterating gives 3 items."""
         calls = 0
 
@@ -140,7 +140,13 @@ def test_a_nested_list_changed_while_read_is_its_snapshot_or_a_clean_error(py_ca
             Shifty.calls += 1
             return 2 if Shifty.calls == 1 else 3
 
-        def __getitem__(self, i: Any) -> float:
+        @overload
+        def __getitem__(self, i: int) -> float: ...
+        @overload
+        def __getitem__(self, i: slice) -> Sequence[float]: ...
+        def __getitem__(self, i: int | slice) -> float | Sequence[float]:
+            if isinstance(i, slice):
+                return [1.0, 1.0, 1.0][i]
             if i >= 3:
                 raise IndexError(i)
             return 1.0
@@ -200,7 +206,7 @@ class _Raises:
         raise self.exc
 
 
-class _BadLen(Sequence):  # type: ignore[type-arg]
+class _BadLen(Sequence):
     def __init__(self, exc: BaseException) -> None:
         self.exc = exc
 

@@ -32,7 +32,6 @@ def clang_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("clang-cache")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("target", ["ks", "python", "torch"])
 def test_clang_builds_every_target_and_its_next_module_uses_the_pch(
         target: str, clang_cache: Path, tmp_path: Path) -> None:
@@ -55,7 +54,6 @@ def test_clang_builds_every_target_and_its_next_module_uses_the_pch(
     assert used_precompiled(unit, ".pch")
 
 
-@pytest.mark.slow
 def test_a_clang_precompiled_header_that_does_not_fit_costs_time_not_the_build(tmp_path: Path) -> None:
     """clang refuses a .pch built with other options (g++ would ignore it): the
     unit is compiled again without it, said in a warning. Here a wrapper gives
@@ -76,7 +74,6 @@ case " $* " in *" c++-header "*) exec {CLANG} "$@";; *) exec {CLANG} "$@" -O0;; 
     assert "__OPTIMIZE__" in second.log  # clang's own reason, passed on
 
 
-@pytest.mark.slow
 def test_a_wheel_builds_with_clang(tmp_path: Path) -> None:
     """The example package's python-target module as a wheel (ksbind.setuptools), compiled by clang++."""
     pkg = tmp_path / "pkg"

@@ -135,7 +135,7 @@ def test_bindings_by_structured_and_plain_name(project: Path) -> None:
     ("[{name: x, funtion: f}]", ConfigError, "did you mean 'function'"),
     ("[{name: x, function: f, mode: vmapp}]", ConfigError, "did you mean 'vmap'"),
 ])
-def test_binding_errors(project: Path, bindings: str, error: type, fragment: str) -> None:
+def test_binding_errors(project: Path, bindings: str, error: type[KsbindError], fragment: str) -> None:
     cfg = config(project, f"name: m\nks: ../src/m.ks\nbindings: {bindings}\n")
     with pytest.raises(error) as info:
         resolve_spec(ksbind.load_config(cfg)[0])

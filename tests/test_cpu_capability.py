@@ -22,6 +22,11 @@ from tests.e2e_support import PYTHON, REPO, built
 NAMES = ("default", "avx2", "avx512")
 
 
+def prefixed(prefix: str) -> Callable[[str], str]:
+    """torch.testing.assert_close's msg: its message, after what was compared."""
+    return lambda message: f"{prefix}: {message}"
+
+
 def machine_capabilities() -> list[str]:
     """What this CPU runs, from /proc/cpuinfo (independent of the module's own check)."""
     if platform.machine() not in ("x86_64", "AMD64"):
@@ -90,9 +95,9 @@ def test_every_capability_gives_the_same_results(ops: ModuleType) -> None:
     for cap, got in results.items():
         for (name, _, exact), want, have in zip(_cases(), base, got):
             if exact:
-                torch.testing.assert_close(have, want, rtol=0, atol=0, msg=lambda m, cap=cap, name=name: f"{cap}, {name}: {m}")
+                torch.testing.assert_close(have, want, rtol=0, atol=0, msg=prefixed(f"{cap}, {name}"))
             else:
-                torch.testing.assert_close(have, want, rtol=1e-6, atol=1e-6, msg=lambda m, cap=cap, name=name: f"{cap}, {name}: {m}")
+                torch.testing.assert_close(have, want, rtol=1e-6, atol=1e-6, msg=prefixed(f"{cap}, {name}"))
 
 
 @pytest.mark.parametrize("xs, ys", [((3, 1, 5), (4, 1)), ((), (2, 3)), ((2, 3), ()), ((1,), (5, 1, 1)),
@@ -176,7 +181,7 @@ def test_fast_math_rownorm_is_a_softmax_on_every_capability(rownorm_fast: Module
         for cap in rownorm_fast.cpu_capabilities():
             assert rownorm_fast._set_cpu_capability(cap) == cap
             torch.testing.assert_close(rownorm_fast.rownorm(x), torch.softmax(x, dim=1), rtol=1e-5, atol=1e-7,
-                                       msg=lambda m, cap=cap: f"{cap}: {m}")
+                                       msg=prefixed(cap))
     finally:
         rownorm_fast._set_cpu_capability(before)
 

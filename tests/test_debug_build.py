@@ -9,8 +9,6 @@ import pytest
 import ksbind
 from tests.e2e_support import session_cache_dir
 
-pytestmark = pytest.mark.slow
-
 KS = "(edef at Float ((Tensor 1 Float) Integer))\n"
 CPP = """\
 #include "knossos.h"

@@ -13,7 +13,6 @@ import pytest
 
 from tests.e2e_support import REPO, built, run_python, session_cache_dir
 
-pytestmark = pytest.mark.slow
 rng = np.random.default_rng(0)
 
 

@@ -12,8 +12,6 @@ import pytest
 import ksbind
 from tests.e2e_support import session_cache_dir
 
-pytestmark = pytest.mark.slow
-
 KS = "(edef f Float (Float))\n(edef v (Vec Float) (Vec Float))\n"
 CPP = """\
 #include "knossos.h"

@@ -201,8 +201,14 @@ def test_result_shapes_by_probe_by_result_shape_and_the_run_time_check(m: Module
         np.asarray(jax.jit(m.repeat_wrong)(v, 3))
     # The probe runs once per shape signature (eager and jitted calls alike).
     b = m._bindings["scale"]
-    real, calls = b.probe_fn, []
-    b.probe_fn = lambda *a: calls.append(a) or real(*a)
+    real = b.probe_fn
+    calls: list[tuple[Any, ...]] = []
+
+    def probe(*a: Any) -> Any:
+        calls.append(a)
+        return real(*a)
+
+    b.probe_fn = probe
     try:
         for s in (1.0, 2.0):
             np.testing.assert_allclose(m.scale(jnp.ones(13, jnp.float32), s), np.full(13, s))

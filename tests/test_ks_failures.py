@@ -17,7 +17,7 @@ from ksbind.errors import BindingError, ConfigError, KscError, KsSyntaxError
 from tests.e2e_support import session_cache_dir
 from tests.test_ksc import KSC, RUNTIME, needs_ksc
 
-pytestmark = [pytest.mark.slow, needs_ksc]
+pytestmark = [needs_ksc]
 
 TEXT = """\
 (def vadd (Vec Float) ((a : Vec Float) (b : Vec Float)) (ts_add a b))

@@ -20,8 +20,7 @@ from tests.ksc_corpus import (
 )
 from tests.ksc_corpus import PROGRAMS as PROGRAM_DIR
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not KSC.is_file(), reason=f"ksc is not at {KSC} (shared/ksc absent)")]
+pytestmark = [pytest.mark.skipif(not KSC.is_file(), reason=f"ksc is not at {KSC} (shared/ksc absent)")]
 PROGRAMS = ci_programs()
 
 

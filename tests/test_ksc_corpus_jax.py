@@ -76,7 +76,6 @@ def test_program_generates_on_the_jax_target(program: str) -> None:
         assert f"ksbind_jax_{b.name}" in handlers, b.name
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("program", [p for p in all_programs() if EVERY_PROGRAM or p in CI_PROGRAMS])
 def test_program_builds_every_binding_runs_and_vjps_match_on_the_jax_target(program: str) -> None:
     r = build_program(program, "jax", session_output_dir() / "corpus_jax", session_cache_dir())

@@ -24,8 +24,7 @@ from tests.ksc_corpus import (
     program_spec,
 )
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not KSC.is_file(), reason=f"ksc is not at {KSC} (shared/ksc absent)")]
+pytestmark = [pytest.mark.skipif(not KSC.is_file(), reason=f"ksc is not at {KSC} (shared/ksc absent)")]
 EVERY_PROGRAM = os.environ.get("KSBIND_CORPUS") == "all"
 
 

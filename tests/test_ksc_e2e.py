@@ -14,7 +14,7 @@ from ksbind.errors import BuildError
 from tests.e2e_support import session_cache_dir
 from tests.test_ksc import KSC, RUNTIME, needs_ksc
 
-pytestmark = [pytest.mark.slow, needs_ksc]
+pytestmark = [needs_ksc]
 
 MODEL = """\
 (def sq Float (x : Float) (mul x x))

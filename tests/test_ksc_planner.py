@@ -19,7 +19,7 @@ from ksbind.errors import KscError, KscVjpError, Location
 from ksbind.ksc.driver import scan_sources
 from ksbind.ksc.planner import CallGraph
 from ksbind.resolve import ResolvedModule, resolve_spec
-from ksbind.spec import BindingSpec, KscSpec, ModuleSpec, RuntimeSpec
+from ksbind.spec import BindingSpec, KscSpec, ModuleSpec, RuntimeSpec, VjpFrom
 from tests.test_ksc import KSC, RUNTIME, needs_ksc
 
 pytestmark = needs_ksc
@@ -44,7 +44,7 @@ ORDERS_ONCE_FAILING = [("layer", "vsoftplus"), ("layer", "mv"), ("softplus", "la
                        ("mv", "layer")]
 
 
-def nn_spec(tmp_path: Path, order: tuple[str, ...], vjp_from: dict[str, str] | None = None) -> ModuleSpec:
+def nn_spec(tmp_path: Path, order: tuple[str, ...], vjp_from: dict[str, VjpFrom] | None = None) -> ModuleSpec:
     src = tmp_path / "nn.ks"
     if not src.is_file():
         src.write_text(NN, encoding="utf-8")
@@ -91,10 +91,10 @@ def test_call_graph_overloads_and_recursion() -> None:
 # ------------------------------------------------------------------ every order, every mix
 
 
-def _mixes() -> Iterator[tuple[tuple[str, ...], dict[str, str]]]:
+def _mixes() -> Iterator[tuple[tuple[str, ...], dict[str, VjpFrom]]]:
     """Every order of the five bindings, each with its own mix of vjp_from (auto, sufrev, rev):
     the i-th order gets the base-3 digits of i as the functions' choices."""
-    choices = ("auto", "sufrev", "rev")
+    choices: tuple[VjpFrom, ...] = ("auto", "sufrev", "rev")
     for i, order in enumerate(itertools.permutations(FUNCTIONS)):
         digits = [(i // 3 ** k) % 3 for k in range(len(FUNCTIONS))]
         yield order, {f: choices[d] for f, d in zip(FUNCTIONS, digits)}
@@ -117,7 +117,7 @@ def test_issue_orders_build_in_one_ksc_run(planner_dir: Path, order: tuple[str, 
 
 @pytest.mark.parametrize("order,vjp_from", list(_mixes()), ids=[
     "-".join(f"{f}:{m[f][0]}" for f in o) for o, m in _mixes()])
-def test_every_order_and_mix_of_vjps(planner_dir: Path, order: tuple[str, ...], vjp_from: dict[str, str]) -> None:
+def test_every_order_and_mix_of_vjps(planner_dir: Path, order: tuple[str, ...], vjp_from: dict[str, VjpFrom]) -> None:
     r = resolve_spec(nn_spec(planner_dir, order, vjp_from), planner_dir / "cache")
     expected = {f: "rev" if vjp_from[f] == "rev" else "sufrev" for f in order}
     assert vjp_kinds(r) == expected
@@ -140,7 +140,7 @@ def test_load_ks_issue_orders_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         planned.append(real(spec, cache_dir))
         raise Planned
 
-    real = pipeline_module.resolve_spec
+    real = resolve_spec  # what pipeline calls (imported from ksbind.resolve)
     monkeypatch.setattr(pipeline_module, "resolve_spec", plan_only)
     for order in ORDERS_ONCE_FAILING[:3]:
         with pytest.raises(Planned):
@@ -183,7 +183,7 @@ GDEF_BEFORE_CALLEE = """\
 """
 
 
-def calls_spec(tmp_path: Path, *bindings: tuple[str, str], text: str = CALLS) -> ModuleSpec:
+def calls_spec(tmp_path: Path, *bindings: tuple[str, VjpFrom], text: str = CALLS) -> ModuleSpec:
     src = tmp_path / "calls.ks"
     src.write_text(text)
     specs = tuple(BindingSpec(n, vjp=f"{n}_vjp", vjp_from=v, location=Location("calls.yaml", 5 + i, 5))
@@ -281,7 +281,8 @@ def reference(m: list[list[float]], v: list[float]) -> tuple[float, list[list[fl
     tv = torch.tensor(v, dtype=torch.float64, requires_grad=True)
     out = torch.nn.functional.softplus(tm @ torch.nn.functional.softplus(tm @ tv)).sum()
     out.backward()
-    return float(out.detach()), tm.grad.tolist(), tv.grad.tolist()  # type: ignore[union-attr]
+    assert tm.grad is not None and tv.grad is not None
+    return float(out.detach()), tm.grad.tolist(), tv.grad.tolist()
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from ksbind.backend.toolchain import Toolchain
 from ksbind.cache.objects import ObjectCache
 
 from .conftest import REPO
+from .e2e_support import run_python
 
 EXAMPLES = REPO / "examples"
 
@@ -86,11 +87,9 @@ def test_build_and_load_ks_have_one_default() -> None:
     assert build is False and inspect.signature(ksbind.load_ks).parameters["quiet"].default is build
 
 
-def run_python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """A fresh interpreter: logging configured by nobody but the code."""
-    clean = {k: v for k, v in os.environ.items() if k != "KSBIND_VERBOSE"}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          cwd=REPO, timeout=120, env={**clean, **(env or {})})
+#: What run_python leaves out of a fresh interpreter's environment: logging is
+#: configured by nobody but the code.
+NO_VERBOSE = ("KSBIND_VERBOSE",)
 
 
 def test_the_default_handler_writes_short_lines_to_the_current_stderr_and_steps_aside() -> None:
@@ -110,7 +109,7 @@ def test_the_default_handler_writes_short_lines_to_the_current_stderr_and_steps_
         log.setup()   # the next build: ksbind's handler and level are gone, the application's level rules
         assert logging.getLogger("ksbind").handlers == [] and logging.getLogger("ksbind").level == 0
         compile_log.info("m: not shown: the application's root logger is at WARNING")
-        """)
+        """, unset=NO_VERBOSE)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == repr("ksbind: warning: m: to the new stderr\n")
     assert r.stderr.splitlines() == ["ksbind: m: [1/2] a.cpp 0.1 s",
@@ -126,7 +125,7 @@ def test_an_application_that_configured_logging_gets_records_and_no_second_handl
         assert logging.getLogger("ksbind").handlers == [], logging.getLogger("ksbind").handlers
         log.get_logger("compile").info("m: built in 1.0 s")
         log.get_logger("compile").debug("m: $ g++ (hidden: the application chose INFO)")
-        """)
+        """, unset=NO_VERBOSE)
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines() == ["APP INFO ksbind.compile: m: built in 1.0 s"]
 
@@ -141,7 +140,8 @@ def test_verbosity_from_the_environment_and_the_command_line(env: str, verbosity
         with log.verbosity({verbosity!r}):
             log.setup()  # what each build does: the command line's choice stands
             print(logging.getLogger("ksbind").getEffectiveLevel())
-        """, env={"KSBIND_VERBOSE": env} if env else None)
+        """, env={"KSBIND_VERBOSE": env} if env else None,
+        unset=NO_VERBOSE)
     assert r.returncode == 0, r.stderr
     assert int(r.stdout) == level
 

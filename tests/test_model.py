@@ -7,7 +7,7 @@ from hypothesis import given, settings
 import ksbind
 from ksbind.binding import parse_structured_name
 from ksbind.codegen.render import FILTERS
-from ksbind.errors import BindingError, DeclarationError, KsSyntaxError, KsTypeError, Location
+from ksbind.errors import BindingError, DeclarationError, KsbindError, KsSyntaxError, KsTypeError, Location
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import FLOAT, INTEGER, parse_type
 from tests.strategies import ks_types, structured_names
@@ -179,7 +179,7 @@ def test_parse_reads_other_spellings_to_the_canonical_one() -> None:
     ("[rev f]", DeclarationError, "a.ks:1:1", "'rev' is a derivation"),
     ("[f Float Float]", DeclarationError, "a.ks:1:1", "a structured name is [NAME TYPE]"),
 ])
-def test_parse_errors(text: str, error: type[Exception], where: str, fragment: str) -> None:
+def test_parse_errors(text: str, error: type[KsbindError], where: str, fragment: str) -> None:
     with pytest.raises(error) as e:
         StructuredName.parse(text, "a.ks")
     assert isinstance(e.value, DeclarationError) == (error not in (KsSyntaxError, KsTypeError))

@@ -25,6 +25,7 @@ import tarfile
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,10 +138,10 @@ def install(python: Path, *what: str, env: dict[str, str] | None = None) -> None
              f"pip install {' '.join(what)}")
 
 
-def call(python: Path, code: str, cwd: Path) -> dict[str, object]:
+def call(python: Path, code: str, cwd: Path) -> dict[str, Any]:
     proc = run([str(python), "-c", code], cwd, env={"PYTHONPATH": "", "PATH": "/usr/bin:/bin", "CXX": "false"})
     assert proc.returncode == 0, proc.stderr[-4000:]
-    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return out
 
 
@@ -173,7 +174,6 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.slow
 def test_the_sdist_holds_the_sources_and_nothing_built(example_dist: tuple[Path, Path, float]) -> None:
     sdist, _, _ = example_dist
     with tarfile.open(sdist) as tar:
@@ -182,7 +182,6 @@ def test_the_sdist_holds_the_sources_and_nothing_built(example_dist: tuple[Path,
                      "ks/softsign.cpp", "ks_softsign/__init__.py"}
 
 
-@pytest.mark.slow
 def test_the_wheel_holds_the_modules_their_stubs_and_no_sources_or_libraries(
         example_dist: tuple[Path, Path, float]) -> None:
     _, wheel, seconds = example_dist
@@ -195,18 +194,17 @@ def test_the_wheel_holds_the_modules_their_stubs_and_no_sources_or_libraries(
 TORCH_LIBS = {"libc10.so", "libtorch_cpu.so", "libtorch_python.so", "libgomp.so.1"}
 
 
-def audit(wheel: Path) -> dict[str, object]:
+def audit(wheel: Path) -> dict[str, Any]:
     """``auditwheel show --json``: the tag the symbol versions allow (sym_tag), the
     overall one, and the libraries outside the manylinux policy."""
     proc = run([sys.executable, "-m", "auditwheel", "show", "--json", str(wheel)], wheel.parent)
     built_ok(proc, "auditwheel show")
-    shown: dict[str, object] = json.loads(proc.stdout)
+    shown: dict[str, Any] = json.loads(proc.stdout)
     print(f"\nauditwheel show {wheel.name}: overall {shown['overall_tag']}, symbols {shown['sym_tag']}, "
-          f"external {sorted(shown['external_libs'])}")  # type: ignore[call-overload]
+          f"external {sorted(shown['external_libs'])}")
     return shown
 
 
-@pytest.mark.slow
 def test_auditwheel_confirms_the_wheels_manylinux_tag(example_dist: tuple[Path, Path, float]) -> None:
     """The tag is what the modules' glibc/libstdc++ symbol versions allow; the
     libraries outside the policy are exactly torch's and the libgomp torch ships
@@ -217,15 +215,14 @@ def test_auditwheel_confirms_the_wheels_manylinux_tag(example_dist: tuple[Path, 
     tag = f"manylinux_2_{match[1]}_x86_64"
     shown = audit(wheel)
     assert shown["sym_tag"] == tag
-    assert set(shown["external_libs"]) == TORCH_LIBS  # type: ignore[call-overload]
-    upgrades = shown["policy_upgrades"][tag]["libs_to_eliminate"]  # type: ignore[index]
+    assert set(shown["external_libs"]) == TORCH_LIBS
+    upgrades = shown["policy_upgrades"][tag]["libs_to_eliminate"]
     assert set(upgrades) == TORCH_LIBS
     wheel_file = zipfile.ZipFile(wheel).read("ks_softsign-0.1.0.dist-info/WHEEL").decode()
     py = f"cp{sys.version_info.major}{sys.version_info.minor}"
     assert f"Tag: {py}-{py}-{tag}\n" in wheel_file
 
 
-@pytest.mark.slow
 def test_the_installed_wheel_runs_without_ksbind_a_compiler_or_the_source_tree(
         example_dist: tuple[Path, Path, float], fresh_python: Path, tmp_path: Path) -> None:
     _, wheel, _ = example_dist
@@ -246,7 +243,6 @@ def test_the_installed_wheel_runs_without_ksbind_a_compiler_or_the_source_tree(
           f"then, torch imported, its torch-target module {float(out['torch_import_s']) * 1000:.1f} ms")
 
 
-@pytest.mark.slow
 def test_a_broken_cpp_file_fails_the_wheel_build_with_ksbinds_error(tmp_path: Path) -> None:
     src = copy_example(tmp_path / "package")
     cpp = src / "ks" / "softsign.cpp"
@@ -264,7 +260,6 @@ def test_a_broken_cpp_file_fails_the_wheel_build_with_ksbinds_error(tmp_path: Pa
     assert not list(src.glob("dist/*.whl"))
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not EVERYTHING, reason="three more isolated builds of the torch example (torch installed in each build environment; 5-20 min): scripts/test.sh --all")
 @pytest.mark.parametrize("how", ["pip-isolated", "build-isolated", "pip-install"])
 def test_the_other_ways_to_build(how: str, ksbind_wheels: Path, fresh_python: Path, tmp_path: Path) -> None:
@@ -331,14 +326,13 @@ def ksc_project(where: Path, package: str = "ks_poly", setuptools: bool = False)
     return where
 
 
-def check_poly(out: dict[str, object], venv: Path, scale: float = 3.0) -> None:
+def check_poly(out: dict[str, Any], venv: Path, scale: float = 3.0) -> None:
     assert out["poly"] == pytest.approx(2.0 * 2.0 + 3 * 2.0)
     assert out["vjp"] == [pytest.approx(2 * 2.0 + 3), []]  # d/dx, and an Integer's empty tangent
     assert out["scaled"] == pytest.approx(2.0 * scale)
     assert str(out["file"]).startswith(str(venv))
 
 
-@pytest.mark.slow
 @needs_ksc
 def test_a_ksc_package_installs_from_its_sdist_in_a_clean_folder(
         ksbind_wheels: Path, fresh_python: Path, tmp_path: Path) -> None:
@@ -367,7 +361,6 @@ def test_a_ksc_package_installs_from_its_sdist_in_a_clean_folder(
     check_poly(call(fresh_python, POLY_CALLS, tmp_path), fresh_python.parent.parent)
 
 
-@pytest.mark.slow
 @needs_ksc
 def test_a_ksc_package_builds_with_ksbind_setuptools(fresh_python: Path, tmp_path: Path) -> None:
     src = ksc_project(tmp_path / "project", package="ks_poly_st", setuptools=True)
@@ -448,7 +441,6 @@ def jax_project(where: Path, package: str, how: str) -> Path:
     return where
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("how", ["build_meta", pytest.param("setuptools", marks=pytest.mark.skipif(
     not EVERYTHING, reason="the same wheel through ksbind.setuptools, one more jax build: scripts/test.sh --all"))])
 def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_python: Path,
@@ -528,7 +520,6 @@ print(json.dumps({"build_s": time.perf_counter() - start}))
 """
 
 
-@pytest.mark.slow
 @needs_ksc
 def test_an_editable_install_rebuilds_on_import_when_the_sources_change(tmp_path: Path) -> None:
     src = ksc_project(tmp_path / "project")
@@ -540,27 +531,27 @@ def test_an_editable_install_rebuilds_on_import_when_the_sources_change(tmp_path
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
 
-    def imported() -> dict[str, object]:
+    def imported() -> dict[str, Any]:
         proc = run([str(python), "-c", EDITABLE_CALLS], elsewhere, env=env)
         assert proc.returncode == 0, proc.stderr[-4000:]
-        out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+        out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
         return out
 
     first = imported()
     check_poly(first, tmp_path / "cache")  # built into ksbind's cache, not the venv
-    assert any("ks_poly._poly: rebuilt" in str(m) for m in first["log"])  # type: ignore[union-attr]
+    assert any("ks_poly._poly: rebuilt" in str(m) for m in first["log"])
     again = imported()
-    assert not any("rebuilt" in str(m) for m in again["log"])  # type: ignore[union-attr]
+    assert not any("rebuilt" in str(m) for m in again["log"])
     hit = run([str(python), "-c", CACHE_HIT], src, env=env)
     built_ok(hit, "ksbind.build cache hit")
     build_s = json.loads(hit.stdout.strip().splitlines()[-1])["build_s"]
-    print(f"\nunchanged editable import {float(again['import_s']) * 1000:.0f} ms; "  # type: ignore[arg-type]
+    print(f"\nunchanged editable import {float(again['import_s']) * 1000:.0f} ms; "
           f"ksbind.build cache hit {build_s * 1000:.0f} ms")
 
     (src / "ks" / "scale.cpp").write_text(SCALE_CPP.replace("3.0f * x", "5.0f * x"))
     after_cpp = imported()
     assert after_cpp["scaled"] == pytest.approx(10.0)
-    assert any("ks_poly._poly: rebuilt" in str(m) for m in after_cpp["log"])  # type: ignore[union-attr]
+    assert any("ks_poly._poly: rebuilt" in str(m) for m in after_cpp["log"])
     (src / "ks" / "poly.ks").write_text(POLY_KS.replace("(mul x x)", "(mul x (mul x x))"))
     after_ks = imported()
     assert after_ks["poly"] == pytest.approx(8.0 + 6.0) and after_ks["vjp"] == [pytest.approx(12.0 + 3), []]
@@ -659,7 +650,6 @@ def test_a_standalone_jax_wrapper_imports_its_runtime_copy_and_finds_its_library
     assert "'relu3_jaxffi.so'" in cached and "extension_suffix=False" in cached
 
 
-@pytest.mark.slow
 def test_a_missing_edef_is_found_without_importing_the_module(tmp_path: Path) -> None:
     from ksbind.config import load_config
     from ksbind.errors import BuildError
@@ -768,7 +758,7 @@ def test_the_editable_finder_imports_ksbind_only_for_the_projects_modules(tmp_pa
     try:
         exec(compile(text, "finder", "exec"), namespace)
         finder = sys.meta_path[0]
-        assert finder not in before and finder.find_spec("json") is None  # type: ignore[union-attr]
+        assert finder not in before and finder.find_spec("json", None) is None
         exec(compile(text, "finder", "exec"), namespace)  # a second run (two .pth reads) adds no second finder
         assert len(sys.meta_path) == len(before) + 1
     finally:

@@ -50,7 +50,6 @@ def test_the_key_does_not_depend_on_the_modules_name_or_folder(tmp_path: Path, t
     assert pch.pch_key(dataclasses.replace(a, cxx=("clang++-14",))) != pch.pch_key(a)
 
 
-@pytest.mark.slow
 def test_the_second_torch_module_uses_the_precompiled_header_built_after_the_first(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     cache = tmp_path / "cache"

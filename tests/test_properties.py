@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,8 @@ CPP_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 @given(structured_names(ks_types(lm=True)), ks_types(), ks_types())
 def test_edef_round_trip(name: StructuredName, arg: ksbind.KsType, ret: ksbind.KsType) -> None:
     if not name.is_derived:
-        arg = name.arg_type  # a base name states its argument type
+        assert name.arg_type is not None  # a base name states its argument type
+        arg = name.arg_type
     d = FunctionDecl(name, arg, ret)
     [back] = ksbind.parse_ks(d.to_edef())
     assert back == d
@@ -150,7 +152,7 @@ KS_ALPHABET = st.sampled_from(list("()[]\";#|: \n\t\\") + ["def", "edef", "gdef"
                                                         "fwd", "shape", "1", "0", "-1", "f", "x", "é", "\x00"])
 
 
-def _only_ksbind_errors(fn, *args) -> None:  # type: ignore[no-untyped-def]
+def _only_ksbind_errors(fn: Callable[..., object], *args: object) -> None:
     try:
         fn(*args)
     except KsbindError as e:

@@ -82,6 +82,7 @@ def _names_in(signature: str) -> list[str]:
 def test_docstrings_start_with_the_stub_signature(py_examples: ModuleType) -> None:
     """The first docstring line of every function is its stub's signature (what pybind11 writes),
     then the ks signature."""
+    assert py_examples.__file__ is not None
     stub_path = f"{py_examples.__file__.rsplit('/', 1)[0]}/{py_examples.__name__}.pyi"
     with open(stub_path) as f:
         stub = ast.parse(f.read())
@@ -91,12 +92,13 @@ def test_docstrings_start_with_the_stub_signature(py_examples: ModuleType) -> No
         fn = getattr(py_examples, name)
         assert fn.__module__ == py_examples.__name__ and fn.__name__ == name
         first = fn.__doc__.splitlines()[0]
+        assert node.returns is not None, name
         assert first.startswith(f"{name}(") and first.endswith(f"-> {ast.unparse(node.returns)}"), first
         assert _names_in(first) == [a.arg for a in node.args.posonlyargs + node.args.args], first
     assert "[relu3 Float]" in py_examples.relu3.__doc__
 
 
-class Exploding(Sequence):  # type: ignore[type-arg]
+class Exploding(Sequence):
     """A sequence whose items raise: the exception reaches the caller unchanged."""
 
     def __len__(self) -> int:

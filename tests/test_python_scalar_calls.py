@@ -12,6 +12,7 @@ import math
 import re
 import threading
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -76,7 +77,8 @@ def test_the_ks_target_keeps_its_own_guard() -> None:
 # ------------------------------------------------------------ built modules
 
 class Floaty:
-    def __init__(self, v: float) -> None:
+    # v: what __float__ returns, a float or not (a str: what the module must refuse).
+    def __init__(self, v: Any) -> None:
         self.v = v
 
     def __float__(self) -> float:

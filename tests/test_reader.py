@@ -151,7 +151,7 @@ def test_restated_declaration_is_kept_once() -> None:
     ("(edef f Float Float", KsSyntaxError, "unbalanced", 1, 1),
     ("edef", DeclarationError, "expected a top-level form", 1, 1),
 ])
-def test_errors(text: str, error: type, fragment: str, line: int, column: int) -> None:
+def test_errors(text: str, error: type[KsbindError], fragment: str, line: int, column: int) -> None:
     with pytest.raises(error, match=fragment) as info:
         ksbind.parse_ks(text, "bad.ks")
     assert info.value.location == Location("bad.ks", line, column)

@@ -3,6 +3,7 @@ filters (built-in and a config's own)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import subprocess
@@ -17,20 +18,14 @@ from ksbind.codegen.render import FILTERS, cpp_string, py_docstring
 from ksbind.errors import ConfigError, TemplateError
 from ksbind.spec import BindingSpec
 
+from . import render_support
 from .conftest import REPO
+from .render_support import BINDINGS, EDEFS
 
-SOURCE = """
-(edef [vrelu3 (Tensor 1 Float)] (Tensor 1 Float) ((Tensor 1 Float)))
-(edef [f (Tuple Float Integer)] (Tuple Float Float) (Float Integer))
-(edef [g (Tensor 2 Float)] Float ((Tensor 2 Float)))
-(def h Float ((x : Float) (y : Float)) (add x y))
-"""
-SPECS = [BindingSpec("vrelu3", None, "vrelu3_vjp"), BindingSpec("f"), BindingSpec("g", None, "g_vjp"),
-         BindingSpec("h", None, "h_vjp")]
-
-
-def render(target: str = "ks", **kw: object) -> ksbind.codegen.render.RenderedModule:
-    return ksbind.render_module(ksbind.parse_ks(SOURCE), "m", target, bindings=SPECS, **kw)  # type: ignore[arg-type]
+#: render_support's edefs and a def (h), each bound.
+SOURCE = EDEFS + "(def h Float ((x : Float) (y : Float)) (add x y))\n"
+SPECS = [*BINDINGS, BindingSpec("h", None, "h_vjp")]
+render = functools.partial(render_support.render, source=SOURCE, bindings=SPECS)
 
 
 def test_every_file_is_stamped_with_version_config_and_template() -> None:

@@ -11,9 +11,6 @@ import pytest
 
 from tests.e2e_support import assert_names_arena_and_remedies, run_python, small_arena
 
-pytestmark = pytest.mark.slow
-
-
 # ------------------------------------------------------------ argument errors
 
 @pytest.mark.parametrize("call, exc, match", [

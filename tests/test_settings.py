@@ -195,6 +195,7 @@ def test_schema_refuses_what_the_reader_refuses(case: str, validator: jsonschema
 def test_schema_refuses_rules_between_keys(validator: jsonschema.Draft7Validator) -> None:
     ok = {"name": "m", "ks": "a.ks"}
     assert validator.is_valid(ok)
+    bad: dict[str, Any]
     for bad in ({"name": "m"}, {"name": "m", "ks": []}, {**ok, "torch_library": "ops"},
                 {**ok, "target": "python", "tensor_types": [[1, "Float"]]},
                 {**ok, "bindings": [{"name": "f", "vjp_from": "rev"}]},

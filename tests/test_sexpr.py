@@ -35,6 +35,7 @@ def test_comments_are_skipped_and_block_comments_nest() -> None:
 
 def test_strings_keep_escapes_and_brackets() -> None:
     [form] = parse_sexprs(r'(rule "a (b] \"q\" \\ \n" x)')
+    assert isinstance(form, SList)
     s = form.items[1]
     assert isinstance(s, Atom) and s.is_string and s.text == 'a (b] "q" \\ \n'
     assert str(parse_sexprs(str(form))[0]) == str(form)

@@ -16,17 +16,11 @@ from ksbind.cli import main
 from ksbind.codegen import authoring
 from ksbind.codegen.render import BUILTIN_TEMPLATES, TemplateAPIWarning
 from ksbind.errors import KsbindError, OutputError, TemplateError
-from ksbind.spec import BindingSpec
 
 from .conftest import REPO
+from .render_support import render
 
 TIMING = REPO / "docs" / "template-examples" / "timing"
-DECLS = ksbind.parse_ks("""
-(edef [vrelu3 (Tensor 1 Float)] (Tensor 1 Float) ((Tensor 1 Float)))
-(edef [f (Tuple Float Integer)] (Tuple Float Float) (Float Integer))
-(edef [g (Tensor 2 Float)] Float ((Tensor 2 Float)))
-""")
-SPECS = [BindingSpec("vrelu3", None, "vrelu3_vjp"), BindingSpec("f"), BindingSpec("g", None, "g_vjp")]
 # Block names other code and docs rely on.
 REQUIRED_BLOCKS = {
     "entry_points.cpp.j2": {"stamp", "includes", "namespace_open", "wrapper", "prologue", "logging", "call",
@@ -36,10 +30,6 @@ REQUIRED_BLOCKS = {
                       "def"},
     "stub.pyi.j2": {"stamp", "module_doc", "imports", "tensor_classes", "allocator_functions", "function"},
 }
-
-
-def render(target: str = "ks", templates: tuple[Path, ...] = (), **kw: object) -> dict[str, str]:
-    return ksbind.render_module(DECLS, "m", target, bindings=SPECS, templates=templates, **kw).files  # type: ignore[arg-type]
 
 
 def body(text: str) -> list[str]:
@@ -62,7 +52,7 @@ def test_one_block_override_changes_only_that_block(tmp_path: Path) -> None:
                  '{% extends "builtin/entry_points.cpp.j2" %}\n'
                  "{% block namespace_close %}\n} // generated\n} // entry_points\n} // ks\n{% endblock %}\n")
     for target in ("ks", "python"):
-        default, custom = render(target), render(target, (over,))
+        default, custom = render(target).files, render(target, (over,)).files
         assert set(default) == set(custom)
         for name in default:
             if name != "entry_points.cpp":  # other files: identical apart from nothing
@@ -79,7 +69,7 @@ def test_block_inside_the_loop_sees_the_entry_point_and_the_macros(tmp_path: Pat
                  '{% extends "builtin/entry_points.cpp.j2" %}\n{% block call %}\n'
                  "        return {{ m.convert_out(e, m.ks_call(e)) }}; // {{ e.name }}\n"
                  "{% endblock %}\n")
-    text = render("python", (over,))["entry_points.cpp"]
+    text = render("python", (over,)).files["entry_points.cpp"]
     assert "return ksbind::python::to_py(ks::vrelu3$aT1f(&g_alloc, arg0_ks)); // vrelu3" in text
     assert "return ksbind::python::to_py(ks::sufrev$g$aT2f(&g_alloc, arg0_ks, arg1_ks)); // g_vjp" in text
     # The other branch (logging) is the built-in one, untouched.
@@ -93,7 +83,7 @@ def test_wrapper_values_match_the_macros(tmp_path: Path) -> None:
                  '{{ ks_call == m.ks_call(e) }} {{ converted_ret == m.convert_out(e, "ret") }} {{ ks_call }}\n'
                  "{% endblock %}\n")
     for target in ("ks", "python"):
-        lines = [line for line in render(target, (over,))["entry_points.cpp"].splitlines()
+        lines = [line for line in render(target, (over,)).files["entry_points.cpp"].splitlines()
                  if line.startswith(("True", "False"))]
         assert len(lines) == 5 and all(line.startswith("True True ks::") for line in lines), lines
     assert "True True ks::sufrev$g$aT2f(&g_alloc, arg0_ks, arg1_ks)" in lines
@@ -103,16 +93,16 @@ def test_full_replacement(tmp_path: Path) -> None:
     over = write(tmp_path / "t", "module.cpp.j2",
                  "// my own module for {{ module_name }}\n"
                  "{% for e in entry_points %}{{ e.name }}={{ e.symbol }}\n{% endfor %}")
-    files = render("ks", (over,))
+    files = render("ks", (over,)).files
     assert files["module.cpp"] == "// my own module for m\nvrelu3=vrelu3$aT1f\nvrelu3_vjp=sufrev$vrelu3$aT1f\n" \
                                   "f=f$afi\ng=g$aT2f\ng_vjp=sufrev$g$aT2f\n"
-    assert files["entry_points.cpp"].splitlines()[1:] == render("ks")["entry_points.cpp"].splitlines()[1:]
+    assert files["entry_points.cpp"].splitlines()[1:] == render("ks").files["entry_points.cpp"].splitlines()[1:]
 
 
 def test_override_applies_to_templates_included_by_the_single_file_layout(tmp_path: Path) -> None:
     over = write(tmp_path / "t", "entry_points.h.j2",
                  '{% extends "builtin/entry_points.h.j2" %}{% block includes %}#include "mine.h"\n{% endblock %}')
-    text = render("ks", (over,), layout="single")["module.cpp"]
+    text = render("ks", (over,), layout="single").files["module.cpp"]
     assert '#include "mine.h"' in text and '#include <ksbind/entry_points.h>' not in text
 
 
@@ -120,13 +110,13 @@ def test_first_override_directory_wins(tmp_path: Path) -> None:
     first = write(tmp_path / "a", "module.cpp.j2", "first\n")
     second = write(tmp_path / "b", "module.cpp.j2", "second\n")
     write(second, "entry_points.h.j2", "second h\n")
-    files = render("ks", (first, second))
+    files = render("ks", (first, second)).files
     assert files["module.cpp"] == "first\n" and files["entry_points.h"] == "second h\n"
 
 
 def test_worked_example_timing_override_renders(tmp_path: Path) -> None:
     """The docs' worked example: a timer around each call, as two small blocks."""
-    default, timed = render("ks"), render("ks", (TIMING,))
+    default, timed = render("ks").files, render("ks", (TIMING,)).files
     assert "with template entry_points.cpp.j2 from " in timed["entry_points.cpp"].splitlines()[0]
     added = [line[1:] for line in difflib.unified_diff(body(default["entry_points.cpp"]),
                                                         body(timed["entry_points.cpp"]), lineterm="", n=0)
@@ -157,12 +147,11 @@ def test_docs_cover_every_block_and_context_name() -> None:
         for block in authoring.template_info(name).blocks:
             assert f"`{block.name}`" in doc, (name, block.name)
     for target in ("ks", "python"):
-        ctx = ksbind.render_module(DECLS, "m", target, bindings=SPECS).context
+        ctx = render(target).context
         for key in list(ctx) + ["stamp_cpp", "stamp_py"]:
             assert f"`{key}`" in doc, key
 
 
-@pytest.mark.slow
 def test_worked_example_compiles_and_prints_timings(runtime: str, tmp_path: Path,
                                                     capfd: pytest.CaptureFixture[str]) -> None:
     import dataclasses
@@ -260,10 +249,10 @@ def test_eject_then_render_from_the_copy_is_identical(tmp_path: Path, capsys: py
     assert capsys.readouterr().out.count("ejected ") == len(ejected)
     for target in ("ks", "python", "torch"):
         for layout in ("split", "single"):
-            default = render(target, layout=layout)
+            default = render(target, layout=layout).files
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # the copies carry the current API stamp
-                copied = render(target, (tmp_path / "mine",), layout=layout)
+                copied = render(target, (tmp_path / "mine",), layout=layout).files
             assert set(default) == set(copied)
             for name in default:
                 assert body(default[name]) == body(copied[name]), (target, layout, name)
@@ -344,7 +333,7 @@ def _stamped(tmp_path: Path, first_line: str) -> Path:
 def test_override_for_another_template_api_warns(tmp_path: Path) -> None:
     d = _stamped(tmp_path, "{# ksbind-template-api: 99 #}\n")
     with pytest.warns(TemplateAPIWarning) as record:
-        files = render("ks", (d,))
+        files = render("ks", (d,)).files
     assert "m.doc()" not in files["module.cpp"]  # still rendered
     message = str(record[0].message)
     assert str(d / "module.cpp.j2") in message and "template API 99" in message
@@ -357,13 +346,13 @@ def test_current_or_missing_stamp_does_not_warn(tmp_path: Path, first_line: str)
     d = _stamped(tmp_path, first_line)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        files = render("ks", (d,))
+        files = render("ks", (d,)).files
     assert "m.doc()" not in files["module.cpp"]
 
 
 def test_edited_override_is_reloaded(tmp_path: Path) -> None:
     d = write(tmp_path / "over", "module.cpp.j2", "one\n")
-    assert render("ks", (d,))["module.cpp"] == "one\n"
+    assert render("ks", (d,)).files["module.cpp"] == "one\n"
     (d / "module.cpp.j2").write_text("two, longer\n")
     os.utime(d / "module.cpp.j2", (1e9, 2e9))  # a different mtime even on coarse clocks
-    assert render("ks", (d,))["module.cpp"] == "two, longer\n"
+    assert render("ks", (d,)).files["module.cpp"] == "two, longer\n"

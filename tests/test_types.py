@@ -102,7 +102,8 @@ def test_types_are_immutable_and_hashable() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         t.elements = ()  # type: ignore[misc]
     assert hash(t) == hash(parse_type("(Float (Tensor 1 Integer))"))
-    assert {t: 1}[parse_type("(Tuple Float (Vec Integer))")] == 1
+    by_type: dict[ksbind.KsType, int] = {t: 1}
+    assert by_type[parse_type("(Tuple Float (Vec Integer))")] == 1
     assert parse_type("(Tuple)") == EMPTY_TUPLE and EMPTY_TUPLE != TupleType((EMPTY_TUPLE,))
 
 

@@ -45,8 +45,9 @@ def _derived_cases() -> list[tuple[dict, dict]]:
         by_name[(r["source"], d.name)] = (r, d)
     cases = []
     for (source, name), (r, _) in by_name.items():
-        if name.is_derived and name.name in DERIVABLE and (source, name.inner) in by_name:
-            cases.append((by_name[(source, name.inner)][0], r))
+        inner = name.inner
+        if name.is_derived and name.name in DERIVABLE and inner is not None and (source, inner) in by_name:
+            cases.append((by_name[(source, inner)][0], r))
     return cases
 
 
