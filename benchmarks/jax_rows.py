@@ -208,7 +208,7 @@ def gmm_rows(cache: Path, log: Callable[[str], None]) -> list[Row]:
         arrays = [jnp.asarray(t.numpy()) for t in inputs[:5]]
         wishart = (jnp.float32(1.3), jnp.int32(2))
         vg = jax.jit(jax.value_and_grad(lambda *a: mj.gmm_objective(*a, wishart), argnums=(0, 1, 2, 3, 4)))
-        vg_jnp = jax.jit(jax.value_and_grad(lambda *a: _jnp_gmm(*a, (1.3, 2)), argnums=(0, 1, 2, 3, 4)))
+        vg_jnp = jax.jit(jax.value_and_grad(lambda x, al, mu, q, lt: _jnp_gmm(x, al, mu, q, lt, (1.3, 2)), argnums=(0, 1, 2, 3, 4)))
         tensors = [t.clone().requires_grad_(True) for t in inputs[:5]]
 
         def torch_step() -> None:

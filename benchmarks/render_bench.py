@@ -216,7 +216,7 @@ def render_cases(n: int) -> RenderCases:
         return files
 
     plain = fstring_all()
-    same = all(rendered.files[k].split("\n", 1)[1] == plain[k] for k in plain)  # type: ignore[union-attr]
+    same = all(rendered.files[k].split("\n", 1)[1] == plain[k] for k in plain)
     return RenderCases(default, overridden, fstring_all, same, len(rendered.context["entry_points"]),
                        sum(len(v) for v in rendered.files.values()))
 

@@ -310,8 +310,8 @@ def ks_call_rows(run: Run) -> list[Row]:
 def python_call_rows(run: Run) -> list[Row]:
     hand, s = run.hand_pybind(), run.sizes
     poly_mod = ksbind.build(run.poly_config(), name="bench_poly", cache_dir=run.cache, quiet=True)
-    assert poly_mod.poly(2.0, 3) == hand.poly(2.0, 3) == 15.0  # type: ignore[attr-defined]
-    t_py, t_hand = pair(lambda: poly_mod.poly(2.0, 3), lambda: hand.poly(2.0, 3),  # type: ignore[attr-defined]
+    assert poly_mod.poly(2.0, 3) == hand.poly(2.0, 3) == 15.0
+    t_py, t_hand = pair(lambda: poly_mod.poly(2.0, 3), lambda: hand.poly(2.0, 3),
                         s.calls, s.repeats)
     return [Row("call overhead, python target", "generated entry, scalar poly(2.0, 3)",
                 "hand-written pybind11 m.def", t_py * 1e9, t_hand * 1e9, "ns", "<= 1.10")]
@@ -388,7 +388,7 @@ def debug_rows(run: Run) -> list[Row]:
                                            output=Path(spec.output).with_name("bench_ks_debug")),
                        cache_dir=run.cache, quiet=True)
     x = np.linspace(-2, 2, s.elements // 10, dtype=np.float32)
-    assert np.array_equal(np.asarray(debug.vrelu3(x)), np.asarray(ks_mod.vrelu3(x)))  # type: ignore[attr-defined]
+    assert np.array_equal(np.asarray(debug.vrelu3(x)), np.asarray(ks_mod.vrelu3(x)))
 
     def call(m: Any) -> Callable[[], object]:
         def once() -> object:
@@ -487,7 +487,7 @@ GROUPS: list[Group] = [
     Group("ks target call", ks_call_rows, ("call overhead, ks target",)),
     Group("python target call", python_call_rows, ("call overhead, python target",)),
     Group("limited API",
-          lambda run: limited_api.rows(run.poly_config(), run.config(), run.cache, run.hand_pybind(), run.sizes.calls,
+          lambda run: limited_api.rows(run.poly_config(), run.config, run.cache, run.hand_pybind(), run.sizes.calls,
                                        run.sizes.repeats, log),
           ("call overhead, python target, list", "limited API, python target", "limited API, python target")),
     Group("threads and strings", lambda run: call_rows.rows(run.cache, run.quick, log),

@@ -85,11 +85,11 @@ def test_an_unchanged_module_in_a_new_process_is_reused_without_the_pipeline(pro
     assert "noop_relu3" not in {m for m in imported}  # the extension is loaded from its file, as a build does
 
 
-def _append(path: Path, text: str) -> Callable[[Path], None]:
+def _append(path: Path, text: str) -> Callable[[Path], object]:
     return lambda root: (root / path).write_text((root / path).read_text() + text)
 
 
-EDITS: dict[str, tuple[Callable[[Path], None], str]] = {
+EDITS: dict[str, tuple[Callable[[Path], object], str]] = {
     "config": (_append(Path("noop.yaml"), "# a comment\n"), "noop.yaml changed"),
     "template": (_append(Path("templates/stub.pyi.j2"), "{# a comment #}"), "stub.pyi.j2 changed"),
     "new template": (lambda root: (root / "templates" / "unused.j2").write_text("x"), "folder"),

@@ -8,8 +8,9 @@ import pytest
 
 import ksbind
 from ksbind.cli import main
-from ksbind.codegen.output import PlannedFile, plan_files, write_atomic, write_planned
+from ksbind.codegen.output import PlannedFile, plan_files, write_planned
 from ksbind.errors import OutputError
+from ksbind.fileio import write_atomic
 
 from .conftest import REPO
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -213,11 +214,11 @@ def test_render_module_keywords_are_its_settings_record(tmp_path: Path) -> None:
     from ksbind.codegen.render import RenderKeywords, RenderSettings, render_module
     assert typing.get_type_hints(RenderKeywords) == typing.get_type_hints(RenderSettings)
     (tmp_path / "module.cpp.j2").write_text("{{ stamp_cpp }}{{ arena_bytes }} {{ logging }}\n")
-    given = {"tensor_types": [(2, "Integer")], "logging": True, "arena_bytes": 4096, "layout": "single",
+    given: dict[str, Any] = {"tensor_types": [(2, "Integer")], "logging": True, "arena_bytes": 4096, "layout": "single",
              "templates": [tmp_path], "torch_library": None, "config": "configs/x.yaml"}
     assert list(given) == [f.name for f in dataclasses.fields(RenderSettings)]
     by_keywords = render("ks", **given)
-    options = RenderSettings(**given).options("m", "ks")  # type: ignore[arg-type]
+    options = RenderSettings(**given).options("m", "ks")
     assert (options.arena_bytes, options.logging, options.layout, options.tensor_types) == \
         (4096, True, "single", ((2, "Integer"),))
     assert by_keywords.files == render("ks", options=options).files

@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Literal
+
+import pytest
 
 import ksbind
 from ksbind.codegen.context import support_infos
@@ -227,10 +230,10 @@ def test_stub_matches_the_built_modules(ks_examples: ModuleType, py_examples: Mo
 # ------------------------------------------------------------ the support functions: one table
 
 @pytest.mark.parametrize("target", ["ks", "python", "torch", "jax"])
-def test_stub_declares_the_support_table(target: str) -> None:
+def test_stub_declares_the_support_table(target: TargetName) -> None:
     """Each target's stub declares every support function of ksbind/support.py with its signature and
     the doc for the target's arena (the ks target: the module's; the others: each thread's)."""
-    arena = "thread" if get_target(target).arena_per_call else "module"
+    arena: Literal["thread", "module"] = "thread" if get_target(target).arena_per_call else "module"
     fns = functions(stub(target, "ms", SPECS[:1]))
     table = [f for f in SUPPORT_FUNCTIONS if not f.kernels_only or get_target(target).cpu_kernels]
     assert table and {f.name for f in table} <= set(fns)
@@ -241,7 +244,7 @@ def test_stub_declares_the_support_table(target: str) -> None:
 
 
 @pytest.mark.parametrize("target", ["ks", "python"])
-def test_module_registers_the_support_table(target: str) -> None:
+def test_module_registers_the_support_table(target: TargetName) -> None:
     """The generated module registers each support function from the table: its C++ function for the
     target's arena and its doc (the built modules' docstrings: test_stub_matches_the_built_modules)."""
     module_cpp = ksbind.render_module(DECLS, "mr", target, bindings=SPECS[:1]).files["module.cpp"]

@@ -194,7 +194,8 @@ def template_name_comparisons(source: str, filename: str = "<template>") -> list
                 any(_jinja_names_target(x) for x in operands)
                 and any(isinstance(x, jinja2.nodes.Const) and isinstance(x.value, str) for x in operands))
         else:
-            hit = any(_jinja_target_const(a) for a in node.args) or (
+            args = node.args if isinstance(node, (jinja2.nodes.Call, jinja2.nodes.Filter, jinja2.nodes.Test)) else []
+            hit = any(_jinja_target_const(a) for a in args) or (
                 isinstance(node, jinja2.nodes.Test) and _jinja_names_target(node.node))
         if hit:
             found.append(f"{filename}:{node.lineno}: {node}")
