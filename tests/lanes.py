@@ -56,7 +56,7 @@ COMPILING = (
     "ksbind.ksc.driver:compile_ks", "ksbind.ksc.driver:run_ksc",
     "ksbind.build_meta:build_wheel", "ksbind.build_meta:build_editable", "ksbind.standalone:build_into",
     "ksbind.editable:build_for_import",
-    "tests.e2e_support:built",
+    "tests.e2e_support:built", "tests.abi3_support:build_wheel",
     # The session's build cache: what a test hands a subprocess that builds.
     "tests.e2e_support:session_cache_dir",
 )

@@ -26,7 +26,9 @@ BINDINGS = (BindingSpec("vrelu3", None, "vrelu3_vjp"), BindingSpec("f"), Binding
 def render(target: TargetName = "ks", templates: Sequence[str | os.PathLike[str]] = (), *, source: str = EDEFS,
            bindings: Sequence[BindingSpec] = BINDINGS, name: str = "m", **options: Any) -> RenderedModule:
     """render_module of a ks source's declarations, with these bindings and render_module's other options."""
-    return ksbind.render_module(_decls(source), name, target, bindings=list(bindings), templates=templates, **options)
+    if templates:  # only when given: render_module takes options= or the settings, not both
+        options["templates"] = templates
+    return ksbind.render_module(_decls(source), name, target, bindings=list(bindings), **options)
 
 
 @functools.cache
