@@ -33,6 +33,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     global SHARED
+    # The session's build cache (tests/e2e_support.py) holds every module the session builds,
+    # several torch ones with their precompiled headers: over the default 2 GiB cap, a module
+    # built early would be evicted before a later test relies on it being a cache hit. Tests
+    # of the cap set their own (tests/test_cache.py).
+    os.environ.setdefault("KSBIND_CACHE_MAX_BYTES", "64G")
     if config.getoption("lane") == "unit":
         folder = Path(tempfile.mkdtemp(prefix="ksbind-unit-lane-"))
         atexit.register(shutil.rmtree, folder, True)

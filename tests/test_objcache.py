@@ -302,7 +302,7 @@ import sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
 from ksbind.backend.loader import import_from_path
-from ksbind.cache.entries import CacheEntry
+from ksbind.backend.native import module_entry
 from ksbind.cache.maintenance import scan
 from ksbind.cache.manifest import MANIFEST
 cache, stop, seen = Path({cache!r}), Path({stop!r}), {{}}
@@ -315,7 +315,7 @@ while not stop.exists():
             manifest = json.loads((e.path / MANIFEST).read_text())
         except OSError:
             continue
-        entry = CacheEntry(cache, manifest["module"], manifest["key"])
+        entry = module_entry(cache, manifest["module"], manifest["key"], manifest["target"])
         state, why = entry.check()
         assert state in ("ok", "missing"), (e.path, state, why)  # never a partial entry
         if state == "ok":
