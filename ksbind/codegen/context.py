@@ -20,7 +20,7 @@ from ksbind.errors import BindingError, ConfigError
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.types import KsType, ScalarType, TensorType
 from ksbind.spec import LAYOUTS, Binding, Mode, ModuleOptions
-from ksbind.support import SUPPORT_FUNCTIONS, ArenaKind
+from ksbind.support import SUPPORT_FUNCTIONS, ArenaKind, SupportParam
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,9 @@ class TensorTypeInfo:
     py_shape: str = "tuple[int]"    # the shape property's type
 
 
-@dataclass(frozen=True)
-class StubParam:
-    name: str
-    py_type: str
+#: A parameter as the stub declares it (name and annotation): the support table's record, so the
+#: support functions' parameters pass through as they are.
+StubParam = SupportParam
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ def support_infos(target: Target) -> list[SupportInfo]:
     """The support functions of a module on ``target``, each with its doc and C++ for the target's arena."""
     arena: ArenaKind = "thread" if target.arena_per_call else "module"
     # Positional-only in the stub: pybind11 (the ks target) defines them without keyword names.
-    return [SupportInfo(f.name, tuple(StubParam(p.name, p.py_type) for p in f.params), f.returns, f.doc(arena),
+    return [SupportInfo(f.name, f.params, f.returns, f.doc(arena),
                         positional_only=bool(f.params), signature=f.signature, cpp=f.cpp(arena))
             for f in SUPPORT_FUNCTIONS if target.cpu_kernels or not f.kernels_only]
 
