@@ -12,7 +12,6 @@ and jax.vmap, and that a KS_ASSERT still arrives as a JAX error with its message
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -45,12 +44,10 @@ def cases(m: ModuleType, c: ModuleType) -> dict[str, Any]:
 
 
 def _import(name: str, path: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    """The wrapper as ksbind's build imports it (ksbind/backend/loader.py)."""
+    from ksbind.backend.loader import import_wrapper
+
+    return import_wrapper(name, Path(path))
 
 
 def build(out: Path) -> None:

@@ -14,7 +14,6 @@ and torch.compile(fullgraph=True), and an error that names its argument.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from collections.abc import Callable
@@ -77,22 +76,15 @@ def _compiled(lib: ModuleType) -> Callable[..., Any]:
 
 
 def _import(name: str, wrapper: str) -> ModuleType:
-    """The module as ksbind's build imports it: its extension (every .so of the
-    entry, under its module name) first, then the wrapper NAME.py."""
+    """The module as ksbind's build imports it (ksbind/backend/loader.py): torch, its
+    extension (every .so of the entry, under its module name), then the wrapper NAME.py."""
     import torch  # noqa: F401  (the extension links to torch's libraries)
 
+    from ksbind.backend.loader import import_from_path, import_wrapper
+
     for so in sorted(Path(wrapper).parent.glob("*.so")):
-        _load(so.name.split(".")[0], so)
-    return _load(name, Path(wrapper))
-
-
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+        import_from_path(so.name.split(".")[0], so)
+    return import_wrapper(name, Path(wrapper))
 
 
 def build(out: Path, cache: Path) -> None:
