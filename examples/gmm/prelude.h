@@ -12,7 +12,7 @@
 // the macros ksc emits, the primitives (index, size, build, sumbuild,
 // constVec, deltaVec, unzip, sum, eq, ts_add) at the types gmm.ks uses them,
 // and the edef'd scalar functions of ksc's prelude.ks that gmm.ks calls.
-// Written for ksbind (not ksc's code); semantics as ksc's KNOSSOS.md states.
+// Written for ksbind (not ksc's code); semantics as docs/knossos.md states them.
 #pragma once
 
 #include <cmath>
