@@ -237,6 +237,10 @@ def examples(target: str, runtime: str = "bundled") -> ModuleType:
     return built("examples.yaml", f"examples_{target}", runtime)
 
 
+#: What LeakSanitizer prints when it fails itself (its tracer crashed), not when it finds a leak.
+LSAN_FATAL = "LeakSanitizer has encountered a fatal error"
+
+
 def run_python(code: str, env: dict[str, str] | None = None, timeout: float = 600,
                cwd: Path = REPO, unset: Iterable[str] = ()) -> subprocess.CompletedProcess[str]:
     """Run Python code (dedented) in a fresh process of the test interpreter, capturing
@@ -254,9 +258,6 @@ def run_python(code: str, env: dict[str, str] | None = None, timeout: float = 60
             break
     return proc
 
-
-#: What LeakSanitizer prints when it fails itself (its tracer crashed), not when it finds a leak.
-LSAN_FATAL = "LeakSanitizer has encountered a fatal error"
 
 
 @pytest.fixture(scope="session", params=RUNTIMES)
