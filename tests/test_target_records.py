@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import dataclasses
 from pathlib import Path
 
@@ -223,3 +224,40 @@ def test_no_template_compares_target_names() -> None:
     assert not found, "ask the target record (ksbind/codegen/targets/record.py) and hand the template a " \
                       "value instead:\n" + "\n".join(found)
     assert set(TEMPLATES_EXEMPT) <= {p.name for p in TEMPLATES.glob("*.j2")}
+
+
+#: The most lines of fixed text (no Jinja2 expression, statement or comment) a built-in template
+#: may hold in a row, blank lines not counted: longer fixed C++ belongs in a header under
+#: ksbind/include/ksbind/, where it is compiled, read and tested as C++.
+MAX_FIXED_LINES = 8
+
+
+def longest_fixed_run(text: str) -> tuple[int, int]:
+    """The longest run of fixed lines in a template's text, and the line it starts on."""
+    # A multi-line {# comment #} counts as Jinja2 on each of its lines.
+    text = re.sub(r"\{#.*?#\}", lambda m: "{##}" + "\n{##}" * m.group(0).count("\n"), text, flags=re.S)
+    best, best_start, run, start = 0, 0, 0, 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if "{{" in line or "{%" in line or "{#" in line:
+            run = 0
+            continue
+        run, start = run + 1, start if run else number
+        if run > best:
+            best, best_start = run, start
+    return best, best_start
+
+
+def test_fixed_run_counter() -> None:
+    fixed = "\n".join(f"int a{i};" for i in range(9))
+    assert longest_fixed_run(fixed) == (9, 1)
+    assert longest_fixed_run("{# one\ntwo\nthree #}\nx;\n\ny;\n{{ z }}\nw;") == (2, 4)
+    assert longest_fixed_run("a;\n{% if x %}\nb;\nc;\n{% endif %}") == (2, 3)
+
+
+@pytest.mark.parametrize("path", sorted(TEMPLATES.glob("*.j2")), ids=lambda p: p.name)
+def test_fixed_cpp_lives_in_headers(path: Path) -> None:
+    run, start = longest_fixed_run(path.read_text(encoding="utf-8"))
+    assert run <= MAX_FIXED_LINES, (f"{path.name}:{start}: {run} lines of fixed text in a row; move them into a "
+                                    f"header (ksbind/include/ksbind/) and call it from the template")
