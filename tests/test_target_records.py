@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import ast
-import re
 import dataclasses
+import re
 from pathlib import Path
 
 import jinja2
