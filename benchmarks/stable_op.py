@@ -13,7 +13,7 @@ The op is compiled with g++ against the running torch's stable headers, with
 ``-DTORCH_TARGET_VERSION=0x020a000000000000`` (the lowest torch it runs on: 2.10) and
 the torch target's loop flags,
 into a temporary folder, on every run (about a second of CPU).
-Run: python -m benchmarks.stable_op [--quick]
+Run: python -m benchmarks.stable_op [--quick | --build-to DIR]
 """
 from __future__ import annotations
 
@@ -52,7 +52,15 @@ def build_stable_op(out_dir: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     cli = parser(__doc__)
     cli.add_argument("--quick", action="store_true", help="fewer calls per batch and fewer batches")
-    quick = bool(cli.parse_args(argv).quick)
+    cli.add_argument("--build-to", metavar="DIR", type=Path,
+                     help="only compile the op into DIR/stable_vrelu3.so (scripts/test_torch_compat.sh loads it "
+                          "under another torch)")
+    args = cli.parse_args(argv)
+    if args.build_to is not None:
+        args.build_to.mkdir(parents=True, exist_ok=True)
+        print(build_stable_op(args.build_to))
+        return 0
+    quick = bool(args.quick)
     with tempfile.TemporaryDirectory(prefix="ksbind-stable-op-") as d:
         torch.ops.load_library(str(build_stable_op(Path(d))))  # loaded: the file may go
     op, op_shim = torch.ops.ksbind_bench_stable.vrelu3, torch.ops.ksbind_bench_stable.vrelu3_shim

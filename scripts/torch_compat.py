@@ -10,7 +10,9 @@ where they are (OUT/modules.json) and what they compute here (OUT/expected.pt).
 (ksbind's build is never called: nothing is compiled there) and check that every
 case gives the recorded values: calls in each mode, tuples, gradients through
 autograd, torch.func.grad and torch.vmap, the torch.library ops under opcheck
-and torch.compile(fullgraph=True), and an error that names its argument.
+and torch.compile(fullgraph=True), and an error that names its argument; and a
+hand-written stable-ABI op (benchmarks/stable_vrelu3.cpp) built in the first venv,
+loaded with torch.ops.load_library, gives torch_ops' vrelu3 values.
 """
 from __future__ import annotations
 
@@ -124,7 +126,12 @@ def check(out: Path) -> None:
         assert "x" in str(e) or "argument" in str(e), str(e)
     else:
         raise AssertionError("an int64 tensor for a Float argument was accepted")
-    print(f"checked {len(got)} cases, opcheck, gradcheck and a refused argument under torch "
+    # The stable-ABI op (benchmarks/stable_vrelu3.cpp, built against 2.13.0's stable headers for torch >= 2.10):
+    # the same function as torch_ops' vrelu3.
+    torch.ops.load_library(str(out / "stable_vrelu3.so"))
+    for op in (torch.ops.ksbind_bench_stable.vrelu3, torch.ops.ksbind_bench_stable.vrelu3_shim):
+        torch.testing.assert_close(op(t["x"].detach()), expected["vrelu3"], msg=str(op))
+    print(f"checked {len(got)} cases, opcheck, gradcheck, a refused argument and a stable-ABI op under torch "
           f"{torch.__version__} (CPython {sys.version.split()[0]}) with modules built elsewhere: OK")
 
 
