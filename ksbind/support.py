@@ -90,12 +90,10 @@ SUPPORT_FUNCTIONS: tuple[SupportFunction, ...] = (
     SupportFunction(
         "cpu_capability", (), "str",
         *_same("The CPU capability the elementwise and vmap kernels run with: default, avx2 or avx512."),
-        "ksbind::cpu::selected_name", "ksbind::cpu::selected_name",
         kernels_only=True),
     SupportFunction(
         "cpu_capabilities", (), "list[str]",
         *_same("The CPU capabilities compiled into this module that this CPU runs, lowest first."),
-        "ksbind::cpu::usable_names", "ksbind::cpu::usable_names",
         kernels_only=True),
 )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any
 
 from ksbind.codegen.targets.common import CrossingRule, EntryPoint, release_gil_cpp
 from ksbind.lang.model import FunctionDecl
@@ -21,8 +21,7 @@ ExtraContext = Callable[[Sequence[Binding], ModuleOptions], dict[str, Any]]
 #: The backend builds a target's modules by one of these kinds (ksbind/backend/build.py):
 #: pybind11 and Python's C API modules by the native build, torch extensions by the torch build,
 #: jax FFI libraries by the jax build.
-BuildName = Literal["pybind11", "python-capi", "torch", "jax"]
-BUILD_KINDS: tuple[BuildName, ...] = get_args(BuildName)
+BUILD_KINDS = ("pybind11", "python-capi", "torch", "jax")
 
 
 def no_extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
@@ -92,7 +91,7 @@ class Target:
     files: Mapping[str, str] = field(hash=False)
     single_file: Mapping[str, str] = field(hash=False)
     crossing: CrossingRule
-    build: BuildName
+    build: str
     tensors: str
     extra_context: ExtraContext = no_extra_context
     arena_per_call: bool = True
@@ -136,5 +135,5 @@ class Target:
         return [n.replace("{module}", module_name) for n in names]
 
 
-__all__ = ["Target", "ExtraContext", "CrossingProblem", "BUILD_KINDS", "BuildName", "no_extra_context",
-           "crosses_always", "same_name"]
+__all__ = ["Target", "ExtraContext", "CrossingProblem", "BUILD_KINDS", "no_extra_context", "crosses_always",
+           "same_name"]

@@ -37,7 +37,6 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
-#include <vector>
 
 #ifndef KSBIND_CPU_DISPATCH
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
@@ -170,16 +169,6 @@ inline std::string select(const std::string& text) {
     auto [got, warning] = resolve(parse(text, "the capability"), "the capability");
     detail::selected.store(static_cast<int>(got), std::memory_order_relaxed);
     return warning;
-}
-
-// The support functions cpu_capability() and cpu_capabilities() (ksbind/support.py).
-inline std::string selected_name() { return name(selected()); }
-
-inline std::vector<std::string> usable_names() {
-    std::vector<std::string> names;
-    for (int i = 0; i < capability_count; ++i)
-        if (usable(static_cast<Capability>(i))) names.push_back(capability_names[i]);
-    return names;
 }
 
 // Run kernel(args...) compiled for the selected capability. The kernel (a

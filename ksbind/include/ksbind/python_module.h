@@ -248,15 +248,6 @@ inline PyModuleDef* with_slots(PyModuleDef* def, PyModuleDef_Slot* slots, int (*
     return def;
 }
 
-// The module's definition, made once per process (its statics) before the first
-// PyModuleDef_Init: created in two phases, so its name comes from the import and the exec
-// function applies the config's settings; its slots are those with_slots fills.
-inline PyModuleDef* module_def(const char* name, const char* doc, PyMethodDef* methods, int (*exec)(PyObject*)) {
-    static PyModuleDef_Slot slots[4];
-    static PyModuleDef def = {PyModuleDef_HEAD_INIT, name, doc, 0, methods, nullptr, nullptr, nullptr, nullptr};
-    return with_slots(&def, slots, exec);
-}
-
 }  // namespace python
 }  // namespace ksbind
 

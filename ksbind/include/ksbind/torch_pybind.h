@@ -7,13 +7,9 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include <ksbind/call_arena.h>
-#include <ksbind/cpu_capability.h>
 #include <ksbind/pybind_numbers.h>
 #include <ksbind/torch.h>
 
-#include <stdexcept>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -74,37 +70,3 @@ struct type_caster<ksbind::torch_target::Nested<Inner>> {
 
 }  // namespace detail
 }  // namespace pybind11
-
-namespace ksbind {
-namespace torch_target {
-
-// A warning from the CPU-capability choice, as a RuntimeWarning (none when empty).
-inline void warn_capability(const std::string& text) {
-    if (!text.empty() && PyErr_WarnEx(PyExc_RuntimeWarning, text.c_str(), 1) < 0)
-        throw pybind11::error_already_set();
-}
-
-// The module init's settings: each thread's arena and logging (ksbind/call_arena.h), and the
-// CPU capability the elementwise and vmap kernels run with (ksbind/cpu_capability.h), from
-// KSBIND_CPU_CAPABILITY or the best this CPU runs. Also defines _set_cpu_capability, the
-// tests' and benchmarks' way to run the kernels with another capability.
-inline void configure_module(pybind11::module_& m, size_t arena_bytes, bool logging) {
-    try {
-        ksbind::arenas::configure(arena_bytes, logging);
-        warn_capability(ksbind::cpu::configure_from_env());
-    } catch (const std::invalid_argument& e) {
-        throw pybind11::value_error(e.what());
-    }
-    m.def("_set_cpu_capability", [](const std::string& name) {
-        try {
-            warn_capability(ksbind::cpu::select(name));
-        } catch (const std::invalid_argument& e) {
-            throw pybind11::value_error(e.what());
-        }
-        return ksbind::cpu::selected_name();
-    }, "Run the kernels with another CPU capability (tests, benchmarks); returns the one used "
-       "(a lower one, with a RuntimeWarning, when this CPU lacks it).", pybind11::arg("name"));
-}
-
-}  // namespace torch_target
-}  // namespace ksbind
