@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
+import dataclasses
 from pathlib import Path
 
 import jinja2
