@@ -38,7 +38,7 @@ class Crossing:
 class Param:
     name: str          # C++ parameter name of the entry point (arg0, arg1, ...)
     py_name: str       # keyword name from Python, used in error messages
-    ks_type: str       # canonical ks spelling
+    ks_type: KsType    # its ks type (prints as the canonical ks spelling)
     cpp_type: str      # the ks function's C++ type for it
     entry_type: str    # the entry point's C++ type for it
     converter: str     # see Crossing
@@ -68,7 +68,7 @@ class CallArg:
 
 @dataclass(frozen=True)
 class Result:
-    ks_type: str
+    ks_type: KsType    # the result's ks type (prints as the canonical ks spelling)
     cpp_type: str
     entry_type: str
     converter: str
@@ -205,7 +205,7 @@ def _py_names(d: FunctionDecl) -> list[str]:
 def _param(i: int, py_name: str, t: KsType, crossing: CrossingRule) -> Param:
     c = crossing(t, "param")
     name = f"arg{i}"
-    return Param(name=name, py_name=py_name, ks_type=str(t), cpp_type=t.cpp, entry_type=c.entry_type,
+    return Param(name=name, py_name=py_name, ks_type=t, cpp_type=t.cpp, entry_type=c.entry_type,
                  converter=c.converter, ks_value=f"{name}_ks" if c.converter else name,
                  py_type=c.py_type, differentiable=t.tangent != EMPTY_TUPLE)
 
@@ -213,7 +213,7 @@ def _param(i: int, py_name: str, t: KsType, crossing: CrossingRule) -> Param:
 def _result(t: KsType, crossing: CrossingRule, role: str = "result") -> Result:
     c = crossing(t, role)
     holds_tensor = t.contains(lambda x: isinstance(x, TensorType))
-    return Result(ks_type=str(t), cpp_type=t.cpp, entry_type=c.entry_type, converter=c.converter,
+    return Result(ks_type=t, cpp_type=t.cpp, entry_type=c.entry_type, converter=c.converter,
                   py_type=c.py_type, holds_tensor=holds_tensor)
 
 

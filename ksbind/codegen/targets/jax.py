@@ -35,7 +35,7 @@ from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
 from ksbind.lang.model import FunctionDecl
-from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType, parse_type
+from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 
 NAME: TargetName = "jax"
@@ -282,7 +282,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
 def _moded(e: EntryPoint, b: Binding) -> EntryPoint:
     """Stubs: every array argument is a jax.Array (a Python number too for a scalar)."""
     params = tuple(replace(p, py_type="jax.Array | float" if p.py_type == "jax.Array" and
-                           parse_type(p.ks_type) == FLOAT else p.py_type) for p in e.params)
+                           p.ks_type == FLOAT else p.py_type) for p in e.params)
     return replace(e, params=params)
 
 

@@ -34,7 +34,6 @@ from ksbind.lang.types import (
     ScalarType,
     TensorType,
     TupleType,
-    parse_type,
 )
 from ksbind.spec import TENSOR_ELEMENTS, Binding, Mode, ModuleOptions, TargetName
 
@@ -282,7 +281,7 @@ def _torch_params(e: EntryPoint, mode: Mode, as_op: bool) -> tuple[TorchParam, .
     """as_op: the binding is a torch.library op, whose schema differentiates tensors only."""
     out = []
     for p in e.params:
-        t = parse_type(p.ks_type)
+        t = p.ks_type
         kind = _param_kind(t)
         batched = mode == "vmap" and (kind == "tensor" or (e.is_vjp and p is e.params[-1]))
         if mode == "elementwise":
@@ -438,7 +437,7 @@ def _moded_entry(e: EntryPoint, te: TorchEntry) -> EntryPoint:
     params = tuple(replace(p, py_type="torch.Tensor") if te.mode == "elementwise" or tp.batched else p
                    for p, tp in zip(e.params, te.params))
     result = e.result
-    rt = parse_type(result.ks_type)
+    rt = result.ks_type
     if isinstance(rt, TupleType):
         py = "tuple[" + ", ".join("tuple[()]" if x == TupleType(()) else "torch.Tensor" for x in rt.elements) + "]"
     else:
@@ -473,10 +472,10 @@ def _entry_signature(te: TorchEntry, e: EntryPoint, b_mode: Mode) -> EntrySignat
         return EntrySignature(e.result.entry_type, tuple((p.entry_type, p.name) for p in e.params))
     params = []
     for p, tp in zip(e.params, te.params):
-        t = parse_type(p.ks_type)
+        t = p.ks_type
         batched = b_mode == "elementwise" or tp.batched
         params.append((_mode_entry_type(t, b_mode) if batched else entry_type(t), p.name))
-    return EntrySignature(_mode_entry_type(parse_type(e.result.ks_type), b_mode), tuple(params))
+    return EntrySignature(_mode_entry_type(e.result.ks_type, b_mode), tuple(params))
 
 
 TARGET = Target(
