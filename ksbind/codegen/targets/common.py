@@ -103,7 +103,7 @@ class EntryPoint:
     #: The C++ the templates print, made from the fields above when first read (a replaced entry
     #: point makes its own); ``ksbind generate --dump-context`` shows them with the fields.
     DERIVED: ClassVar[tuple[str, ...]] = ("call_arg_list", "call", "probe_call", "param_list", "declaration",
-                                          "converted_ret")
+                                          "converted_ret", "py_arg_list", "logged_args")
 
     @cached_property
     def call_arg_list(self) -> str:
@@ -135,6 +135,16 @@ class EntryPoint:
     def converted_ret(self) -> str:
         """``ret`` (the ks result) as the entry point returns it."""
         return self.result.convert("ret")
+
+    @cached_property
+    def py_arg_list(self) -> str:
+        """``, pybind11::arg("x"), ...``: the keyword names a pybind11 ``m.def`` gives after the docstring."""
+        return "".join(f', pybind11::arg("{p.py_name}")' for p in self.params)
+
+    @cached_property
+    def logged_args(self) -> str:
+        """``<< ksbind::logged(arg0) << ", " ...``: the ks values a logged call prints (a ``std::cerr`` chain)."""
+        return '<< ", " '.join(f"<< ksbind::logged({p.ks_value}) " for p in self.params)
 
     def call_with(self, alloc: str) -> str:
         """The ks call with ``alloc`` (a C++ ``ks::allocator*``) as its allocator."""
