@@ -613,7 +613,7 @@ TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
     build="torch", tensors="torch.Tensor", release_gil_always=True, stub_imports=("import torch",),
     torch_library=True, compiled_name=ext_name, runtime_copy="{module}" + RUNTIME_SUFFIX + ".py",
-    runtime_source="torch_runtime.py",
+    runtime_source="torch_runtime.py", cpu_kernels=True,
 )
 
 
