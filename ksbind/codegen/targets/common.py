@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
 from ksbind.errors import BindingError
-from ksbind.lang.identifiers import identifier_problem
+from ksbind.lang.identifiers import cpp_string, identifier_problem
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import EMPTY_TUPLE, KsType, TensorType, TupleType
 from ksbind.spec import Binding, GilPolicy, Mode, ModuleOptions
@@ -103,7 +103,7 @@ class EntryPoint:
     #: The C++ the templates print, made from the fields above when first read (a replaced entry
     #: point makes its own); ``ksbind generate --dump-context`` shows them with the fields.
     DERIVED: ClassVar[tuple[str, ...]] = ("call_arg_list", "call", "probe_call", "param_list", "declaration",
-                                          "converted_ret", "py_arg_list", "logged_args")
+                                          "converted_ret", "py_arg_list", "logged_args", "call_site")
 
     @cached_property
     def call_arg_list(self) -> str:
@@ -145,6 +145,12 @@ class EntryPoint:
     def logged_args(self) -> str:
         """``<< ksbind::logged(arg0) << ", " ...``: the ks values a logged call prints (a ``std::cerr`` chain)."""
         return '<< ", " '.join(f"<< ksbind::logged({p.ks_value}) " for p in self.params)
+
+    @cached_property
+    def call_site(self) -> str:
+        """The ``NAME_site`` declaration that names the binding and the ks function in a failure's
+        message (ksbind/ks_failure.h)."""
+        return f"static constexpr ksbind::CallSite {self.name}_site{{{cpp_string(self.name)}, {cpp_string(self.ks_name)}}};"
 
     def call_with(self, alloc: str) -> str:
         """The ks call with ``alloc`` (a C++ ``ks::allocator*``) as its allocator."""

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Literal
 from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
+from ksbind.lang.identifiers import cpp_string
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
@@ -220,7 +221,7 @@ class JaxEntry:
     fixed: tuple[tuple[str, str, str], ...] = ()
     #: The params as the templates print them after `alloc` (each item after ", "), made from
     #: ``params`` when first read; ``--dump-context`` shows them with the fields.
-    DERIVED: ClassVar[tuple[str, ...]] = ("param_list", "arg_list", "type_list")
+    DERIVED: ClassVar[tuple[str, ...]] = ("param_list", "arg_list", "type_list", "py_name_list", "fixed_decls")
 
     @cached_property
     def param_list(self) -> str:
@@ -231,6 +232,16 @@ class JaxEntry:
     def arg_list(self) -> str:
         """``, n, ...``: the names, as arguments."""
         return "".join(f", {n}" for _, n in self.params)
+
+    @cached_property
+    def py_name_list(self) -> str:
+        """``"x", "y"``: the Python names as C++ strings (for messages)."""
+        return ", ".join(cpp_string(n) for n in self.py_names)
+
+    @cached_property
+    def fixed_decls(self) -> str:
+        """`` const T n = v;`` per fixed argument: declared before the ks call."""
+        return "".join(f" const {t} {n} = {v};" for t, n, v in self.fixed)
 
     @cached_property
     def type_list(self) -> str:
