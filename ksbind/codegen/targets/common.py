@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from ksbind.errors import BindingError
 from ksbind.lang.identifiers import cpp_string, identifier_problem
@@ -150,7 +150,8 @@ class EntryPoint:
     def call_site(self) -> str:
         """The ``NAME_site`` declaration that names the binding and the ks function in a failure's
         message (ksbind/ks_failure.h)."""
-        return f"static constexpr ksbind::CallSite {self.name}_site{{{cpp_string(self.name)}, {cpp_string(self.ks_name)}}};"
+        names = f"{cpp_string(self.name)}, {cpp_string(self.ks_name)}"
+        return f"static constexpr ksbind::CallSite {self.name}_site{{{names}}};"
 
     def call_with(self, alloc: str) -> str:
         """The ks call with ``alloc`` (a C++ ``ks::allocator*``) as its allocator."""
@@ -168,8 +169,12 @@ def release_gil_cpp(e: EntryPoint, always: bool) -> str:
     return f"ksbind::large_call({', '.join(p.ks_value for p in e.params)})"
 
 
+#: Which way a value crosses: an argument in, a result out, or a vjp's gradients out.
+CrossingRole = Literal["param", "result", "gradient"]
+
+
 class CrossingRule(Protocol):
-    def __call__(self, t: KsType, role: str) -> Crossing: ...
+    def __call__(self, t: KsType, role: CrossingRole) -> Crossing: ...
 
 
 def primal_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
@@ -226,7 +231,7 @@ def _param(i: int, py_name: str, t: KsType, crossing: CrossingRule) -> Param:
                  py_type=c.py_type, differentiable=t.tangent != EMPTY_TUPLE)
 
 
-def _result(t: KsType, crossing: CrossingRule, role: str = "result") -> Result:
+def _result(t: KsType, crossing: CrossingRule, role: CrossingRole = "result") -> Result:
     c = crossing(t, role)
     holds_tensor = t.contains(lambda x: isinstance(x, TensorType))
     return Result(ks_type=t, cpp_type=t.cpp, entry_type=c.entry_type, converter=c.converter,
@@ -250,5 +255,6 @@ def entry_points_for(bindings: list[Binding], crossing: CrossingRule) -> list[En
     return out
 
 
-__all__ = ["runtime_copy_import", "Crossing", "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
+__all__ = ["runtime_copy_import", "Crossing", "CrossingRole", "CrossingRule",
+           "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
            "entry_points_for", "ks_call", "release_gil_cpp"]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
-from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
+from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
 from ksbind.lang.identifiers import cpp_string
@@ -149,7 +149,7 @@ def py_type(t: KsType) -> str:
     return "jax.Array"
 
 
-def crossing(t: KsType, role: str) -> Crossing:
+def crossing(t: KsType, role: CrossingRole) -> Crossing:
     """The handlers read and write XLA's buffers themselves (``ksbind/jax.h``):
     entry points take the ks values as they are."""
     return Crossing(entry_type=t.cpp, converter="", py_type=py_type(t))

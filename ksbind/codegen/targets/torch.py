@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import Any, ClassVar, Literal, cast
 
-from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
+from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.ks import SCALAR_PY
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError, warn
@@ -86,6 +86,10 @@ def wrapper_imports(options: ModuleOptions) -> dict[str, str]:
 #   a type holding no scalar at all        std::tuple<> (the tangent of discrete values: ``()``)
 #   (Tuple ...)                            std::tuple of the elements' entry types
 
+#: An entry point's side of a crossing: what it takes (a parameter) or returns (a result or gradients).
+TorchSide = Literal["param", "result"]
+
+
 def is_scalar_tensor(t: KsType) -> bool:
     return isinstance(t, TensorType) and isinstance(t.element, ScalarType) and t.element.name in TENSOR_ELEMENTS
 
@@ -128,7 +132,7 @@ def unsupported_reason(t: KsType) -> str | None:
     return None
 
 
-def py_type(t: KsType, role: str = "param") -> str:
+def py_type(t: KsType, role: TorchSide = "param") -> str:
     if holds_no_scalar(t):
         return "tuple[()]"
     if isinstance(t, ScalarType):
@@ -148,7 +152,7 @@ def py_type(t: KsType, role: str = "param") -> str:
     return "object"
 
 
-def entry_type(t: KsType, role: str = "param") -> str:
+def entry_type(t: KsType, role: TorchSide = "param") -> str:
     """The C++ type an entry point takes (role "param") or returns for t (pybind11 converts it)."""
     if holds_no_scalar(t):
         return "std::tuple<>"
@@ -173,8 +177,8 @@ def _converts(t: KsType) -> bool:
         lambda x: isinstance(x, TensorType) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS))
 
 
-def crossing(t: KsType, role: str) -> Crossing:
-    side = "param" if role == "param" else "result"
+def crossing(t: KsType, role: CrossingRole) -> Crossing:
+    side: TorchSide = "param" if role == "param" else "result"
     if not _converts(t):
         return Crossing(t.cpp, "", py_type(t, side))  # strings and their tuples: pybind11 converts them
     if side == "param":
