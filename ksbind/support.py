@@ -90,11 +90,11 @@ SUPPORT_FUNCTIONS: tuple[SupportFunction, ...] = (
     SupportFunction(
         "cpu_capability", (), "str",
         *_same("The CPU capability the elementwise and vmap kernels run with: default, avx2 or avx512."),
-        kernels_only=True),
+        *_same("ksbind::cpu::selected_name"), kernels_only=True),
     SupportFunction(
         "cpu_capabilities", (), "list[str]",
         *_same("The CPU capabilities compiled into this module that this CPU runs, lowest first."),
-        kernels_only=True),
+        *_same("ksbind::cpu::usable_names"), kernels_only=True),
 )
 
 #: Names every generated module defines itself: a binding may not take them.

@@ -91,7 +91,7 @@ def test_context_describes_bindings_params_types_and_options() -> None:
     assert vrelu3.primal.symbol == "vrelu3$aT1f" and vrelu3.vjp.symbol == "sufrev$vrelu3$aT1f"
     assert f.vjp is None
     p = h.primal.params
-    assert [(x.py_name, x.ks_type, x.cpp_type, x.entry_type) for x in p] == [
+    assert [(x.py_name, str(x.ks_type), x.cpp_type, x.entry_type) for x in p] == [
         ("x", "Float", "ks::Float", "PyObject*"), ("y", "Float", "ks::Float", "PyObject*")]
     assert h.primal.extra["signature"] == "h(x: float, y: float) -> float"
     assert h.primal.result.cpp_type == "ks::Float" and h.primal.result.py_type == "float"

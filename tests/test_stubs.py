@@ -243,7 +243,7 @@ def test_stub_declares_the_support_table(target: TargetName) -> None:
     assert ("this thread's arena" in (ast.get_docstring(fns["allocator_top"]) or "")) == (arena == "thread")
 
 
-@pytest.mark.parametrize("target", ["ks", "python"])
+@pytest.mark.parametrize("target", ["ks", "python", "torch"])
 def test_module_registers_the_support_table(target: TargetName) -> None:
     """The generated module registers each support function from the table: its C++ function for the
     target's arena and its doc (the built modules' docstrings: test_stub_matches_the_built_modules)."""

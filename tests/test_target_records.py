@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from pathlib import Path
 
 import jinja2
@@ -223,3 +224,47 @@ def test_no_template_compares_target_names() -> None:
     assert not found, "ask the target record (ksbind/codegen/targets/record.py) and hand the template a " \
                       "value instead:\n" + "\n".join(found)
     assert set(TEMPLATES_EXEMPT) <= {p.name for p in TEMPLATES.glob("*.j2")}
+    # Every template a target renders is among those scanned (and so are the ones they extend or include).
+    assert {t for target in TARGETS.values() for plan in (target.files, target.single_file)
+            for t in plan.values()} <= {p.name for p in TEMPLATES.glob("*.j2")} - set(TEMPLATES_EXEMPT)
+
+
+#: The most lines of fixed text a built-in template may hold in a row: longer fixed C++ belongs in a
+#: header under ksbind/include/ksbind/, where it is compiled, read and tested as C++ (templates print
+#: what the target records decide; headers hold what never changes).
+MAX_FIXED_LINES = 8
+
+
+def longest_fixed_run(text: str) -> tuple[int, int]:
+    """The longest run of fixed lines (no Jinja2 expression or statement) in a template's text, and
+    the line it starts on. Comments are dropped first (they are no C++, and do not break a run);
+    blank lines neither count nor break one."""
+    text = re.sub(r"\{#.*?#\}", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    best, best_start, run, start = 0, 0, 0, 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if "{{" in line or "{%" in line:
+            run = 0
+        elif line.strip():
+            start = number if run == 0 else start
+            run += 1
+            if run > best:
+                best, best_start = run, start
+    return best, best_start
+
+
+def test_fixed_run_scan_counts_fixed_lines() -> None:
+    """The scan is not vacuous: fixed lines count, Jinja2 lines break a run, comments and blanks do not."""
+    assert longest_fixed_run("a\nb\n\nc\n{{ x }}\nd\n") == (3, 1)
+    assert longest_fixed_run("{% if x %}\na\n{# a\ncomment #}\nb\n{% endif %}\n") == (2, 2)
+    assert longest_fixed_run("{{ x }}\n") == (0, 0)
+
+
+def test_no_template_holds_a_long_run_of_fixed_cpp() -> None:
+    """Fixed C++ lives in headers; templates print values between short fixed lines."""
+    found = []
+    for path in sorted(TEMPLATES.glob("*.j2")):
+        run, start = longest_fixed_run(path.read_text(encoding="utf-8"))
+        if run > MAX_FIXED_LINES:
+            found.append(f"{path.name}:{start}: {run} fixed lines in a row")
+    assert not found, f"more than {MAX_FIXED_LINES} fixed lines in a row: move them into a header under " \
+                      "ksbind/include/ksbind/ (or compute them in the target record):\n" + "\n".join(found)

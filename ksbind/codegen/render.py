@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import sys
 import traceback
 import warnings
@@ -27,6 +26,7 @@ from ksbind.codegen.context import build_context
 from ksbind.codegen.targets import get_target
 from ksbind.errors import ConfigError, KsbindError, Location, TemplateError, closest, user_stacklevel
 from ksbind.inputs import note_tree
+from ksbind.lang.identifiers import cpp_string as cpp_string  # re-exported: the filter's function
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import KsType, parse_type
 from ksbind.settings import keyword_signature, pick, with_options
@@ -47,29 +47,6 @@ elif TYPE_CHECKING:  # 3.10: for type checkers only (typing.get_type_hints of th
     from typing_extensions import Unpack
 
 BUILTIN_TEMPLATES = Path(__file__).parent / "templates"
-
-
-_PLAIN = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII except " and \\
-
-
-def cpp_string(value: Any) -> str:
-    """A C++ string literal for any text: quotes, backslashes, control and non-ASCII escaped."""
-    text = str(value)
-    if _PLAIN.fullmatch(text):  # the common case, without the per-character loop
-        return f'"{text}"'
-    out = ['"']
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif " " <= ch <= "~":
-            out.append(ch)
-        else:
-            # Octal escapes of the UTF-8 bytes: unambiguous whatever follows.
-            out.extend(f"\\{b:03o}" for b in ch.encode("utf-8"))
-    out.append('"')
-    return "".join(out)
 
 
 def py_string(value: Any) -> str:

@@ -1,7 +1,7 @@
 """Strict checks for every name that ends up in generated C++ or Python.
 
 Nothing from a config or ks file reaches generated code unless it passed one
-of these checks or is escaped as a string literal (see ksbind.codegen.render.cpp_string).
+of these checks or is escaped as a string literal (cpp_string below; templates: its filter).
 """
 from __future__ import annotations
 
@@ -23,6 +23,29 @@ xor_eq final override import module
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # ksc symbols also use '$' (a GCC/Clang extension in identifiers).
 _KS_SYMBOL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+
+
+_PLAIN = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII except " and \\
+
+
+def cpp_string(value: object) -> str:
+    """A C++ string literal for any text: quotes, backslashes, control and non-ASCII escaped."""
+    text = str(value)
+    if _PLAIN.fullmatch(text):  # the common case, without the per-character loop
+        return f'"{text}"'
+    out = ['"']
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            # Octal escapes of the UTF-8 bytes: unambiguous whatever follows.
+            out.extend(f"\\{b:03o}" for b in ch.encode("utf-8"))
+    out.append('"')
+    return "".join(out)
 
 
 def identifier_problem(name: str) -> str | None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from ksbind.errors import BindingError
-from ksbind.lang.identifiers import identifier_problem
+from ksbind.lang.identifiers import cpp_string, identifier_problem
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import EMPTY_TUPLE, KsType, TensorType, TupleType
 from ksbind.spec import Binding, GilPolicy, Mode, ModuleOptions
@@ -38,7 +38,7 @@ class Crossing:
 class Param:
     name: str          # C++ parameter name of the entry point (arg0, arg1, ...)
     py_name: str       # keyword name from Python, used in error messages
-    ks_type: str       # canonical ks spelling
+    ks_type: KsType    # its ks type (prints as the canonical ks spelling)
     cpp_type: str      # the ks function's C++ type for it
     entry_type: str    # the entry point's C++ type for it
     converter: str     # see Crossing
@@ -68,7 +68,7 @@ class CallArg:
 
 @dataclass(frozen=True)
 class Result:
-    ks_type: str
+    ks_type: KsType    # the result's ks type (prints as the canonical ks spelling)
     cpp_type: str
     entry_type: str
     converter: str
@@ -103,7 +103,7 @@ class EntryPoint:
     #: The C++ the templates print, made from the fields above when first read (a replaced entry
     #: point makes its own); ``ksbind generate --dump-context`` shows them with the fields.
     DERIVED: ClassVar[tuple[str, ...]] = ("call_arg_list", "call", "probe_call", "param_list", "declaration",
-                                          "converted_ret")
+                                          "converted_ret", "py_arg_list", "logged_args", "call_site")
 
     @cached_property
     def call_arg_list(self) -> str:
@@ -136,6 +136,23 @@ class EntryPoint:
         """``ret`` (the ks result) as the entry point returns it."""
         return self.result.convert("ret")
 
+    @cached_property
+    def py_arg_list(self) -> str:
+        """``, pybind11::arg("x"), ...``: the keyword names a pybind11 ``m.def`` gives after the docstring."""
+        return "".join(f', pybind11::arg("{p.py_name}")' for p in self.params)
+
+    @cached_property
+    def logged_args(self) -> str:
+        """``<< ksbind::logged(arg0) << ", " ...``: the ks values a logged call prints (a ``std::cerr`` chain)."""
+        return '<< ", " '.join(f"<< ksbind::logged({p.ks_value}) " for p in self.params)
+
+    @cached_property
+    def call_site(self) -> str:
+        """The ``NAME_site`` declaration that names the binding and the ks function in a failure's
+        message (ksbind/ks_failure.h)."""
+        names = f"{cpp_string(self.name)}, {cpp_string(self.ks_name)}"
+        return f"static constexpr ksbind::CallSite {self.name}_site{{{names}}};"
+
     def call_with(self, alloc: str) -> str:
         """The ks call with ``alloc`` (a C++ ``ks::allocator*``) as its allocator."""
         return ks_call(self.symbol, alloc, [a.cpp for a in self.call_args])
@@ -152,8 +169,12 @@ def release_gil_cpp(e: EntryPoint, always: bool) -> str:
     return f"ksbind::large_call({', '.join(p.ks_value for p in e.params)})"
 
 
+#: Which way a value crosses: an argument in, a result out, or a vjp's gradients out.
+CrossingRole = Literal["param", "result", "gradient"]
+
+
 class CrossingRule(Protocol):
-    def __call__(self, t: KsType, role: str) -> Crossing: ...
+    def __call__(self, t: KsType, role: CrossingRole) -> Crossing: ...
 
 
 def primal_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
@@ -205,15 +226,15 @@ def _py_names(d: FunctionDecl) -> list[str]:
 def _param(i: int, py_name: str, t: KsType, crossing: CrossingRule) -> Param:
     c = crossing(t, "param")
     name = f"arg{i}"
-    return Param(name=name, py_name=py_name, ks_type=str(t), cpp_type=t.cpp, entry_type=c.entry_type,
+    return Param(name=name, py_name=py_name, ks_type=t, cpp_type=t.cpp, entry_type=c.entry_type,
                  converter=c.converter, ks_value=f"{name}_ks" if c.converter else name,
                  py_type=c.py_type, differentiable=t.tangent != EMPTY_TUPLE)
 
 
-def _result(t: KsType, crossing: CrossingRule, role: str = "result") -> Result:
+def _result(t: KsType, crossing: CrossingRule, role: CrossingRole = "result") -> Result:
     c = crossing(t, role)
     holds_tensor = t.contains(lambda x: isinstance(x, TensorType))
-    return Result(ks_type=str(t), cpp_type=t.cpp, entry_type=c.entry_type, converter=c.converter,
+    return Result(ks_type=t, cpp_type=t.cpp, entry_type=c.entry_type, converter=c.converter,
                   py_type=c.py_type, holds_tensor=holds_tensor)
 
 
@@ -234,5 +255,6 @@ def entry_points_for(bindings: list[Binding], crossing: CrossingRule) -> list[En
     return out
 
 
-__all__ = ["runtime_copy_import", "Crossing", "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
+__all__ = ["runtime_copy_import", "Crossing", "CrossingRole", "CrossingRule",
+           "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
            "entry_points_for", "ks_call", "release_gil_cpp"]

@@ -31,11 +31,12 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
-from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
+from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
+from ksbind.lang.identifiers import cpp_string
 from ksbind.lang.model import FunctionDecl
-from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType, parse_type
+from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 
 NAME: TargetName = "jax"
@@ -100,19 +101,41 @@ def unsupported_reason(t: KsType) -> str | None:
     return None
 
 
-def tree(t: KsType, extra: int = 0) -> dict[str, Any]:
+#: A value's place in its pytree: no array at all (``()``), one array, or a tuple of them.
+JaxTreeKind = Literal["empty", "leaf", "tuple"]
+
+
+@dataclass(frozen=True)
+class JaxTree:
+    """The pytree a value is in Python: each leaf an array of ``dtype`` and ``rank``."""
+
+    kind: JaxTreeKind
+    dtype: str = ""     # leaf: float32, int32 or bool
+    rank: int = 0       # leaf
+    parts: tuple[JaxTree, ...] = ()  # tuple
+
+    def plain(self) -> dict[str, object]:
+        """The tree as the wrapper's ``BINDINGS`` spells it (ksbind/backend/jax_runtime.py reads it)."""
+        if self.kind == "leaf":
+            return {"kind": self.kind, "dtype": self.dtype, "rank": self.rank}
+        if self.kind == "tuple":
+            return {"kind": self.kind, "parts": [p.plain() for p in self.parts]}
+        return {"kind": self.kind}
+
+
+def tree(t: KsType, extra: int = 0) -> JaxTree:
     """The pytree a value of type t is in Python, with each leaf's dtype and rank
     (``extra``: leading row axes of the tensors of tensors or tuples around it)."""
     if holds_no_scalar(t):
-        return {"kind": "empty"}
+        return JaxTree("empty")
     if isinstance(t, ScalarType):
-        return {"kind": "leaf", "dtype": DTYPES[t.name], "rank": extra}
+        return JaxTree("leaf", DTYPES[t.name], extra)
     if isinstance(t, TensorType) and isinstance(t.element, ScalarType):
-        return {"kind": "leaf", "dtype": DTYPES[t.element.name], "rank": t.rank + extra}
+        return JaxTree("leaf", DTYPES[t.element.name], t.rank + extra)
     if isinstance(t, TensorType):
         return tree(t.element, extra + 1)
     if isinstance(t, TupleType):
-        return {"kind": "tuple", "parts": [tree(e, extra) for e in t.elements]}
+        return JaxTree("tuple", parts=tuple(tree(e, extra) for e in t.elements))
     raise AssertionError(f"no jax tree for {t}")
 
 
@@ -126,7 +149,7 @@ def py_type(t: KsType) -> str:
     return "jax.Array"
 
 
-def crossing(t: KsType, role: str) -> Crossing:
+def crossing(t: KsType, role: CrossingRole) -> Crossing:
     """The handlers read and write XLA's buffers themselves (``ksbind/jax.h``):
     entry points take the ks values as they are."""
     return Crossing(entry_type=t.cpp, converter="", py_type=py_type(t))
@@ -198,7 +221,7 @@ class JaxEntry:
     fixed: tuple[tuple[str, str, str], ...] = ()
     #: The params as the templates print them after `alloc` (each item after ", "), made from
     #: ``params`` when first read; ``--dump-context`` shows them with the fields.
-    DERIVED: ClassVar[tuple[str, ...]] = ("param_list", "arg_list", "type_list")
+    DERIVED: ClassVar[tuple[str, ...]] = ("param_list", "arg_list", "type_list", "py_name_list", "fixed_decls")
 
     @cached_property
     def param_list(self) -> str:
@@ -209,6 +232,16 @@ class JaxEntry:
     def arg_list(self) -> str:
         """``, n, ...``: the names, as arguments."""
         return "".join(f", {n}" for _, n in self.params)
+
+    @cached_property
+    def py_name_list(self) -> str:
+        """``"x", "y"``: the Python names as C++ strings (for messages)."""
+        return ", ".join(cpp_string(n) for n in self.py_names)
+
+    @cached_property
+    def fixed_decls(self) -> str:
+        """`` const T n = v;`` per fixed argument: declared before the ks call."""
+        return "".join(f" const {t} {n} = {v};" for t, n, v in self.fixed)
 
     @cached_property
     def type_list(self) -> str:
@@ -237,22 +270,59 @@ def _jacobian_entry(vjp: EntryPoint, result_type: KsType) -> JaxEntry:
                    fixed=((dret[0], dret[1], "1.0f"),))
 
 
-def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) -> dict[str, Any]:
+@dataclass(frozen=True)
+class JaxParam:
+    """One argument as the wrapper sees it."""
+
+    name: str            # its Python name
+    ks: str              # its ks type's spelling (for messages)
+    tree: JaxTree
+    batched: bool        # vmap: mapped over its leading axis
+    differentiable: bool  # it holds a Float
+
+    def plain(self) -> dict[str, object]:
+        return {"name": self.name, "ks": self.ks, "tree": self.tree.plain(), "batched": self.batched,
+                "differentiable": self.differentiable}
+
+
+@dataclass(frozen=True)
+class JaxBinding:
+    """What ksbind/backend/jax_runtime.py needs to define one binding's function."""
+
+    name: str
+    ks_name: str
+    mode: Mode
+    signature: str
+    params: tuple[JaxParam, ...]
+    result: JaxTree
+    result_shape: str | None
+    handler: str
+    probe: str | None
+    vjp: str | None
+    vjp_handler: str | None
+    jacobian_handler: str | None
+    vjp_result: JaxTree | None
+
+    def plain(self) -> dict[str, object]:
+        """The binding as the wrapper's ``BINDINGS`` spells it: plain values only."""
+        return {"name": self.name, "ks_name": self.ks_name, "mode": self.mode, "signature": self.signature,
+                "params": [p.plain() for p in self.params], "result": self.result.plain(),
+                "result_shape": self.result_shape, "handler": self.handler, "probe": self.probe, "vjp": self.vjp,
+                "vjp_handler": self.vjp_handler, "jacobian_handler": self.jacobian_handler,
+                "vjp_result": self.vjp_result.plain() if self.vjp_result else None}
+
+
+def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) -> JaxBinding:
     d = b.decl
-    params = []
-    for p, t in zip(primal.params, d.params):
-        batched = b.mode == "vmap" and _tensor_of_scalars(t)
-        params.append({"name": p.py_name, "ks": str(t), "tree": tree(t), "batched": batched,
-                       "differentiable": t.contains(lambda x: x == FLOAT)})
+    params = tuple(JaxParam(p.py_name, str(t), tree(t), b.mode == "vmap" and _tensor_of_scalars(t),
+                            t.contains(lambda x: x == FLOAT)) for p, t in zip(primal.params, d.params))
     vjp = entries.get(b.vjp_name) if b.vjp_name else None
-    return {
-        "name": b.name, "ks_name": str(d.name), "mode": b.mode, "signature": d.signature,
-        "params": params, "result": tree(d.return_type), "result_shape": b.result_shape,
-        "handler": entries[b.name].handler, "probe": entries[b.name].probe,
-        "vjp": b.vjp_name, "vjp_handler": vjp.handler if vjp else None,
-        "jacobian_handler": entries[f"{b.vjp_name}_jacobian"].handler if vjp and b.mode == "elementwise" else None,
-        "vjp_result": tree(b.vjp_decl.return_type) if b.vjp_decl else None,
-    }
+    return JaxBinding(
+        name=b.name, ks_name=str(d.name), mode=b.mode, signature=d.signature, params=params,
+        result=tree(d.return_type), result_shape=b.result_shape, handler=entries[b.name].handler,
+        probe=entries[b.name].probe, vjp=b.vjp_name, vjp_handler=vjp.handler if vjp else None,
+        jacobian_handler=entries[f"{b.vjp_name}_jacobian"].handler if vjp and b.mode == "elementwise" else None,
+        vjp_result=tree(b.vjp_decl.return_type) if b.vjp_decl else None)
 
 
 def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
@@ -274,7 +344,8 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     return {
         "entry_points": entries,
         "jax_entries": list(jax_entries.values()),
-        "jax_bindings_literal": pprint.pformat(infos, indent=1, width=110, sort_dicts=False),
+        "jax_bindings": infos,
+        "jax_bindings_literal": pprint.pformat([i.plain() for i in infos], indent=1, width=110, sort_dicts=False),
         **wrapper_imports(options),
     }
 
@@ -282,7 +353,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
 def _moded(e: EntryPoint, b: Binding) -> EntryPoint:
     """Stubs: every array argument is a jax.Array (a Python number too for a scalar)."""
     params = tuple(replace(p, py_type="jax.Array | float" if p.py_type == "jax.Array" and
-                           parse_type(p.ks_type) == FLOAT else p.py_type) for p in e.params)
+                           p.ks_type == FLOAT else p.py_type) for p in e.params)
     return replace(e, params=params)
 
 
@@ -304,5 +375,6 @@ TARGET = Target(
 
 
 __all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "LIB_SUFFIX", "OLDEST_JAXLIB", "crossing", "tree", "py_type",
+           "JaxTree", "JaxParam", "JaxBinding",
            "check_binding", "crossing_problem", "extra_context", "lib_name", "unsupported_reason", "JaxEntry",
            "RUNTIME_SUFFIX", "runtime_module_name", "wrapper_imports"]

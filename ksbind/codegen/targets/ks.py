@@ -6,7 +6,7 @@ per ``tensor_types`` (plus every tensor type a binding uses).
 """
 from __future__ import annotations
 
-from ksbind.codegen.targets.common import Crossing
+from ksbind.codegen.targets.common import Crossing, CrossingRole
 from ksbind.codegen.targets.record import Target
 from ksbind.lang.types import KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import TargetName
@@ -37,7 +37,7 @@ def py_type(t: KsType, param: bool = False) -> str:
     return "object"
 
 
-def crossing(t: KsType, role: str) -> Crossing:
+def crossing(t: KsType, role: CrossingRole) -> Crossing:
     return Crossing(entry_type=t.cpp, converter="", py_type=py_type(t, param=role == "param"))
 
 

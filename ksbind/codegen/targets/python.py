@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for
+from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for
 from ksbind.codegen.targets.ks import SCALAR_PY
 from ksbind.codegen.targets.record import Target
 from ksbind.lang.types import KsType, ScalarType, TensorType, TupleType
@@ -43,7 +43,7 @@ def py_type(t: KsType) -> str:
 NATIVE_RESULTS = frozenset({"Float", "Integer", "Bool"})
 
 
-def crossing(t: KsType, role: str) -> Crossing:
+def crossing(t: KsType, role: CrossingRole) -> Crossing:
     """Every ks type crosses as a Python object converted in C++ (ksbind/include/ksbind/python.h):
     ``from_py<T>`` checks and copies a parameter (a borrowed ``PyObject*``) into the
     arena, naming the argument in errors; ``to_py`` copies a result (or gradient)

@@ -20,21 +20,22 @@ by ``extra_context`` here (see ksbind/torch_runtime.py).
 from __future__ import annotations
 
 import pprint
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal, cast
+from functools import cached_property
+from typing import Any, ClassVar, Literal, cast
 
-from ksbind.codegen.targets.common import Crossing, EntryPoint, entry_points_for, runtime_copy_import
+from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for, runtime_copy_import
 from ksbind.codegen.targets.ks import SCALAR_PY
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError, warn
+from ksbind.lang.identifiers import cpp_string
 from ksbind.lang.types import (
     FLOAT,
     KsType,
     ScalarType,
     TensorType,
     TupleType,
-    parse_type,
 )
 from ksbind.spec import TENSOR_ELEMENTS, Binding, Mode, ModuleOptions, TargetName
 
@@ -85,6 +86,10 @@ def wrapper_imports(options: ModuleOptions) -> dict[str, str]:
 #   a type holding no scalar at all        std::tuple<> (the tangent of discrete values: ``()``)
 #   (Tuple ...)                            std::tuple of the elements' entry types
 
+#: An entry point's side of a crossing: what it takes (a parameter) or returns (a result or gradients).
+TorchSide = Literal["param", "result"]
+
+
 def is_scalar_tensor(t: KsType) -> bool:
     return isinstance(t, TensorType) and isinstance(t.element, ScalarType) and t.element.name in TENSOR_ELEMENTS
 
@@ -127,7 +132,7 @@ def unsupported_reason(t: KsType) -> str | None:
     return None
 
 
-def py_type(t: KsType, role: str = "param") -> str:
+def py_type(t: KsType, role: TorchSide = "param") -> str:
     if holds_no_scalar(t):
         return "tuple[()]"
     if isinstance(t, ScalarType):
@@ -147,7 +152,7 @@ def py_type(t: KsType, role: str = "param") -> str:
     return "object"
 
 
-def entry_type(t: KsType, role: str = "param") -> str:
+def entry_type(t: KsType, role: TorchSide = "param") -> str:
     """The C++ type an entry point takes (role "param") or returns for t (pybind11 converts it)."""
     if holds_no_scalar(t):
         return "std::tuple<>"
@@ -172,8 +177,8 @@ def _converts(t: KsType) -> bool:
         lambda x: isinstance(x, TensorType) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS))
 
 
-def crossing(t: KsType, role: str) -> Crossing:
-    side = "param" if role == "param" else "result"
+def crossing(t: KsType, role: CrossingRole) -> Crossing:
+    side: TorchSide = "param" if role == "param" else "result"
     if not _converts(t):
         return Crossing(t.cpp, "", py_type(t, side))  # strings and their tuples: pybind11 converts them
     if side == "param":
@@ -221,6 +226,13 @@ def check_binding(b: Binding) -> None:
 
 #: How the wrapper passes an argument: a tensor (viewed), a nested list of tensors, a list, a scalar, a tuple.
 TorchParamKind = Literal["tensor", "nested", "list", "scalar", "tuple"]
+#: What a result is in Python: a tensor, one stacked tensor (or a list when ragged), ``()``, a list,
+#: a tuple, or a Python scalar (a string).
+TorchResultKind = Literal["tensor", "nested", "empty", "list", "tuple", "scalar"]
+
+
+def _joined(items: Iterable[str]) -> str:
+    return ", ".join(items)
 
 
 @dataclass(frozen=True)
@@ -237,9 +249,16 @@ class TorchParam:
     schema: str          # torch.library schema type
     rank: int            # rank of the (stacked) tensor (0 for scalars)
 
+    @property
+    def converted(self) -> bool:
+        """The entry point converts it into a ks value of its own (``ks_value``, not ``name``)."""
+        return self.ks_value != self.name
+
 
 @dataclass(frozen=True)
 class TorchEntry:
+    """One entry point as the mode loops (torch_entry_points.cpp.j2) print it."""
+
     name: str
     mode: Mode
     is_vjp: bool
@@ -247,21 +266,102 @@ class TorchEntry:
     result_cpp: str      # ks C++ type of what the ks function returns
     out_count: int       # elementwise: outputs per element
     out_is_tuple: bool
+    call: str = ""       # the ks call, with ``alloc`` as its allocator (the loops' own)
+    #: The C++ lists the loops print, made from the fields when first read (``--dump-context`` shows them).
+    DERIVED: ClassVar[tuple[str, ...]] = ("param_addresses", "py_name_list", "float_params", "out_names",
+                                          "out_pointers", "batch_sizes", "step_elements")
+
+    @cached_property
+    def param_addresses(self) -> str:
+        """``&arg0, &arg1``: the elementwise loop's inputs."""
+        return _joined(f"&{p.name}" for p in self.params)
+
+    @cached_property
+    def py_name_list(self) -> str:
+        """``"x", "y"``: the arguments' Python names as C++ strings (for messages)."""
+        return _joined(cpp_string(p.py_name) for p in self.params)
+
+    @cached_property
+    def float_params(self) -> str:
+        """``, ks::Float arg0, ...``: the elementwise lambda's parameters after its allocator."""
+        return "".join(f", ks::Float {p.ks_value}" for p in self.params)
+
+    @cached_property
+    def out_names(self) -> str:
+        """``out0, out1``: the elementwise outputs."""
+        return _joined(f"out{k}" for k in range(self.out_count))
+
+    @cached_property
+    def out_pointers(self) -> str:
+        """``out0.data_ptr<float>(), ...``: where the elementwise loop writes."""
+        return _joined(f"out{k}.data_ptr<float>()" for k in range(self.out_count))
+
+    @cached_property
+    def batch_sizes(self) -> str:
+        """``{ arg0_b.batch, "x" }, ...``: each batched argument's leading size, named (vmap)."""
+        return _joined(f"{{ {p.name}_b.batch, {cpp_string(p.py_name)} }}" for p in self.params if p.batched)
+
+    @cached_property
+    def step_elements(self) -> str:
+        """``arg0_b.step_elements(), ...``: the elements one step reads (vmap)."""
+        return _joined(f"{p.name}_b.step_elements()" for p in self.params if p.batched)
+
+
+@dataclass(frozen=True)
+class TorchResult:
+    """What the wrapper (fake implementations, autograd) knows of a result: a tree of these."""
+
+    kind: TorchResultKind
+    dtype: str = ""      # tensor, nested: the torch dtype's name (float32, int32, bool)
+    rank: int = -1       # tensor, nested: its rank (-1: any, an elementwise result)
+    element: TorchResult | None = None   # list: its elements
+    parts: tuple[TorchResult, ...] = ()  # tuple: its elements
+    type: str = ""       # scalar: its ks type
+
+    def plain(self) -> dict[str, object]:
+        """The result as the wrapper's ``BINDINGS`` spells it (ksbind/torch_runtime.py reads it)."""
+        if self.kind in ("tensor", "nested"):
+            return {"kind": self.kind, "dtype": self.dtype, "rank": self.rank}
+        if self.kind == "list" and self.element is not None:
+            return {"kind": self.kind, "element": self.element.plain()}
+        if self.kind == "tuple":
+            return {"kind": self.kind, "parts": [p.plain() for p in self.parts]}
+        if self.kind == "scalar":
+            return {"kind": self.kind, "type": self.type}
+        return {"kind": self.kind}
+
+
+@dataclass(frozen=True)
+class TorchWrapperParam:
+    """One argument as the wrapper sees it (ksbind/torch_runtime.py)."""
+
+    name: str            # its Python name
+    kind: TorchParamKind
+    differentiable: bool
+    batched: bool
+    schema: str
+    rank: int
 
 
 @dataclass(frozen=True)
 class TorchBinding:
-    """What ksbind/torch_runtime.py needs to wrap one binding (plain values only)."""
+    """What ksbind/torch_runtime.py needs to wrap one binding."""
 
     name: str
     vjp: str | None
     mode: Mode
-    params: tuple[dict[str, Any], ...]
-    result: dict[str, Any]
+    params: tuple[TorchWrapperParam, ...]
+    result: TorchResult
     autograd: bool
     op: bool             # registered as a torch.library op
     schema: str | None
     vjp_schema: str | None
+
+    def plain(self) -> dict[str, object]:
+        """The binding as the wrapper's ``BINDINGS`` spells it: plain values only."""
+        return {"name": self.name, "vjp": self.vjp, "mode": self.mode, "params": tuple(asdict(p) for p in self.params),
+                "result": self.result.plain(), "autograd": self.autograd, "op": self.op, "schema": self.schema,
+                "vjp_schema": self.vjp_schema}
 
 
 def _param_kind(t: KsType) -> TorchParamKind:
@@ -282,7 +382,7 @@ def _torch_params(e: EntryPoint, mode: Mode, as_op: bool) -> tuple[TorchParam, .
     """as_op: the binding is a torch.library op, whose schema differentiates tensors only."""
     out = []
     for p in e.params:
-        t = parse_type(p.ks_type)
+        t = p.ks_type
         kind = _param_kind(t)
         batched = mode == "vmap" and (kind == "tensor" or (e.is_vjp and p is e.params[-1]))
         if mode == "elementwise":
@@ -315,38 +415,37 @@ def _mode_entry_type(t: KsType, mode: Mode) -> str:
     return entry_type(t)
 
 
-def _result_info(t: KsType, mode: Mode) -> dict[str, Any]:
+def _result_info(t: KsType, mode: Mode) -> TorchResult:
     """What the wrapper (fake implementations, autograd) needs to know of a result."""
-    def one(x: KsType) -> dict[str, Any]:
+    def one(x: KsType) -> TorchResult:
         if mode != "plain" and (isinstance(x, TensorType) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS)):
             rank = (x.rank if isinstance(x, TensorType) else 0) + (1 if mode == "vmap" else 0)
-            element = x.element.name if isinstance(x, TensorType) else x.name  # type: ignore[attr-defined]
-            return {"kind": "tensor", "dtype": TORCH_DTYPES[element], "rank": rank if mode == "vmap" else -1}
+            return TorchResult("tensor", TORCH_DTYPES[leaf_element(x)], rank if mode == "vmap" else -1)
         if holds_no_scalar(x):
-            return {"kind": "empty"}
+            return TorchResult("empty")
         if is_scalar_tensor(x) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS):
-            return {"kind": "tensor", "dtype": TORCH_DTYPES[leaf_element(x)], "rank": stacked_rank(x)}
+            return TorchResult("tensor", TORCH_DTYPES[leaf_element(x)], stacked_rank(x))
         if is_nested_tensor(x):  # one stacked tensor, or a list when ragged
-            return {"kind": "nested", "dtype": TORCH_DTYPES[leaf_element(x)], "rank": stacked_rank(x)}
+            return TorchResult("nested", TORCH_DTYPES[leaf_element(x)], stacked_rank(x))
         if isinstance(x, TensorType):
-            return {"kind": "list", "element": one(x.element)}
+            return TorchResult("list", element=one(x.element))
         if isinstance(x, TupleType):
-            return {"kind": "tuple", "parts": [one(e) for e in x.elements]}
-        return {"kind": "scalar", "type": str(x)}
+            return TorchResult("tuple", parts=tuple(one(e) for e in x.elements))
+        return TorchResult("scalar", type=str(x))
     return one(t)
 
 
-def _schema_type(info: dict[str, Any]) -> str | None:
+def _schema_type(info: TorchResult) -> str | None:
     """The torch.library schema of a result, or None where a schema cannot say it."""
-    if info["kind"] in ("tensor", "nested"):
+    if info.kind in ("tensor", "nested"):
         return "Tensor"
-    if info["kind"] == "tuple" and info["parts"]:
-        parts = [_schema_type(p) for p in info["parts"]]
+    if info.kind == "tuple" and info.parts:
+        parts = [_schema_type(p) for p in info.parts]
         return None if None in parts else "(" + ", ".join(p for p in parts if p) + ")"
     return None
 
 
-def library_problem(b: Binding, params: Sequence[TorchParam], result: dict[str, Any]) -> str | None:
+def library_problem(b: Binding, params: Sequence[TorchParam], result: TorchResult) -> str | None:
     """Why torch.library cannot express binding b as an op, or None."""
     for p in params:
         if not p.schema:
@@ -380,26 +479,27 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             parts = rt.elements if isinstance(rt, TupleType) else (rt,)
             torch_entries[e.name] = TorchEntry(
                 name=e.name, mode=b.mode, is_vjp=e.is_vjp, params=_torch_params(e, b.mode, as_op),
-                result_cpp=rt.cpp, out_count=len(parts), out_is_tuple=isinstance(rt, TupleType))
+                result_cpp=rt.cpp, out_count=len(parts), out_is_tuple=isinstance(rt, TupleType),
+                call=e.call_with("alloc"))
         primal = torch_entries[b.name]
-        params = tuple({"name": p.py_name, "kind": p.kind, "differentiable": p.differentiable,
-                        "batched": p.batched, "schema": p.schema, "rank": p.rank} for p in primal.params)
+        params = tuple(TorchWrapperParam(p.py_name, p.kind, p.differentiable, p.batched, p.schema, p.rank)
+                       for p in primal.params)
         if b.mode == "plain":  # any result: scalars are 0-dim tensors, nested and tuple results flatten
             differentiable_result = True
         else:
-            differentiable_result = result["kind"] == "tensor" and result.get("dtype") == "float32"
-        autograd = b.vjp_name is not None and differentiable_result and any(p["differentiable"] for p in params)
+            differentiable_result = result.kind == "tensor" and result.dtype == "float32"
+        autograd = b.vjp_name is not None and differentiable_result and any(p.differentiable for p in params)
         if as_op and autograd:  # the op's backward needs a float result to take a gradient of
-            result_parts: list[dict[str, Any]] = result["parts"] if result["kind"] == "tuple" else [result]
-            autograd = any(part.get("dtype") == "float32" for part in result_parts)
+            result_parts = result.parts if result.kind == "tuple" else (result,)
+            autograd = any(part.dtype == "float32" for part in result_parts)
         schema = vjp_schema = None
         if as_op:
-            args = ", ".join(f"{p['schema']} {p['name']}" for p in params)
+            args = ", ".join(f"{p.schema} {p.name}" for p in params)
             schema = f"({args}) -> {_schema_type(result)}"
             if autograd:
-                grads = [p for p in params if p["differentiable"]]
+                grads = [p for p in params if p.differentiable]
                 outs = "Tensor" if len(grads) == 1 else "(" + ", ".join("Tensor" for _ in grads) + ")"
-                dret = "Tensor[]" if result["kind"] == "tuple" else "Tensor"
+                dret = "Tensor[]" if result.kind == "tuple" else "Tensor"
                 vjp_schema = f"({args}, {dret} dret) -> {outs}"
         infos.append(TorchBinding(b.name, b.vjp_name, b.mode, params, result, autograd, as_op, schema, vjp_schema))
     # torch.library ops carry their own autograd and batching rule: no routing to a
@@ -426,7 +526,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
                                       f"{e.result.py_type}" for name, e in moded.items()},
         # The bindings the wrapper exports as torch.library ops (help() gets their stub signature).
         "torch_op_names": [i.name for i in infos if i.op],
-        "torch_bindings_literal": pprint.pformat([asdict(i) for i in infos], indent=1, width=110, sort_dicts=False),
+        "torch_bindings_literal": pprint.pformat([i.plain() for i in infos], indent=1, width=110, sort_dicts=False),
         "ext_name": ext_name(options.name),
         **wrapper_imports(options),
     }
@@ -438,7 +538,7 @@ def _moded_entry(e: EntryPoint, te: TorchEntry) -> EntryPoint:
     params = tuple(replace(p, py_type="torch.Tensor") if te.mode == "elementwise" or tp.batched else p
                    for p, tp in zip(e.params, te.params))
     result = e.result
-    rt = parse_type(result.ks_type)
+    rt = result.ks_type
     if isinstance(rt, TupleType):
         py = "tuple[" + ", ".join("tuple[()]" if x == TupleType(()) else "torch.Tensor" for x in rt.elements) + "]"
     else:
@@ -458,6 +558,18 @@ class AutogradSlot:
     # C++ names of all parameters: a tensor of torch.func's (vmap, grad) in any
     # of them routes the call to the Function too, whatever grad mode says.
     tensor_params: tuple[str, ...] = ()
+    #: The C++ the module prints, made from the fields when first read (``--dump-context`` shows it).
+    DERIVED: ClassVar[tuple[str, ...]] = ("condition",)
+
+    @cached_property
+    def condition(self) -> str:
+        """The C++ bool expression under which the call goes to the Function."""
+        tt = "ksbind::torch_target::"
+        func = f"({tt}functorch_active() && ({' || '.join(f'{tt}functorch_wrapped({n})' for n in self.tensor_params)}))"
+        if not self.grad_params:
+            return func
+        grad = " || ".join(f"{tt}requires_grad({n})" for n in self.grad_params)
+        return f"(c10::GradMode::is_enabled() && ({grad})) || {func}"
 
 
 @dataclass(frozen=True)
@@ -466,24 +578,46 @@ class EntrySignature:
 
     result: str
     params: tuple[tuple[str, str], ...]  # (entry type, name)
+    name: str = ""                       # the entry point's C++ name
+    #: The C++ the templates print, made from the fields when first read (``--dump-context`` shows them).
+    DERIVED: ClassVar[tuple[str, ...]] = ("param_list", "arg_list", "moved_arg_list", "declaration")
+
+    @cached_property
+    def param_list(self) -> str:
+        """``T arg0, U arg1``: the C++ parameters."""
+        return _joined(f"{t} {n}" for t, n in self.params)
+
+    @cached_property
+    def arg_list(self) -> str:
+        """``arg0, arg1``: the parameters passed on."""
+        return _joined(n for _, n in self.params)
+
+    @cached_property
+    def moved_arg_list(self) -> str:
+        """``std::move(arg0), ...``: the parameters moved on."""
+        return _joined(f"std::move({n})" for _, n in self.params)
+
+    @cached_property
+    def declaration(self) -> str:
+        """Its C++ signature: result type, name, parameters."""
+        return f"{self.result} {self.name}({self.param_list})"
 
 
 def _entry_signature(te: TorchEntry, e: EntryPoint, b_mode: Mode) -> EntrySignature:
     if b_mode == "plain":
-        return EntrySignature(e.result.entry_type, tuple((p.entry_type, p.name) for p in e.params))
+        return EntrySignature(e.result.entry_type, tuple((p.entry_type, p.name) for p in e.params), e.name)
     params = []
     for p, tp in zip(e.params, te.params):
-        t = parse_type(p.ks_type)
         batched = b_mode == "elementwise" or tp.batched
-        params.append((_mode_entry_type(t, b_mode) if batched else entry_type(t), p.name))
-    return EntrySignature(_mode_entry_type(parse_type(e.result.ks_type), b_mode), tuple(params))
+        params.append((_mode_entry_type(p.ks_type, b_mode) if batched else entry_type(p.ks_type), p.name))
+    return EntrySignature(_mode_entry_type(e.result.ks_type, b_mode), tuple(params), e.name)
 
 
 TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
     build="torch", tensors="torch.Tensor", release_gil_always=True, stub_imports=("import torch",),
     torch_library=True, compiled_name=ext_name, runtime_copy="{module}" + RUNTIME_SUFFIX + ".py",
-    runtime_source="torch_runtime.py",
+    runtime_source="torch_runtime.py", cpu_kernels=True,
 )
 
 

@@ -37,6 +37,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #ifndef KSBIND_CPU_DISPATCH
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
@@ -161,6 +162,18 @@ inline std::string configure_from_env() {
     Capability c = detail::from_env(&warning);
     detail::selected.store(static_cast<int>(c), std::memory_order_relaxed);
     return warning;
+}
+
+// The support functions cpu_capability() and cpu_capabilities() (ksbind/support.py's
+// table names them): the capability the kernels run with, and those this module
+// has compiled that this CPU runs, lowest first.
+inline std::string selected_name() { return name(selected()); }
+
+inline std::vector<std::string> usable_names() {
+    std::vector<std::string> names;
+    for (int i = 0; i < capability_count; ++i)
+        if (usable(static_cast<Capability>(i))) names.push_back(capability_names[i]);
+    return names;
 }
 
 // Force a capability by name (tests, benchmarks). Returns a warning when it

@@ -248,6 +248,24 @@ inline PyModuleDef* with_slots(PyModuleDef* def, PyModuleDef_Slot* slots, int (*
     return def;
 }
 
+// The module's definition: its name, docstring and method table; no per-module
+// state, and its slots are set by with_slots at import. A value to copy into the
+// module's static PyModuleDef.
+inline PyModuleDef module_def(const char* name, const char* doc, PyMethodDef* methods) {
+    PyModuleDef def = {
+        PyModuleDef_HEAD_INIT,
+        name,
+        doc,
+        0,
+        methods,
+        nullptr,  // m_slots: set by with_slots
+        nullptr,
+        nullptr,
+        nullptr,
+    };
+    return def;
+}
+
 }  // namespace python
 }  // namespace ksbind
 

@@ -7,9 +7,13 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <ksbind/call_arena.h>
+#include <ksbind/cpu_capability.h>
 #include <ksbind/pybind_numbers.h>
 #include <ksbind/torch.h>
 
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -70,3 +74,40 @@ struct type_caster<ksbind::torch_target::Nested<Inner>> {
 
 }  // namespace detail
 }  // namespace pybind11
+
+// ------------------------------------------------------------ module setup
+
+namespace ksbind {
+namespace torch_target {
+
+// A CPU-capability message (a fallback to a lower capability) as a RuntimeWarning.
+inline void warn_capability(const std::string& text) {
+    if (!text.empty() && PyErr_WarnEx(PyExc_RuntimeWarning, text.c_str(), 1) < 0) throw pybind11::error_already_set();
+}
+
+// Module init, after the support functions (ksbind/support.py) are registered: apply
+// the config's arena size and logging to each thread's arena (ksbind/call_arena.h;
+// KSBIND_ARENA_BYTES wins), choose which compiled copy of the elementwise and vmap
+// loops runs (ksbind/cpu_capability.h: KSBIND_CPU_CAPABILITY or the best this CPU
+// runs), and register _set_cpu_capability, which tests and benchmarks switch it with.
+// A bad environment value fails the import with a ValueError naming it.
+inline void configure_module(pybind11::module_& m, size_t arena_bytes, bool logging) {
+    try {
+        ksbind::arenas::configure(arena_bytes, logging);
+        warn_capability(ksbind::cpu::configure_from_env());
+    } catch (const std::invalid_argument& e) {
+        throw pybind11::value_error(e.what());
+    }
+    m.def("_set_cpu_capability", [](const std::string& name) {
+        try {
+            warn_capability(ksbind::cpu::select(name));
+        } catch (const std::invalid_argument& e) {
+            throw pybind11::value_error(e.what());
+        }
+        return ksbind::cpu::selected_name();
+    }, "Run the kernels with another CPU capability (tests, benchmarks); returns the one used "
+       "(a lower one, with a RuntimeWarning, when this CPU lacks it).", pybind11::arg("name"));
+}
+
+}  // namespace torch_target
+}  // namespace ksbind
