@@ -8,8 +8,9 @@
 //
 // Float: float or int (not bool, not str). Integer: int (or anything with
 // __index__), not bool, must fit in 32 bits. Bool: bool only. String: str.
-// (The pybind11 targets take bools and __int__ too, as pybind11 does; the
-// ranges and their messages are shared: ksbind/pybind_numbers.h.)
+// (The pybind11 targets take bools and __int__ too, as pybind11 does:
+// ksbind/pybind_numbers.h; the ranges and messages are shared:
+// ksbind/number_ranges.h.)
 // Tuple: a tuple or list of exactly the right length. Tensor N T: nested
 // lists/tuples (or any sequence, e.g. a numpy array), N levels deep and
 // rectangular; elements that are themselves tensors may differ in size
