@@ -155,3 +155,17 @@ def test_cpp_hidden_is_defined_once() -> None:
         text = h.read_text()
         if "KSBIND_HIDDEN" in text and h.name != "entry_points.h":
             assert "#include <ksbind/entry_points.h>" in text, h.name
+
+
+def test_cpp_types_are_defined_once() -> None:
+    """Each C++ struct or class (a primary definition, not a specialization or a forward
+    declaration) is defined in one of ksbind's headers: the others include that one (a trait
+    such as is_tensor, an arena type, each in one place)."""
+    definition = re.compile(r"^\s*(?:template\s*<[^>]*>\s*)?(?:struct|class)\s+(\w+)\s*(?:final\s*)?[:{]", re.M)
+    where: dict[str, list[str]] = {}
+    for h in sorted((PACKAGE / "include" / "ksbind").glob("*.h")):
+        for name in dict.fromkeys(definition.findall(h.read_text())):
+            where.setdefault(name, []).append(h.name)
+    assert {n: hs for n, hs in where.items() if len(hs) > 1} == {}
+    assert where["is_tensor"] == ["entry_points.h"]
+    assert where["SizedArena"] == ["call_arena.h"]

@@ -29,16 +29,17 @@ import os
 import shlex
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text
+from ksbind.backend.kind import PreparedBuild, Steps
 from ksbind.backend.loader import import_wrapper
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import KS_FLAGS, Toolchain, compiler, hash_include_path, ks_include_dirs
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher, without_stamp
-from ksbind.cache.layout import cache_root
 from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets.jax import lib_name
@@ -108,9 +109,21 @@ def flags() -> tuple[str, ...]:
     return CFLAGS + tuple(shlex.split(os.environ.get("KSBIND_CXXFLAGS", "")))
 
 
-def toolchain(spec: ModuleSpec) -> Toolchain:
+@dataclass(frozen=True)
+class JaxPlan:
+    """What a jax module's key is computed from, and its build compiles with."""
+
+    cflags: tuple[str, ...]
+
+
+def jax_plan(spec: ModuleSpec) -> JaxPlan:
+    return JaxPlan(flags())
+
+
+def toolchain(spec: ModuleSpec, plan: JaxPlan | None = None) -> Toolchain:
     """ksbind's and the runtime's folders, then jaxlib's FFI headers (-isystem)."""
-    return Toolchain("jax", compiler(), flags(), ks_include_dirs(spec), (ffi_include_dir(),),
+    cflags = (plan if plan is not None else jax_plan(spec)).cflags
+    return Toolchain("jax", compiler(), cflags, ks_include_dirs(spec), (ffi_include_dir(),),
                      key_parts=(("jaxlib", jaxlib_version()),))
 
 
@@ -123,13 +136,13 @@ def unit_text(spec: ModuleSpec, entry_points: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cache_key(spec: ModuleSpec, rendered: RenderedModule) -> str:
+def cache_key(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan) -> str:
     h = Hasher.with_environment()
     h.add_text("target", "jax")
     h.add_text("jaxlib", jaxlib_version())
     h.add_text("name", spec.name)
     h.add_text("cxx", "\0".join(compiler()))
-    h.add_text("cflags", "\0".join(flags()))
+    h.add_text("cflags", "\0".join(plan.cflags))
     h.add_text("fast_math", str(spec.fast_math))
     for name in sorted(rendered.files):
         h.add_bytes(f"generated:{name}", without_stamp(rendered.files[name].encode("utf-8", "surrogateescape")))
@@ -140,10 +153,6 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule) -> str:
         h.add_dir_headers(d)
     hash_include_path(h, ks_include_dirs(spec))
     return h.hexdigest()
-
-
-def module_key(spec: ModuleSpec, rendered: RenderedModule) -> str:
-    return cache_key(spec, rendered)
 
 
 def jax_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | None) -> list[Unit]:
@@ -173,32 +182,36 @@ def jax_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | None)
             *(Unit(Path(s)) for s in runtime_sources)]
 
 
-def build_jax_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir: Path | None = None) -> ModuleType:
-    """Generate, compile (or reuse the cache) and import a jax-target module."""
+def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, key: str, root: Path) -> ModuleType:
+    """Generate, compile (or reuse the cache under ``root``) and import a jax-target module."""
     generated = write_generated(spec.output, rendered)
-    root = Path(cache_dir) if cache_dir is not None else cache_root()
-    entry = CacheEntry(root, lib_name(spec.name), cache_key(spec, rendered), suffix=LIB_EXT, target="jax")
+    entry = _entry(root, spec.name, key)
     wrapper_path = entry.dir / f"{spec.name}.py"
     with _lock:
-        key = str(wrapper_path)
+        wrapper_key = str(wrapper_path)
         # Checked even when this process has the module loaded: a damaged entry is
         # rebuilt (one warning) so that the next process finds it whole; the loaded
         # module is the same build (same key) and stays in use here.
         if not entry.is_built():
             with entry.lock():
                 if not entry.is_built():  # another process may have built it while we waited
-                    if key not in _loaded:
+                    if wrapper_key not in _loaded:
                         _import_jax_meanwhile()
-                    _compile(spec, rendered, entry, generated)
+                    _compile(spec, rendered, plan, entry, generated)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
-        if key not in _loaded:
-            _loaded[key] = import_wrapper(spec.name, wrapper_path)
-        return _loaded[key]
+        if wrapper_key not in _loaded:
+            _loaded[wrapper_key] = import_wrapper(spec.name, wrapper_path)
+        return _loaded[wrapper_key]
 
 
-def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEntry, generated: list[Path]) -> None:
-    tc = toolchain(spec)
+def _entry(root: Path, name: str, key: str) -> CacheEntry:
+    return CacheEntry(root, lib_name(name), key, suffix=LIB_EXT, target="jax")
+
+
+def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, entry: CacheEntry,
+             generated: list[Path]) -> None:
+    tc = toolchain(spec, plan)
     objects = object_cache(entry.root)
     units = jax_units(spec, generated, entry.root if objects is not None else None)
 
@@ -212,5 +225,28 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEntry, gene
                   before_install=wrapper_first)
 
 
-__all__ = ["build_jax_module", "module_key", "cache_key", "jax_units", "toolchain", "unit_text", "CFLAGS",
+class JaxKind:
+    """The jax target's build kind (ksbind/backend/kind.py). The generated files
+    are written by the build itself (the key hashes their rendered text)."""
+
+    def prepare(self, spec: ModuleSpec, rendered: RenderedModule) -> PreparedBuild[JaxPlan]:
+        plan = jax_plan(spec)
+        return PreparedBuild(spec, rendered, cache_key(spec, rendered, plan), plan, self)
+
+    def build(self, prepared: PreparedBuild[JaxPlan], root: Path) -> ModuleType:
+        return build_planned(prepared.spec, prepared.rendered, prepared.plan, prepared.key, root)
+
+    def loads(self, prepared: PreparedBuild[JaxPlan], root: Path) -> tuple[CacheEntry, Steps]:
+        name = prepared.spec.name
+        entry = _entry(root, name, prepared.key)
+        return entry, [["wrapper", name, str(entry.dir / f"{name}.py")]]
+
+    def standalone_units(self, spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
+        return jax_units(spec, generated, None), toolchain(spec)
+
+
+JAX = JaxKind()
+
+__all__ = ["JaxKind", "JAX", "JaxPlan", "jax_plan", "build_planned", "cache_key",
+           "jax_units", "toolchain", "unit_text", "CFLAGS",
            "GLUE_FLAGS", "ffi_include_dir", "jaxlib_version"]

@@ -3,7 +3,8 @@ and import them, cached by content hash.
 
 ``ksbind.build(config_or_spec)`` (ksbind/pipeline.py) renders a module, writes
 its generated files to its output folder, and hands it to the backend
-(ksbind/backend/build.py), which builds it here unless it is a torch module.
+(ksbind/backend/build.py), which builds it here (``NATIVE``, the ks and python
+targets' build kind: ksbind/backend/kind.py).
 The module's cache key covers every input (generated files, the config's cpp
 sources and the headers beside them, the runtime's headers and sources,
 ksbind's own headers, compiler and flags, ksbind/pybind11/Python versions and
@@ -38,6 +39,7 @@ from ksbind.backend.compile import (
     object_cache,
     shared_copies,
 )
+from ksbind.backend.kind import PreparedBuild, Steps
 from ksbind.backend.loader import import_from_path
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import (
@@ -54,7 +56,7 @@ from ksbind.backend.toolchain import (
 )
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import HEADER_SUFFIXES, Hasher
-from ksbind.codegen.output import plan_files, write_planned
+from ksbind.codegen.output import plan_files, write_generated, write_planned
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets import get_target
 from ksbind.fileio import write_atomic
@@ -225,4 +227,29 @@ def _install_stub(entry: CacheEntry, name: str, rendered: RenderedModule) -> Non
         write_planned(plan_files(entry.dir, {f"{name}.pyi": text}))
 
 
-__all__ = ["compile_plan", "cache_key", "CompilePlan", "build_plan", "plan_units", "plan_toolchain"]
+class NativeKind:
+    """The ks and python targets' build kind (ksbind/backend/kind.py): its plan is
+    the compile plan, made after the generated files are written (its key hashes
+    them in ``spec.output``)."""
+
+    def prepare(self, spec: ModuleSpec, rendered: RenderedModule) -> PreparedBuild[CompilePlan]:
+        plan = compile_plan(spec, write_generated(spec.output, rendered))
+        return PreparedBuild(spec, rendered, cache_key(plan, rendered.target), plan, self)
+
+    def build(self, prepared: PreparedBuild[CompilePlan], root: Path) -> ModuleType:
+        return build_plan(prepared.plan, prepared.rendered, root)
+
+    def loads(self, prepared: PreparedBuild[CompilePlan], root: Path) -> tuple[CacheEntry, Steps]:
+        entry = module_entry(root, prepared.spec.name, prepared.key, prepared.rendered.target)
+        return entry, [["extension", prepared.spec.name, str(entry.module_path)]]
+
+    def standalone_units(self, spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
+        plan = compile_plan(spec, generated)
+        tc = plan_toolchain(plan)
+        return plan_units(plan, tc, None), tc
+
+
+NATIVE = NativeKind()
+
+__all__ = ["compile_plan", "cache_key", "CompilePlan", "build_plan", "plan_units", "plan_toolchain", "NativeKind",
+           "NATIVE"]

@@ -29,6 +29,7 @@ import shlex
 import sys
 import sysconfig
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -40,6 +41,7 @@ from ksbind.backend.compile import (
     shared_copies,
     shared_text,
 )
+from ksbind.backend.kind import PreparedBuild, Steps
 from ksbind.backend.loader import import_from_path, import_wrapper
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import (
@@ -54,9 +56,9 @@ from ksbind.backend.toolchain import (
 )
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher, without_stamp
-from ksbind.cache.layout import cache_root
 from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
+from ksbind.codegen.targets import get_target
 from ksbind.codegen.targets.torch import ext_name
 from ksbind.fileio import write_atomic
 from ksbind.log import get_logger
@@ -141,9 +143,8 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, include_dirs: tuple[Pa
 
 
 def module_key(spec: ModuleSpec, rendered: RenderedModule) -> str:
-    """The cache key build_torch_module will use for this module."""
-    cflags, ldflags = flags()
-    return cache_key(spec, rendered, include_dirs_for(spec), cflags, ldflags)
+    """The cache key the torch build uses for this module."""
+    return TORCH.prepare(spec, rendered).key
 
 
 def toolchain(include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: tuple[str, ...]) -> Toolchain:
@@ -160,15 +161,26 @@ def toolchain(include_dirs: tuple[Path, ...], cflags: tuple[str, ...], ldflags: 
                      two_phase_init=any(pybind11_two_phase(d) for d in system))
 
 
-def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir: Path | None = None) -> ModuleType:
-    """Generate, compile (or reuse the cache) and import a torch-target module
-    (progress: ksbind/log.py; a quiet build sets log.QUIET)."""
-    generated = write_generated(spec.output, rendered)
-    include_dirs = include_dirs_for(spec)
+@dataclass(frozen=True)
+class TorchPlan:
+    """What a torch module's key is computed from, and its build compiles with."""
+
+    include_dirs: tuple[Path, ...]
+    cflags: tuple[str, ...]
+    ldflags: tuple[str, ...]
+
+
+def torch_plan(spec: ModuleSpec) -> TorchPlan:
     cflags, ldflags = flags()
-    root = Path(cache_dir) if cache_dir is not None else cache_root()
+    return TorchPlan(include_dirs_for(spec), cflags, ldflags)
+
+
+def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: TorchPlan, key: str, root: Path) -> ModuleType:
+    """Generate, compile (or reuse the cache under ``root``) and import a torch-target
+    module (progress: ksbind/log.py; a quiet build sets log.QUIET)."""
+    generated = write_generated(spec.output, rendered)
     ext = ext_name(spec.name)
-    entry = CacheEntry(root, ext, cache_key(spec, rendered, include_dirs, cflags, ldflags), target="torch")
+    entry = CacheEntry(root, ext, key, target="torch")
     wrapper_path = entry.dir / f"{spec.name}.py"
     with _lock:
         # Checked even when this process has the module loaded: a damaged entry is
@@ -177,7 +189,7 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
         if not entry.is_built():
             with entry.lock():
                 if not entry.is_built():  # another process may have built it while we waited
-                    _compile(spec, rendered, entry, generated, include_dirs, cflags, ldflags)
+                    _compile(spec, rendered, entry, generated, plan.include_dirs, plan.cflags, plan.ldflags)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
         if str(entry.module_path) not in _loaded:
@@ -185,10 +197,10 @@ def build_torch_module(spec: ModuleSpec, rendered: RenderedModule, *, cache_dir:
 
             _loaded[str(entry.module_path)] = import_from_path(ext, entry.module_path)
         sys.modules[ext] = _loaded[str(entry.module_path)]
-        key = str(wrapper_path)
-        if key not in _loaded:
-            _loaded[key] = import_wrapper(spec.name, wrapper_path)
-        return _loaded[key]
+        wrapper_key = str(wrapper_path)
+        if wrapper_key not in _loaded:
+            _loaded[wrapper_key] = import_wrapper(spec.name, wrapper_path)
+        return _loaded[wrapper_key]
 
 
 def _compile(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEntry, generated: list[Path],
@@ -251,5 +263,33 @@ def torch_units(spec: ModuleSpec, generated: list[Path], tc: Toolchain, ext: str
     return units
 
 
-__all__ = ["build_torch_module", "module_key", "cache_key", "unit_text", "torch_units", "toolchain", "CFLAGS",
+class TorchKind:
+    """The torch target's build kind (ksbind/backend/kind.py). The generated files
+    are written by the build itself (the key hashes their rendered text)."""
+
+    def prepare(self, spec: ModuleSpec, rendered: RenderedModule) -> PreparedBuild[TorchPlan]:
+        plan = torch_plan(spec)
+        key = cache_key(spec, rendered, plan.include_dirs, plan.cflags, plan.ldflags)
+        return PreparedBuild(spec, rendered, key, plan, self)
+
+    def build(self, prepared: PreparedBuild[TorchPlan], root: Path) -> ModuleType:
+        return build_planned(prepared.spec, prepared.rendered, prepared.plan, prepared.key, root)
+
+    def loads(self, prepared: PreparedBuild[TorchPlan], root: Path) -> tuple[CacheEntry, Steps]:
+        name = prepared.spec.name
+        ext = ext_name(name)
+        entry = CacheEntry(root, ext, prepared.key, target="torch")
+        return entry, [["import", "torch"], ["extension", ext, str(entry.module_path)],
+                       ["wrapper", name, str(entry.dir / f"{name}.py")]]
+
+    def standalone_units(self, spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
+        plan = torch_plan(spec)
+        tc = toolchain(plan.include_dirs, plan.cflags, plan.ldflags)
+        return torch_units(spec, generated, tc, get_target(spec.target).compiled_name(spec.name), None), tc
+
+
+TORCH = TorchKind()
+
+__all__ = ["TorchKind", "TORCH", "TorchPlan", "torch_plan", "build_planned", "module_key",
+           "cache_key", "unit_text", "torch_units", "toolchain", "CFLAGS",
            "LDFLAGS", "include_dirs_for", "flags"]

@@ -111,10 +111,26 @@ KSBIND_HIDDEN inline std::atomic<bool> configured{false};
 
 using mark_t = decltype(std::declval<ks::allocator&>().mark());
 
-// One thread's arena and the calls in progress on it.
-struct ThreadArena {
+// An arena of some size, made again at another size only when nothing views
+// it. Each thread's call arena (ThreadArena, below) is one, and so is each of
+// ATen's worker threads' arena (ksbind/torch.h, worker_allocator).
+struct SizedArena {
     std::unique_ptr<ks::allocator> alloc;
     size_t bytes = 0;
+
+    // Whether it was (re)made: absent or another size. The old one is freed
+    // first; a failure to make it leaves none.
+    bool resize(size_t n) {
+        if (alloc && bytes == n) return false;
+        alloc.reset();
+        alloc = std::make_unique<ks::allocator>(n);
+        bytes = n;
+        return true;
+    }
+};
+
+// One thread's arena and the calls in progress on it.
+struct ThreadArena : SizedArena {
     unsigned long generation = 0;
     const unsigned char* base = nullptr;  // address of offset 0 (marks are offsets)
     int depth = 0;                        // calls in progress on this thread
@@ -140,18 +156,12 @@ inline size_t current_bytes() {
 // (Re)make this thread's arena at the wanted size; only between calls.
 inline void remake(ThreadArena& t) {
     const unsigned long gen = generation.load(std::memory_order_acquire);
-    const size_t bytes = current_bytes();
-    if (t.alloc && t.bytes == bytes) {
-        t.generation = gen;
-        return;
-    }
-    t.alloc.reset();  // nothing views it between calls: results were copied out
-    t.alloc = std::make_unique<ks::allocator>(bytes);
-    t.bytes = bytes;
+    // Nothing views it between calls: results were copied out.
+    const bool remade = t.resize(current_bytes());
     t.generation = gen;
     // Both runtimes' marks are byte offsets from the start of the buffer; an
     // empty allocation returns that start without moving the top.
-    t.base = static_cast<const unsigned char*>(t.alloc->allocate(0));
+    if (remade) t.base = static_cast<const unsigned char*>(t.alloc->allocate(0));
 }
 
 }  // namespace arenas

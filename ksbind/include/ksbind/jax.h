@@ -131,11 +131,6 @@ struct ShapeMismatch : std::runtime_error {
 };
 
 template <class T>
-struct is_tensor : std::false_type {};
-template <size_t D, class E>
-struct is_tensor<ks::tensor<D, E>> : std::true_type {};
-
-template <class T>
 struct is_scalar : std::bool_constant<std::is_same_v<T, ks::Float> || std::is_same_v<T, ks::Integer> ||
                                       std::is_same_v<T, ks::Bool>> {};
 

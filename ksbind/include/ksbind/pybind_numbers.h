@@ -6,13 +6,19 @@
 // value is not a number of that kind) makes the argument not match; an int
 // out of range raises OverflowError saying so; anything else user code raises
 // passes through unchanged (as the python target's converters do).
+//
+// Which numbers convert differs from the python target's converters
+// (ksbind/python.h) on purpose, to match pybind11's casters: a bool has
+// __index__, so an Integer argument takes True (and a Float one, converting);
+// an object with only __int__ converts to Integer; and in pybind11's first
+// overload pass (convert false) a Float argument takes only a float. The range
+// each must fit, and its message, are shared (ksbind/number_ranges.h).
 #pragma once
 
 #include <pybind11/pybind11.h>
 
-#include <cfloat>
-#include <climits>
-#include <limits>
+#include <ksbind/number_ranges.h>
+
 #include <stdexcept>
 #include <type_traits>
 
@@ -44,12 +50,12 @@ bool load_number(pybind11::handle src, bool convert, E& out) {
         if (d == -1.0 && PyErr_Occurred()) {
             if (PyLong_Check(o) && PyErr_ExceptionMatches(PyExc_OverflowError)) {
                 PyErr_Clear();
-                throw std::overflow_error("int too large for ks Float (32-bit float)");
+                throw std::overflow_error(numbers::float_overflow);
             }
             return conversion_failed();
         }
-        if (sizeof(E) == sizeof(float) && PyLong_Check(o) && (d > FLT_MAX || d < -FLT_MAX))
-            throw std::overflow_error("int too large for ks Float (32-bit float)");
+        if (sizeof(E) == sizeof(float) && PyLong_Check(o) && numbers::exceeds_float(d))
+            throw std::overflow_error(numbers::float_overflow);
         out = static_cast<E>(d);
         return true;
     } else {
@@ -66,10 +72,8 @@ bool load_number(pybind11::handle src, bool convert, E& out) {
         int overflow = 0;
         long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
         if (v == -1 && PyErr_Occurred()) return conversion_failed();
-        if (overflow || v < static_cast<long long>(std::numeric_limits<E>::min()) ||
-            v > static_cast<long long>(std::numeric_limits<E>::max()))
-            throw std::overflow_error(sizeof(E) == 4 ? "int out of range for ks Integer (32-bit)"
-                                                     : "int out of range");
+        if (numbers::exceeds_integer<E>(v, overflow))
+            throw std::overflow_error(sizeof(E) == 4 ? numbers::integer_overflow : "int out of range");
         out = static_cast<E>(v);
         return true;
     }

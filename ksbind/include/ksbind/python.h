@@ -8,6 +8,9 @@
 //
 // Float: float or int (not bool, not str). Integer: int (or anything with
 // __index__), not bool, must fit in 32 bits. Bool: bool only. String: str.
+// (The pybind11 targets take bools and __int__ too, as pybind11 does:
+// ksbind/pybind_numbers.h; the ranges and messages are shared:
+// ksbind/number_ranges.h.)
 // Tuple: a tuple or list of exactly the right length. Tensor N T: nested
 // lists/tuples (or any sequence, e.g. a numpy array), N levels deep and
 // rectangular; elements that are themselves tensors may differ in size
@@ -28,7 +31,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <cfloat>
 #include <climits>
 #include <exception>
 #include <new>
@@ -38,7 +40,8 @@
 #include <utility>
 
 #include <knossos.h>
-#include <ksbind/call_arena.h>  // create_tensor, destroy_after_call
+#include <ksbind/call_arena.h>     // create_tensor, destroy_after_call
+#include <ksbind/number_ranges.h>  // the ranges of Float and Integer (shared with ksbind/pybind_numbers.h)
 
 // The C API version the code may use: the limited API's when building for it.
 #ifdef Py_LIMITED_API
@@ -261,9 +264,9 @@ inline ks::Float convert(ks::allocator*, PyObject* h, const Where& where, tag<ks
         if (d == -1.0 && PyErr_Occurred()) {
             if (!PyErr_ExceptionMatches(PyExc_OverflowError)) conversion_failed(where, "a float", h);
             PyErr_Clear();
-            overflow_error(where, "int too large for ks Float (32-bit float)");
+            overflow_error(where, numbers::float_overflow);
         }
-        if (d > FLT_MAX || d < -FLT_MAX) overflow_error(where, "int too large for ks Float (32-bit float)");
+        if (numbers::exceeds_float(d)) overflow_error(where, numbers::float_overflow);
         return static_cast<ks::Float>(d);
     }
     if (PyNumber_Check(h)) {
@@ -281,7 +284,7 @@ inline ks::Integer convert(ks::allocator*, PyObject* h, const Where& where, tag<
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(index.get(), &overflow);
     if (v == -1 && PyErr_Occurred()) conversion_failed(where, "an int", h);
-    if (overflow || v < INT_MIN || v > INT_MAX) overflow_error(where, "int out of range for ks Integer (32-bit)");
+    if (numbers::exceeds_integer<ks::Integer>(v, overflow)) overflow_error(where, numbers::integer_overflow);
     return static_cast<ks::Integer>(v);
 }
 
@@ -473,7 +476,7 @@ T from_py(ks::allocator* alloc, PyObject* h, const char* name) {
         if (PyLong_CheckExact(h)) {  // not bool (a subclass); PyNumber_Index would return h itself
             int overflow = 0;
             long long v = PyLong_AsLongLongAndOverflow(h, &overflow);
-            if (!overflow && v >= INT_MIN && v <= INT_MAX) return static_cast<ks::Integer>(v);
+            if (!numbers::exceeds_integer<ks::Integer>(v, overflow)) return static_cast<ks::Integer>(v);
         }
     } else if constexpr (std::is_same_v<T, ks::Bool>) {
         if (PyBool_Check(h)) return h == Py_True;

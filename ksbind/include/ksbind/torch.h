@@ -29,6 +29,7 @@
 #include <ksbind/call_arena.h>
 #include <ksbind/cpu_capability.h>
 #include <ksbind/entry_points.h>
+#include <ksbind/number_ranges.h>  // ks Integer's range
 
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -368,7 +369,7 @@ E scalar_from(ScalarArg<E>& s, const std::string& where) {
             default: integral = false;
         }
         if (integral) {
-            if (v < INT_MIN || v > INT_MAX)
+            if (numbers::exceeds_integer<int>(v))
                 value_error(where, std::to_string(v) + " does not fit ks Integer (32 bits)");
             return static_cast<int>(v);
         }
@@ -595,18 +596,15 @@ auto to_torch(const ks::Tuple<Ts...>& t) {
 // (re-made when set_arena_bytes changes that), reset after every chunk.
 // Allocating reserves address space; pages are touched only when ks code
 // allocates.
-struct WorkerArena {
-    size_t bytes = 0;
-    std::unique_ptr<ks::allocator> alloc;
-};
-
+//
+// The same kind of arena as a call's (ksbind/call_arena.h: arenas::SizedArena),
+// but not the thread's call arena (arenas::this_thread()): the calling thread
+// runs chunks too, inside its call, whose arena holds the call's arguments
+// (a chunk would have less room there than on any other thread) and whose
+// destructors must not adopt a chunk's values, which are gone when it ends.
 inline ks::allocator& worker_allocator(size_t bytes) {
-    thread_local WorkerArena arena;
-    if (arena.bytes != bytes) {
-        arena.alloc.reset();  // free: nothing views a worker arena between chunks
-        arena.alloc = std::make_unique<ks::allocator>(bytes);
-        arena.bytes = bytes;
-    }
+    thread_local arenas::SizedArena arena;
+    arena.resize(bytes);  // free first: nothing views a worker arena between chunks
     return *arena.alloc;
 }
 
