@@ -97,8 +97,10 @@ SUPPORT_FUNCTIONS: tuple[SupportFunction, ...] = (
         *_same("ksbind::cpu::usable_names"), kernels_only=True),
 )
 
-#: Names every generated module defines itself: a binding may not take them.
-RESERVED_NAMES = frozenset(f.name for f in SUPPORT_FUNCTIONS if not f.kernels_only)
+#: Names a generated module defines itself: a binding may not take them, on any target. The
+#: CPU-capability functions only exist on targets with per-CPU kernels (torch), but a binding's
+#: name must not depend on its target: a config moves between targets.
+RESERVED_NAMES = frozenset(f.name for f in SUPPORT_FUNCTIONS)
 
 
 __all__ = ["ArenaKind", "SupportParam", "SupportFunction", "SUPPORT_FUNCTIONS", "RESERVED_NAMES"]

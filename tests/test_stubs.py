@@ -250,7 +250,21 @@ def test_module_registers_the_support_table(target: TargetName) -> None:
     module_cpp = ksbind.render_module(DECLS, "mr", target, bindings=SPECS[:1]).files["module.cpp"]
     for f in support_infos(get_target(target)):
         assert f"&{f.cpp}" in module_cpp and cpp_string(f.doc)[1:-1] in module_cpp, f.name
-    assert RESERVED_NAMES == {f.name for f in SUPPORT_FUNCTIONS if not f.kernels_only}
+    assert RESERVED_NAMES == {f.name for f in SUPPORT_FUNCTIONS}
+
+
+@pytest.mark.parametrize("target", ["ks", "python", "torch", "jax"])
+@pytest.mark.parametrize("name", ["cpu_capability", "cpu_capabilities", "reset_allocator"])
+def test_no_binding_takes_a_support_functions_name(target: TargetName, name: str) -> None:
+    """On every target, the CPU-capability ones too: a torch module defines them (a binding of that
+    name would silently collide with them), and a config's names must not depend on its target."""
+    decls = ksbind.parse_ks(f"(edef {name} Float (Float))")
+    with pytest.raises(ksbind.KsbindError, match=f"binding name '{name}' is reserved by the generated module"):
+        ksbind.render_module(decls, "mr", target, bindings=[BindingSpec(name)])
+    # Bound by default (no bindings given), the function takes another name, saying so.
+    with pytest.warns(ksbind.KsbindWarning, match=f"as '{name}_': '{name}' is reserved by the generated module"):
+        rendered = ksbind.render_module(decls, "mr", target)
+    assert f'"{name}_"' in "\n".join(rendered.files.values())
 
 
 def test_jax_runtime_support_functions_are_the_tables() -> None:
@@ -268,7 +282,7 @@ def test_torch_runtime_support_names_are_the_tables() -> None:
     tree = ast.parse((REPO / "ksbind" / "torch_runtime.py").read_text(encoding="utf-8"))
     names = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
              for t in n.targets if isinstance(t, ast.Name) and t.id in ("ALLOCATOR_FUNCTIONS", "CPU_FUNCTIONS")}
-    assert set(names["ALLOCATOR_FUNCTIONS"]) == RESERVED_NAMES
+    assert set(names["ALLOCATOR_FUNCTIONS"]) == {f.name for f in SUPPORT_FUNCTIONS if not f.kernels_only}
     public_cpu = {n for n in names["CPU_FUNCTIONS"] if not n.startswith("_")}
     assert public_cpu == {f.name for f in SUPPORT_FUNCTIONS if f.kernels_only}
 
