@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType, SimpleNamespace
@@ -46,10 +48,62 @@ _broadcast_shapes: Callable[..., torch.Size] = torch.broadcast_shapes
 _DTYPES = {"float32": torch.float32, "int32": torch.int32, "bool": torch.bool}
 
 
+#: The torch an extension was built against, as its .so holds it (ksbind/torch_pybind.h).
+_BUILT_MARKER = re.compile(rb"ksbind-torch-built=([0-9][0-9A-Za-z.+]*);")
+
+
 def extension(name: str) -> ModuleType:
-    """The compiled extension: already imported by ksbind's build, else by name."""
+    """The compiled extension: already imported by ksbind's build, else by name. An
+    extension that cannot load, or was built against a newer torch than this one,
+    is an ImportError naming both torches."""
     mod = sys.modules.get(name)
-    return mod if mod is not None else importlib.import_module(name)
+    if mod is None:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError as e:
+            raise ImportError(load_failure(name, e), name=name) from e
+    check_torch(name, getattr(mod, "_torch_version", None))
+    return mod
+
+
+def release(version: str) -> tuple[int, ...]:
+    """(major, minor, patch) of a torch version ("2.13.0+cpu" is (2, 13, 0))."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    return tuple(int(g or 0) for g in m.groups()) if m else ()
+
+
+def check_torch(name: str, built: str | None, running: str | None = None) -> None:
+    """Refuse an extension built against a newer torch than the running one: its C++ calls
+    into torch's libraries, whose ABI PyTorch keeps for no release, and an older one lacks
+    what a newer one added. A newer torch is not refused: CI runs modules built under torch
+    2.13.0 on 2.14.1 (scripts/test_torch_compat.sh)."""
+    running = running or str(torch.__version__)
+    if built is not None and release(running) < release(built):
+        raise ImportError(f"{name} was built against torch {built} and cannot run on an older torch; this "
+                          f"process has torch {running}: install torch {built} (or newer), or rebuild the module "
+                          f"under this torch", name=name)
+
+
+def built_against(path: str) -> str | None:
+    """The torch version an extension file was built against, read from its bytes (None: no mark)."""
+    try:
+        with open(path, "rb") as f:
+            found = _BUILT_MARKER.search(f.read())
+    except OSError:
+        return None
+    return found.group(1).decode() if found else None
+
+
+def load_failure(name: str, error: ImportError) -> str:
+    """What an extension that did not load says: the torch it was built against and this one."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    built = built_against(spec.origin) if spec is not None and spec.origin else None
+    needs = f"it was built against torch {built}" if built else "it was built against another torch"
+    return (f"{name}: the compiled extension did not load under torch {torch.__version__} ({needs}; install "
+            f"that torch, or rebuild the module under this one): {error}")
 
 
 def install(namespace: dict[str, Any], ext: ModuleType, bindings: Sequence[dict[str, Any]],

@@ -382,3 +382,15 @@ def test_relu3_nn_module_example_trains(relu3_torch: ModuleType, capsys: pytest.
     assert losses[-1] < 0.5 * losses[0]
     assert sum(losses[-5:]) < sum(losses[:5])
     assert "loss" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------ which torch a module runs on
+
+def test_module_records_the_torch_it_was_built_against(ops: ModuleType) -> None:
+    """The extension says which torch it was built against, as an attribute and in its file's
+    bytes (read without loading it, for the message of a library that does not load)."""
+    from ksbind import torch_runtime
+
+    built = torch.__version__.split("+")[0]
+    assert ops.extension._torch_version == built
+    assert torch_runtime.built_against(ops.extension.__file__) == built

@@ -226,3 +226,40 @@ def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
                      f'#include "{(tmp_path / "entry_points.cpp").resolve()}"']
 
 
+
+
+# ------------------------------------------------------------ which torch a module runs on
+
+def test_an_older_torch_is_refused_naming_both_versions() -> None:
+    from ksbind import torch_runtime
+
+    assert torch_runtime.release("2.13.0+cpu") == (2, 13, 0) and torch_runtime.release("2.10") == (2, 10, 0)
+    with pytest.raises(ImportError, match=r"m_ext was built against torch 2\.13\.0 and cannot run on an older "
+                                          r"torch; this process has torch 2\.12\.1\+cpu"):
+        torch_runtime.check_torch("m_ext", "2.13.0", running="2.12.1+cpu")
+    for running in ("2.13.0", "2.13.0+cu130", "2.14.1"):  # the same torch, or a newer one: loaded
+        torch_runtime.check_torch("m_ext", "2.13.0", running=running)
+    torch_runtime.check_torch("m_ext", None, running="1.0")  # no record (not a ksbind extension): no check
+
+
+def test_an_extension_that_does_not_load_names_the_torch_it_needs(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An extension file that the loader refuses (here: not a shared library at all, as an undefined
+    torch symbol would be refused) is an ImportError naming the torch it was built against, read
+    from its bytes, and the running one."""
+    import importlib.machinery
+
+    import torch
+
+    from ksbind import torch_runtime
+
+    name = "ksbind_fake_torch_ext"
+    (tmp_path / (name + importlib.machinery.EXTENSION_SUFFIXES[0])).write_bytes(
+        b"not an ELF file\0ksbind-torch-built=2.99.0;\0")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError) as raised:
+        torch_runtime.extension(name)
+    text = str(raised.value)
+    assert text.startswith(f"{name}: the compiled extension did not load under torch {torch.__version__} "
+                           f"(it was built against torch 2.99.0; "), text
+    assert raised.value.__cause__ is not None and str(raised.value.__cause__) in text

@@ -6,6 +6,7 @@
 
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
+#include <torch/headeronly/version.h>
 
 #include <ksbind/call_arena.h>
 #include <ksbind/cpu_capability.h>
@@ -80,6 +81,11 @@ struct type_caster<ksbind::torch_target::Nested<Inner>> {
 namespace ksbind {
 namespace torch_target {
 
+// The torch this module was built against, in the .so's bytes, where ksbind/torch_runtime.py
+// reads it without loading the library: when loading fails (an undefined torch symbol), the
+// ImportError names both torches. Only the module's translation unit includes this header.
+[[gnu::used]] static const char built_against_torch[] = "ksbind-torch-built=" TORCH_VERSION ";";
+
 // A CPU-capability message (a fallback to a lower capability) as a RuntimeWarning.
 inline void warn_capability(const std::string& text) {
     if (!text.empty() && PyErr_WarnEx(PyExc_RuntimeWarning, text.c_str(), 1) < 0) throw pybind11::error_already_set();
@@ -89,7 +95,7 @@ inline void warn_capability(const std::string& text) {
 // the config's arena size and logging to each thread's arena (ksbind/call_arena.h;
 // KSBIND_ARENA_BYTES wins), choose which compiled copy of the elementwise and vmap
 // loops runs (ksbind/cpu_capability.h: KSBIND_CPU_CAPABILITY or the best this CPU
-// runs), and register _set_cpu_capability, which tests and benchmarks switch it with.
+// runs), record the torch it was built against (_torch_version), and register _set_cpu_capability, which tests and benchmarks switch it with.
 // A bad environment value fails the import with a ValueError naming it.
 inline void configure_module(pybind11::module_& m, size_t arena_bytes, bool logging) {
     try {
@@ -98,6 +104,8 @@ inline void configure_module(pybind11::module_& m, size_t arena_bytes, bool logg
     } catch (const std::invalid_argument& e) {
         throw pybind11::value_error(e.what());
     }
+    // Compared with the running torch by ksbind/torch_runtime.py's extension(): never an older one.
+    m.attr("_torch_version") = std::string(TORCH_VERSION);
     m.def("_set_cpu_capability", [](const std::string& name) {
         try {
             warn_capability(ksbind::cpu::select(name));
