@@ -38,6 +38,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import torch
+from torch.torch_version import TorchVersion
 
 ALLOCATOR_FUNCTIONS = ("reset_allocator", "allocator_top", "allocator_peak", "logging", "arena_bytes",
                        "set_arena_bytes")
@@ -66,19 +67,13 @@ def extension(name: str) -> ModuleType:
     return mod
 
 
-def release(version: str) -> tuple[int, ...]:
-    """(major, minor, patch) of a torch version ("2.13.0+cpu" is (2, 13, 0))."""
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
-    return tuple(int(g or 0) for g in m.groups()) if m else ()
-
-
 def check_torch(name: str, built: str | None, running: str | None = None) -> None:
     """Refuse an extension built against a newer torch than the running one: its C++ calls
     into torch's libraries, whose ABI PyTorch keeps for no release, and an older one lacks
     what a newer one added. A newer torch is not refused: CI runs modules built under torch
     2.13.0 on 2.14.1 (scripts/test_torch_compat.sh)."""
     running = running or str(torch.__version__)
-    if built is not None and release(running) < release(built):
+    if built is not None and TorchVersion(running) < built:  # torch's own version order
         raise ImportError(f"{name} was built against torch {built} and cannot run on an older torch; this "
                           f"process has torch {running}: install torch {built} (or newer), or rebuild the module "
                           f"under this torch", name=name)

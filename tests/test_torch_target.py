@@ -233,11 +233,12 @@ def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
 def test_an_older_torch_is_refused_naming_both_versions() -> None:
     from ksbind import torch_runtime
 
-    assert torch_runtime.release("2.13.0+cpu") == (2, 13, 0) and torch_runtime.release("2.10") == (2, 10, 0)
     with pytest.raises(ImportError, match=r"m_ext was built against torch 2\.13\.0 and cannot run on an older "
                                           r"torch; this process has torch 2\.12\.1\+cpu"):
         torch_runtime.check_torch("m_ext", "2.13.0", running="2.12.1+cpu")
-    for running in ("2.13.0", "2.13.0+cu130", "2.14.1"):  # the same torch, or a newer one: loaded
+    with pytest.raises(ImportError, match=r"built against torch 2\.13\.0 .* this process has torch 2\.9\.1"):
+        torch_runtime.check_torch("m_ext", "2.13.0", running="2.9.1")  # 9 < 13 as numbers, not as text
+    for running in ("2.13.0", "2.13.0+cu130", "2.14.1", "2.100.0"):  # the same torch, or a newer one: loaded
         torch_runtime.check_torch("m_ext", "2.13.0", running=running)
     torch_runtime.check_torch("m_ext", None, running="1.0")  # no record (not a ksbind extension): no check
 

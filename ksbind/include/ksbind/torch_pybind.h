@@ -95,7 +95,8 @@ inline void warn_capability(const std::string& text) {
 // the config's arena size and logging to each thread's arena (ksbind/call_arena.h;
 // KSBIND_ARENA_BYTES wins), choose which compiled copy of the elementwise and vmap
 // loops runs (ksbind/cpu_capability.h: KSBIND_CPU_CAPABILITY or the best this CPU
-// runs), record the torch it was built against (_torch_version), and register _set_cpu_capability, which tests and benchmarks switch it with.
+// runs), record the torch it was built against (_torch_version), and register
+// _set_cpu_capability, which tests and benchmarks switch it with.
 // A bad environment value fails the import with a ValueError naming it.
 inline void configure_module(pybind11::module_& m, size_t arena_bytes, bool logging) {
     try {
