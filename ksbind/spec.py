@@ -22,7 +22,7 @@ from ksbind.settings import Key
 
 #: The config's ``target:`` values. Only the type is written here; what a target does is its
 #: record's (ksbind/codegen/targets/), and tests/test_settings.py checks the two name the same targets.
-TargetName = Literal["ks", "python", "torch", "jax"]
+TargetName = Literal["ks", "python", "torch", "torch_stable", "jax"]
 
 #: How a torch- or jax-target binding maps its function over tensors.
 Mode = Literal["plain", "elementwise", "vmap"]

@@ -31,8 +31,12 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import inspect
+import operator
+import os
 import re
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -667,4 +671,436 @@ def _fake_tensor(part: dict[str, Any], batch: Any, device: torch.device) -> torc
     return torch.empty(sizes, dtype=_DTYPES[part["dtype"]], device=device)
 
 
-__all__ = ["extension", "install", "autograd_function", "forward_function", "vmap_rule", "register_op"]
+# ------------------------------------------------------------ the torch_stable target
+
+#: A TypeError from a stable-ABI kernel (ksbind/torch_stable.h): the stable ABI has no such exception.
+_TYPE_ERROR = "ksbind.TypeError: "
+_MIN_MARKER = re.compile(rb"ksbind-torch-min=([0-9][0-9.]*);")
+#: The CPU capabilities, by the index the library's ops use (ksbind/cpu_capability.h).
+_CAPABILITIES = ("default", "avx2", "avx512")
+#: Each op library's namespace and the file that registered it, in this process.
+_libraries: dict[str, str] = {}
+
+
+def torch_needed(path: str) -> str | None:
+    """The lowest torch a stable-ABI op library runs on, read from its bytes (None: no mark)."""
+    try:
+        with open(path, "rb") as f:
+            found = _MIN_MARKER.search(f.read())
+    except OSError:
+        return None
+    return found.group(1).decode() if found else None
+
+
+def load_library(path: str, namespace: str, running: str | None = None) -> Any:
+    """Load an op library (once per process) and return its ``torch.ops`` namespace. A torch
+    older than the library needs, a library that does not load, and a namespace another
+    library registered are ImportErrors that say so."""
+    running = running or str(torch.__version__)
+    name = os.path.basename(path)
+    if _libraries.get(namespace) == path:
+        return getattr(torch.ops, namespace)
+    if namespace in _libraries:
+        raise ImportError(f"{name}: torch.ops.{namespace} is already registered in this process by "
+                          f"{_libraries[namespace]}; give this module another name or torch_library namespace")
+    needed = torch_needed(path)
+    if needed is not None and TorchVersion(running) < needed:
+        raise ImportError(f"{name} needs torch {needed} or newer (its ops are built on the stable ABI of torch "
+                          f"{needed}); this process has torch {running}", name=name)
+    load: Callable[[str], None] = torch.ops.load_library  # torch leaves it untyped
+    try:
+        load(path)
+    except OSError as e:
+        raise ImportError(f"{name}: the op library did not load under torch {running} (it needs torch "
+                          f"{needed or '2.10'} or newer): {e}", name=name, path=path) from e
+    _libraries[namespace] = path
+    return getattr(torch.ops, namespace)
+
+
+def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: Sequence[dict[str, Any]],
+                   arena_bytes: int, logging: bool) -> None:
+    """Define a torch_stable module's names in ``namespace`` (its wrapper's globals): load
+    its op library ``lib`` (beside the wrapper), configure it, and make each binding a
+    function over its ops ``torch.ops.LIBRARY.NAME`` (fake kernel, autograd from the vjp,
+    batching rule) and ``_direct_NAME`` (the same kernel, for calls that need none of those)."""
+    folder = os.path.dirname(os.path.abspath(namespace["__file__"]))
+    ops = load_library(os.path.join(folder, lib + ".so"), library)
+    message = ops._ksbind_configure(arena_bytes, logging)
+    if message:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    namespace.update(_support_functions(ops))
+    for b in bindings:
+        namespace[b["name"]] = _stable_function(library, ops, b)
+        if b["vjp"]:
+            namespace[b["vjp"]] = _stable_vjp_function(ops, b)
+    namespace["ops"] = ops
+
+
+def _support_functions(ops: Any) -> dict[str, Callable[..., Any]]:
+    def cpu_capability() -> str:
+        return _CAPABILITIES[ops._ksbind_cpu_capability()]
+
+    def cpu_capabilities() -> list[str]:
+        bits = ops._ksbind_cpu_capabilities()
+        return [c for i, c in enumerate(_CAPABILITIES) if bits >> i & 1]
+
+    def _set_cpu_capability(name: str) -> str:
+        return _CAPABILITIES[ops._ksbind_set_cpu_capability(name)]
+
+    def logging(on: bool) -> None:
+        ops._ksbind_logging(bool(on))
+
+    functions: dict[str, Callable[..., Any]] = {
+        "reset_allocator": lambda: _translated_call(ops._ksbind_reset_allocator, ()),
+        "allocator_top": lambda: ops._ksbind_allocator_top(),
+        "allocator_peak": lambda: ops._ksbind_allocator_peak(),
+        "arena_bytes": lambda: ops._ksbind_arena_bytes(),
+        "set_arena_bytes": lambda bytes: ops._ksbind_set_arena_bytes(bytes),
+        "logging": logging, "cpu_capability": cpu_capability, "cpu_capabilities": cpu_capabilities,
+        "_set_cpu_capability": _set_cpu_capability,
+    }
+    for name, f in functions.items():
+        f.__name__ = f.__qualname__ = name
+    return functions
+
+
+def _translated(error: Exception, binding: str) -> BaseException:
+    """A kernel's error as its Python type, naming the binding (ksbind/torch_stable.h's
+    messages start with the argument's name)."""
+    text = str(error)
+    if text.startswith(_TYPE_ERROR):
+        return TypeError(f"{binding}(): {text[len(_TYPE_ERROR):]}")
+    if text.startswith("argument '") and binding:
+        return type(error)(f"{binding}(): {text}")
+    return error
+
+
+def _translated_call(f: Callable[..., Any], leaves: Sequence[Any], binding: str = "") -> Any:
+    try:
+        return f(*leaves)
+    except (RuntimeError, ValueError, OverflowError) as e:
+        raise _translated(e, binding) from None
+
+
+_TENSOR_LEAVES = ("tensor", "stacked", "zero_dim")
+_FLT_MAX = 3.4028234663852886e38
+
+
+def _leaf_value(leaf: dict[str, Any], value: Any, binding: str) -> Any:
+    """One argument leaf as its op takes it (a number for a 0-dim tensor leaf, a tensor for a list)."""
+    kind, where = leaf["kind"], leaf["where"]
+    if kind in ("tensor", "stacked"):
+        if isinstance(value, torch.Tensor):
+            return value
+        if kind == "stacked" and isinstance(value, (list, tuple)) and all(isinstance(v, torch.Tensor) for v in value):
+            try:
+                return torch.stack(list(value))  # a list of tensors has no one memory to view: stacked (a copy)
+            except RuntimeError as e:
+                raise ValueError(f"{binding}(): argument '{where}': a list of tensors of different shapes (ragged) "
+                                 f"is not taken on the torch_stable target: {e}") from None
+        raise TypeError(f"{binding}(): argument '{where}': expected a torch.Tensor, got {type(value).__name__}")
+    if isinstance(value, torch.Tensor):
+        if kind == "zero_dim":
+            if value.dim() != 0:
+                raise ValueError(f"{binding}(): argument '{where}': expected a number or a 0-dimensional tensor "
+                                 f"for ks Float, got a tensor of shape {list(value.shape)}")
+            if not value.is_floating_point():
+                raise TypeError(f"{binding}(): argument '{where}': expected a number or a 0-dimensional floating "
+                                f"tensor for ks Float, got a {value.dtype} tensor")
+            return value if value.dtype == torch.float32 else value.to(torch.float32)  # differentiable
+        value = value.item()
+    if kind in ("zero_dim", "float"):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _FLT_MAX:
+            raise OverflowError(f"{binding}(): argument '{where}': int too large for ks Float (32-bit float)")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{binding}(): argument '{where}': expected a number for ks Float, got "
+                            f"{type(value).__name__}") from None
+        return torch.tensor(number, dtype=torch.float32) if kind == "zero_dim" else number
+    if kind == "int":
+        if not isinstance(value, int) or isinstance(value, bool):
+            try:
+                value = operator.index(value)
+            except TypeError:
+                raise TypeError(f"{binding}(): argument '{where}': expected an int for ks Integer, got "
+                                f"{type(value).__name__}") from None
+        if not -2**31 <= value < 2**31:
+            raise OverflowError(f"{binding}(): argument '{where}': int out of range for ks Integer (32-bit)")
+        return value
+    if not isinstance(value, bool):
+        raise TypeError(f"{binding}(): argument '{where}': expected a bool for ks Bool, got {type(value).__name__}")
+    return value
+
+
+def _flattener(binding: str, specs: Sequence[Any], leaves: Sequence[dict[str, Any]]) -> Callable[..., list[Any]]:
+    """args -> the op's leaves, by each argument's spec ("leaf", "empty" or a list of parts)."""
+    def walk(spec: Any, value: Any, where: str, out: list[Any], it: Iterator[dict[str, Any]]) -> None:
+        if spec == "leaf":
+            out.append(_leaf_value(next(it), value, binding))
+        elif spec == "empty":
+            return
+        else:
+            if not isinstance(value, (tuple, list)) or len(value) != len(spec):
+                raise TypeError(f"{binding}(): argument '{where}': expected a tuple of {len(spec)}, got "
+                                f"{type(value).__name__}")
+            for i, (s, v) in enumerate(zip(spec, value)):
+                walk(s, v, f"{where}[{i}]", out, it)
+
+    if all(s == "leaf" for s in specs) and all(x["kind"] in ("tensor", "stacked") for x in leaves):
+        def tensors(args: Sequence[Any]) -> list[Any]:  # the common case: tensors only, checked cheaply
+            if all(type(a) is torch.Tensor for a in args):
+                return list(args)
+            return [_leaf_value(x, a, binding) for x, a in zip(leaves, args)]
+        return tensors
+
+    def flatten(args: Sequence[Any]) -> list[Any]:
+        out: list[Any] = []
+        it = iter(leaves)
+        for spec, value, x in zip(specs, args, _names(leaves, specs)):
+            walk(spec, value, x, out, it)
+        return out
+
+    return flatten
+
+
+def _names(leaves: Sequence[dict[str, Any]], specs: Sequence[Any]) -> list[str]:
+    """Each argument's Python name (the first leaf's name before any [i])."""
+    names: list[str] = []
+    it = iter(leaves)
+
+    def first(spec: Any) -> str | None:
+        if spec == "leaf":
+            return str(next(it)["where"]).split("[")[0]
+        if spec == "empty":
+            return None
+        found = [first(s) for s in spec]
+        return next((f for f in found if f), None)
+
+    for s in specs:
+        names.append(first(s) or "()")
+    return names
+
+
+def _rebuild(tree: dict[str, Any], out: Any) -> Any:
+    """The op's result (a tensor, a tuple of them, or an empty list) re-nested by its tree."""
+    count = _count(tree)
+    flat = iter((out,) if count == 1 else tuple(out))
+
+    def walk(t: dict[str, Any]) -> Any:
+        if t["kind"] == "leaf":
+            return next(flat)
+        if t["kind"] == "empty":
+            return ()
+        return tuple(walk(p) for p in t["parts"])
+
+    return walk(tree)
+
+
+def _count(tree: dict[str, Any]) -> int:
+    return 1 if tree["kind"] == "leaf" else sum(_count(p) for p in tree.get("parts", ()))
+
+
+def _leaf_trees(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    if tree["kind"] == "leaf":
+        return [tree]
+    return [x for p in tree.get("parts", ()) for x in _leaf_trees(p)]
+
+
+def _stable_fake(mode: str, leaves: Sequence[dict[str, Any]], tree: dict[str, Any],
+                 like: Sequence[int] | None = None) -> Callable[..., Any]:
+    """Shapes of an op's result: exact where the mode (or, for a vjp, its inputs: ``like``,
+    the leaves each gradient has the shape of) fixes them, unbacked sizes otherwise."""
+    parts = _leaf_trees(tree)
+    dtypes = [_DTYPES[p["dtype"]] for p in parts]
+
+    def fake(*args: Any) -> Any:
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if mode == "elementwise":
+            shape = _broadcast_shapes(*(t.shape for t in tensors))
+            outs = [torch.empty(shape, dtype=d) for d in dtypes]
+        elif like is not None:
+            outs = [torch.empty_like(args[i], memory_format=torch.contiguous_format) for i in like]
+        else:
+            batch = next((args[i].shape[0] for i, x in enumerate(leaves) if x["batched"]), None)
+            outs = [_fake_tensor(p, batch, torch.device("cpu")) for p in parts]
+        if len(outs) == 1:
+            return outs[0]
+        return tuple(outs) if outs else []
+
+    return fake
+
+
+def _stable_function(library: str, ops: Any, b: dict[str, Any]) -> Callable[..., Any]:
+    """A binding's function: its leaves to the op (through the dispatcher's autograd, when a
+    gradient or a torch.func transform needs it), and the op's tensors re-nested."""
+    name, mode, leaves = b["name"], b["mode"], b["leaves"]
+    op, direct = getattr(ops, name).default, getattr(ops, "_direct_" + name).default
+    for qualname in (name, "_direct_" + name):
+        torch.library.register_fake(f"{library}::{qualname}")(_stable_fake(mode, leaves, b["result"]))
+    op_rule = {"mode": mode, "params": leaves}
+    torch.library.register_vmap(f"{library}::{name}")(_op_vmap(op_rule, getattr(ops, name)))
+    has_vjp = bool(b["vjp"])
+    if has_vjp:
+        _register_stable_autograd(library, ops, b)
+    flatten = _flattener(name, b["spec"], leaves)
+    tree = b["result"]
+    single = tree["kind"] == "leaf"
+    grad_leaves = [i for i, x in enumerate(leaves) if x["float"] and x["kind"] in _TENSOR_LEAVES]
+    params = b["params"]
+    grad_enabled: Callable[[], bool] = torch.is_grad_enabled
+    compiling: Callable[[], bool] = torch.compiler.is_compiling
+
+    tensor_leaves = [i for i, x in enumerate(leaves) if x["kind"] in _TENSOR_LEAVES]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) != len(params):
+            args = _bound(name, params, args, kwargs)
+        flat = flatten(args)
+        if _functorch_active() and _functorch_wrapped([flat[i] for i in tensor_leaves]):
+            # torch.func (grad, vjp, jacrev, vmap): a Function with setup_context and a vmap rule, over
+            # this function again (inside it the tensors are plain); the op's own autograd, which
+            # torch.library generates, has no setup_context and so no part in torch.func.
+            return func_transforms(*args)
+        # The dispatcher's autograd only where a gradient may be needed (or a trace records the op):
+        # its Python kernel costs microseconds a call.
+        if compiling() or (has_vjp and grad_enabled() and any(flat[i].requires_grad for i in grad_leaves)):
+            run = op
+        else:
+            run = direct
+        try:
+            out = run(*flat)
+        except NotImplementedError as e:  # (a RuntimeError)
+            raise _refused(name, leaves, flat, e) from None
+        except (RuntimeError, ValueError, OverflowError) as e:
+            raise _translated(e, name) from None
+        return out if single else _rebuild(tree, out)
+
+    legacy = _legacy_binding(b)
+    func_transforms = (autograd_function(legacy, call, _stable_vjp_function(ops, b)) if has_vjp
+                       else forward_function(legacy, call))
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = b["doc"]
+    call.op = getattr(ops, name)  # type: ignore[attr-defined]
+    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+    return call
+
+
+def _legacy_binding(b: dict[str, Any]) -> dict[str, Any]:
+    """The binding as autograd_function, forward_function and vmap_rule read one: each argument
+    batched (vmap mode) when its one leaf is."""
+    it = iter(b["leaves"])
+    params = []
+    for p, spec in zip(b["params"], b["spec"]):
+        batched = False
+        if spec == "leaf":
+            batched = bool(next(it)["batched"])
+        else:
+            for _ in _spec_leaves(spec):
+                next(it)
+        params.append({"name": p, "batched": batched})
+    return {"name": b["name"], "vjp": b["vjp"], "mode": b["mode"], "params": params}
+
+
+def _spec_leaves(spec: Any) -> list[None]:
+    if spec == "leaf":
+        return [None]
+    if spec == "empty":
+        return []
+    return [x for s in spec for x in _spec_leaves(s)]
+
+
+def _bound(name: str, params: Sequence[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """Positional arguments from a call with keywords (a TypeError as Python's for a bad one)."""
+    sig = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{name}(): {e}") from None
+    return tuple(bound.arguments[p] for p in params)
+
+
+def _refused(name: str, leaves: Sequence[dict[str, Any]], flat: Sequence[Any], error: BaseException) -> BaseException:
+    """What the dispatcher refused (a tensor no CPU kernel takes), with the argument named."""
+    for x, v in zip(leaves, flat):
+        if isinstance(v, torch.Tensor):
+            if v.is_nested:
+                return ValueError(f"{name}(): argument '{x['where']}': expected a dense tensor, got a nested tensor "
+                                  f"(pass a list of its tensors: t.unbind())")
+            if v.device.type != "cpu":
+                return ValueError(f"{name}(): argument '{x['where']}': expected a CPU tensor, got a tensor on "
+                                  f"device '{v.device}'")
+            if v.layout != torch.strided:
+                return ValueError(f"{name}(): argument '{x['where']}': expected a dense (strided) tensor, got "
+                                  f"{v.layout}")
+    return error
+
+
+def _register_stable_autograd(library: str, ops: Any, b: dict[str, Any]) -> None:
+    """Autograd for a binding's op from its vjp op; the vjp op's own says double backward is
+    not supported."""
+    name, vjp_name, mode, leaves = b["name"], b["vjp"], b["mode"], b["leaves"]
+    vjp_op = getattr(ops, vjp_name).default
+    float_leaves = [i for i, x in enumerate(leaves) if x["float"] and x["kind"] in _TENSOR_LEAVES]
+    result_floats = [p["dtype"] == "float32" for p in _leaf_trees(b["result"])]
+    vjp_leaves = b["vjp_leaves"]
+    like = None if mode == "elementwise" else float_leaves
+    for qualname in (vjp_name, "_direct_" + vjp_name):
+        torch.library.register_fake(f"{library}::{qualname}")(
+            _stable_fake(mode, vjp_leaves, b["vjp_result"], like))
+    torch.library.register_vmap(f"{library}::{vjp_name}")(
+        _op_vmap({"mode": mode, "params": vjp_leaves}, getattr(ops, vjp_name)))
+
+    def vjp_backward(ctx: Any, *grads: Any) -> Any:
+        raise double_backward_error(name, vjp_name)
+
+    torch.library.register_autograd(f"{library}::{vjp_name}", vjp_backward)
+    n_grads = _count(b["vjp_result"])
+
+    def setup_context(ctx: Any, inputs: Sequence[Any], output: Any) -> None:
+        tensors, ctx.others = _split(inputs)
+        ctx.save_for_backward(*tensors)
+        outs = output if isinstance(output, (tuple, list)) else (output,)
+        ctx.out_meta = [(o.shape, o.dtype) for o in outs]
+
+    def backward(ctx: Any, *grads: Any) -> Any:
+        saved = ctx.saved_tensors
+        if (torch.is_grad_enabled() and _needs_grad([*saved, *grads]) and not _functorch_active()
+                and not _functorch_wrapped([*saved, *grads])):
+            raise double_backward_error(name, vjp_name)
+        args = _join(saved, ctx.others)
+        dret = [g if g is not None else torch.zeros(shape, dtype=dtype)
+                for g, (shape, dtype), is_float in zip(grads, ctx.out_meta, result_floats) if is_float]
+        out = vjp_op(*args, *dret)
+        got = [out] if n_grads == 1 else list(out)
+        result: list[Any] = [None] * len(args)
+        for i, g in zip(float_leaves, got):
+            a = args[i]
+            if mode == "elementwise" and g.shape != a.shape:
+                g = g.sum_to_size(a.shape)  # the argument was broadcast
+            result[i] = g
+        return tuple(result)
+
+    torch.library.register_autograd(f"{library}::{name}", backward, setup_context=setup_context)
+
+
+def _stable_vjp_function(ops: Any, b: dict[str, Any]) -> Callable[..., Any]:
+    """A binding's vjp as a function: its arguments and dret to the vjp op, the gradients re-nested."""
+    name = b["vjp"]
+    direct = getattr(ops, "_direct_" + name).default
+    params = [*b["params"], "dret"]
+    flatten = _flattener(name, b["vjp_spec"], b["vjp_leaves"])
+    tree = b["vjp_result"]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) != len(params):
+            args = _bound(name, params, args, kwargs)
+        return _rebuild(tree, _translated_call(direct, flatten(args), name))
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+__all__ = ["extension", "install", "autograd_function", "forward_function", "vmap_rule", "register_op",
+           "install_stable", "load_library", "torch_needed"]

@@ -126,4 +126,5 @@ from tests.e2e_support import (  # noqa: E402,F401
     runtime,
     torch_lib,
     torch_ops,
+    torch_stable,
 )

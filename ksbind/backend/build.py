@@ -40,6 +40,10 @@ def _kind(spec: ModuleSpec) -> BuildKind[Any]:
         from ksbind.backend.torch_build import TORCH  # torch is imported only for torch modules
 
         return TORCH
+    if build == "torch_stable":
+        from ksbind.backend.torch_stable_build import STABLE  # torch's headers only for its modules
+
+        return STABLE
     if build == "jax":
         from ksbind.backend.jax_build import JAX  # jax is imported only for jax modules
 

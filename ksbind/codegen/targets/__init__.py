@@ -12,11 +12,12 @@ from ksbind.codegen.targets import jax as jax_target
 from ksbind.codegen.targets import ks as ks_target
 from ksbind.codegen.targets import python as python_target
 from ksbind.codegen.targets import torch as torch_target
+from ksbind.codegen.targets import torch_stable as torch_stable_target
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import ConfigError, Location, closest
 
 TARGETS: dict[str, Target] = {t.name: t for t in (ks_target.TARGET, python_target.TARGET, torch_target.TARGET,
-                                                  jax_target.TARGET)}
+                                                  torch_stable_target.TARGET, jax_target.TARGET)}
 
 
 def get_target(name: str, where: Location | None = None) -> Target:

@@ -29,6 +29,7 @@
 #include <ksbind/call_arena.h>
 #include <ksbind/cpu_capability.h>
 #include <ksbind/entry_points.h>
+#include <ksbind/ks_value_traits.h>
 #include <ksbind/number_ranges.h>  // ks Integer's range
 
 #include <ATen/Parallel.h>
@@ -54,6 +55,15 @@ namespace ksbind {
 namespace torch_target {
 
 namespace py = pybind11;
+using ks_values::copy_leaves;
+using ks_values::first_shape;
+using ks_values::has_shape;
+using ks_values::holds_no_scalar;
+using ks_values::is_ks_tensor;
+using ks_values::is_ks_tuple;
+using ks_values::ks_index;
+using ks_values::leaf;
+using ks_values::torch_sizes;
 
 // ------------------------------------------------------------ dtypes
 
@@ -77,16 +87,6 @@ struct dtype_of<bool> {
     static constexpr const char* torch_name = "torch.bool";
     static constexpr const char* ks_name = "Bool";
 };
-
-template <class T>
-struct is_ks_tensor : std::false_type {};
-template <size_t D, class E>
-struct is_ks_tensor<ks::tensor<D, E>> : std::true_type {};
-
-template <class T>
-struct is_ks_tuple : std::false_type {};
-template <class... Ts>
-struct is_ks_tuple<ks::Tuple<Ts...>> : std::true_type {};
 
 inline std::string shape_text(c10::IntArrayRef sizes) {
     std::ostringstream os;
@@ -191,29 +191,6 @@ void check_tensor(at::Tensor& t, int64_t rank, const std::string& where, const c
     if (!t.is_contiguous()) t = t.contiguous();
 }
 
-// ks index (int for rank 1, ks::Tuple<int...> above) from torch sizes, starting at dim `first`.
-template <size_t D>
-auto ks_index(c10::IntArrayRef sizes, size_t first = 0) {
-    if constexpr (D == 1) {
-        return static_cast<int>(sizes[first]);
-    } else {
-        return [&]<size_t... I>(std::index_sequence<I...>) {
-            return ks::make_Tuple(static_cast<int>(sizes[first + I])...);
-        }(std::make_index_sequence<D>());
-    }
-}
-
-template <size_t D, class Index>
-std::vector<int64_t> torch_sizes(const Index& size) {
-    if constexpr (D == 1) {
-        return {static_cast<int64_t>(size)};
-    } else {
-        return [&]<size_t... I>(std::index_sequence<I...>) {
-            return std::vector<int64_t>{static_cast<int64_t>(ks::get<I>(size))...};
-        }(std::make_index_sequence<D>());
-    }
-}
-
 // ------------------------------------------------------------ entry values
 
 // A Float/Integer/Bool argument: a Python number, or a 0-dim tensor (kept, so
@@ -231,27 +208,6 @@ struct Nested {
     at::Tensor stacked;
     std::vector<Inner> items;
 };
-
-// Element type and rank of ks tensors, however deeply nested.
-template <class T>
-struct leaf {
-    using type = T;
-    static constexpr size_t rank = 0;
-};
-template <size_t D, class E>
-struct leaf<ks::tensor<D, E>> {
-    using type = typename leaf<E>::type;
-    static constexpr size_t rank = D + leaf<E>::rank;
-};
-
-// Types made of tuples and tensors only: the tangents of discrete values,
-// which cross as () (their entry type is std::tuple<>).
-template <class T>
-struct holds_no_scalar : std::false_type {};
-template <class... Ts>
-struct holds_no_scalar<ks::Tuple<Ts...>> : std::bool_constant<(holds_no_scalar<Ts>::value && ...)> {};
-template <size_t D, class E>
-struct holds_no_scalar<ks::tensor<D, E>> : holds_no_scalar<E> {};
 
 template <class T>
 std::string ks_type_text() {
@@ -498,48 +454,6 @@ template <size_t D, class E>
 auto to_torch(const ks::tensor<D, E>& t);
 template <class... Ts>
 auto to_torch(const ks::Tuple<Ts...>& t);
-
-// The shape a tensor of tensors stacks into, when every inner tensor has the
-// same shape; appended to `shape` (an empty tensor of tensors: zeros).
-template <class T>
-void first_shape(const T& v, std::vector<int64_t>& shape) {
-    [&]<size_t D, class E>(ks::tensor<D, E>*) {
-        for (int64_t s : torch_sizes<D>(v.size())) shape.push_back(s);
-        if constexpr (is_ks_tensor<E>::value) {
-            if (v.num_elements() > 0) {
-                first_shape(v.data()[0], shape);
-            } else {
-                for (size_t k = 0; k < leaf<E>::rank; ++k) shape.push_back(0);
-            }
-        }
-    }(static_cast<T*>(nullptr));
-}
-
-template <class T>
-bool has_shape(const T& v, const int64_t* shape) {
-    return [&]<size_t D, class E>(ks::tensor<D, E>*) {
-        auto sizes = torch_sizes<D>(v.size());
-        if (!std::equal(sizes.begin(), sizes.end(), shape)) return false;
-        if constexpr (is_ks_tensor<E>::value) {
-            for (int i = 0; i < v.num_elements(); ++i)
-                if (!has_shape(v.data()[i], shape + D)) return false;
-        }
-        return true;
-    }(static_cast<T*>(nullptr));
-}
-
-template <class T, class Leaf>
-void copy_leaves(const T& v, Leaf*& dst) {
-    [&]<size_t D, class E>(ks::tensor<D, E>*) {
-        if constexpr (is_ks_tensor<E>::value) {
-            for (int i = 0; i < v.num_elements(); ++i) copy_leaves(v.data()[i], dst);
-        } else {
-            size_t n = static_cast<size_t>(v.num_elements());
-            if (n) std::memcpy(dst, v.data(), n * sizeof(E));
-            dst += n;
-        }
-    }(static_cast<T*>(nullptr));
-}
 
 template <size_t D, class E>
 auto to_torch(const ks::tensor<D, E>& t) {

@@ -1,0 +1,217 @@
+"""Build torch_stable-target modules through ksbind's one build pipeline
+(ksbind/backend/compile.py): a shared library of stable-ABI torch ops, compiled
+against the running torch's stable headers (``torch/csrc/stable``,
+``torch/headeronly``, the C shim) with ``-DTORCH_TARGET_VERSION`` for the oldest
+torch it runs on (ksbind/codegen/targets/torch_stable.py), beside the generated
+pure-Python wrapper ``NAME.py`` that loads it with ``torch.ops.load_library``.
+
+One translation unit, ``torch_stable_unit.cpp`` (written beside the generated
+files): the config's C++ sources and the generated ops, so ks functions inline
+into the kernels' loops. The stable headers are small (the ops compile in about a
+second), so the glue needs no unit, and no precompiled header, of its own. It links
+libtorch_cpu and libc10 only: no libtorch_python, no pybind11, no Python.
+
+The cache entry holds ``NAME_torchops.so``, ``NAME.py`` and its stub; the key
+covers the generated files, the config's sources and the headers beside them,
+ksbind's and the runtime's headers, the compiler and flags, and the torch whose
+headers it compiled against.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text
+from ksbind.backend.kind import PreparedBuild, Steps
+from ksbind.backend.loader import import_wrapper
+from ksbind.backend.runner import Unit
+from ksbind.backend.toolchain import (
+    DEBUG_FLAGS,
+    FAST_MATH_FLAGS,
+    KS_FLAGS,
+    Toolchain,
+    compiler,
+    hash_include_path,
+    ks_include_dirs,
+)
+from ksbind.cache.entries import CacheEntry
+from ksbind.cache.keys import Hasher, without_stamp
+from ksbind.codegen.output import write_generated
+from ksbind.codegen.render import RenderedModule
+from ksbind.codegen.targets.torch_stable import TORCH_TARGET_VERSION, lib_name
+from ksbind.fileio import write_atomic
+from ksbind.log import get_logger
+from ksbind.spec import ModuleSpec
+
+#: As the torch target's kernels (ksbind/backend/torch_build.py): -O3 with -fno-trapping-math
+#: and -fno-math-errno vectorise the loops with the ks function inlined; -ffp-contract=off keeps
+#: every CPU capability's floats the same. No -fopenmp: the loops run on ATen's own thread pool
+#: through the C shim (torch::stable::parallel_for). No Python include folder at all.
+CFLAGS = ("-O3", "-std=c++20", "-fPIC", "-fvisibility=hidden", "-fno-trapping-math", "-fno-math-errno",
+          "-ffp-contract=off", "-g0", "-DKSBIND_NO_PYTHON=1", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}",
+          "-Wno-unused-variable", "-Wno-attributes", *KS_FLAGS)
+UNIT = "torch_stable_unit.cpp"
+OPS = "torch_stable_ops.cpp"
+LIB_EXT = ".so"
+
+_loaded: dict[str, ModuleType] = {}
+_cache_log = get_logger("cache")
+_lock = threading.Lock()
+
+
+def torch_dir() -> Path:
+    """The running torch's package folder (headers in include/, libraries in lib/), found
+    without importing torch: a cached build imports it only through its wrapper."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        from ksbind.errors import BuildError
+
+        raise BuildError("the torch_stable target needs torch installed (pip install torch)")
+    return Path(spec.origin).parent
+
+
+def torch_version() -> str:
+    """The torch whose headers the library compiles against (its version.py, read without importing torch)."""
+    text = (torch_dir() / "version.py").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        if line.startswith("__version__"):
+            return line.split("=", 1)[1].strip().strip("'\"")
+    return "unknown"
+
+
+@dataclass(frozen=True)
+class StablePlan:
+    """What a torch_stable module's key is computed from, and its build compiles with."""
+
+    cflags: tuple[str, ...]
+    torch: str
+
+
+def stable_plan(spec: ModuleSpec) -> StablePlan:
+    return StablePlan(CFLAGS + tuple(shlex.split(os.environ.get("KSBIND_CXXFLAGS", ""))), torch_version())
+
+
+def toolchain(spec: ModuleSpec, plan: StablePlan) -> Toolchain:
+    """ksbind's and the runtime's folders, then torch's include folder (-isystem); torch's
+    CPU library and c10, found at run time where torch's own are (rpath)."""
+    lib = torch_dir() / "lib"
+    return Toolchain("torch_stable", compiler(), plan.cflags, ks_include_dirs(spec), (torch_dir() / "include",),
+                     libs=(f"-L{lib}", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{lib}"),
+                     key_parts=(("torch", plan.torch),))
+
+
+def unit_text(spec: ModuleSpec, ops: Path) -> str:
+    lines = ["// Written by ksbind's torch_stable build: ks sources and the ops in one unit,",
+             "// so ks functions inline into the kernels' loops."]
+    lines += [f'#include "{p.resolve()}"' for p in spec.cpp]
+    lines.append(f'#include "{ops.resolve()}"')
+    return "\n".join(lines) + "\n"
+
+
+def cache_key(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan) -> str:
+    h = Hasher.with_environment()
+    h.add_text("target", "torch_stable")
+    h.add_text("torch", plan.torch)
+    h.add_text("name", spec.name)
+    h.add_text("cxx", "\0".join(compiler()))
+    h.add_text("cflags", "\0".join(plan.cflags))
+    h.add_text("fast_math", str(spec.fast_math))
+    h.add_text("debug", str(spec.debug))
+    for name in sorted(rendered.files):
+        h.add_bytes(f"generated:{name}", without_stamp(rendered.files[name].encode("utf-8", "surrogateescape")))
+    sources = [*spec.cpp, *([] if spec.runtime.bundled else spec.runtime.sources)]
+    for i, src in enumerate(sources):
+        h.add_file(src, f"source{i}:{src.name}")
+    for d in dict.fromkeys(s.parent for s in sources):
+        h.add_dir_headers(d)
+    hash_include_path(h, ks_include_dirs(spec))
+    return h.hexdigest()
+
+
+def stable_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | None) -> list[Unit]:
+    """The library's units: the user's C++ with the ops, and the runtime's sources. With
+    ``shared_root`` (the object cache's root), the generated file is compiled from a
+    content-addressed copy (ksbind/backend/compile.py, shared_copies)."""
+    sources = [p for p in generated if p.suffix in (".cpp", ".h")]
+    copies = shared_copies(shared_root, sources) if shared_root is not None else {p: p for p in sources}
+    ops = {p.name: p for p in sources}[OPS]
+    text = unit_text(spec, copies[ops])
+    if shared_root is not None:
+        unit = shared_text(shared_root, UNIT, text)
+    else:
+        unit = spec.output / UNIT
+        if not unit.is_file() or unit.read_text(encoding="utf-8") != text:
+            write_atomic(unit, text)
+    flags = (FAST_MATH_FLAGS if spec.fast_math else ()) + (DEBUG_FLAGS if spec.debug else ())
+    runtime_sources = [] if spec.runtime.bundled else list(spec.runtime.sources)
+    return [Unit(unit, flags, parts=tuple((copies[g], g) for g in sources)), *(Unit(Path(s)) for s in runtime_sources)]
+
+
+def _entry(root: Path, name: str, key: str) -> CacheEntry:
+    return CacheEntry(root, lib_name(name), key, suffix=LIB_EXT, target="torch_stable")
+
+
+def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, key: str, root: Path) -> ModuleType:
+    """Generate, compile (or reuse the cache under ``root``) and import a torch_stable module."""
+    generated = write_generated(spec.output, rendered)
+    entry = _entry(root, spec.name, key)
+    wrapper_path = entry.dir / f"{spec.name}.py"
+    with _lock:
+        if not entry.is_built():
+            with entry.lock():
+                if not entry.is_built():  # another process may have built it while we waited
+                    _compile(spec, rendered, plan, entry, generated)
+        else:
+            _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
+        wrapper_key = str(wrapper_path)
+        if wrapper_key not in _loaded:
+            _loaded[wrapper_key] = import_wrapper(spec.name, wrapper_path)
+        return _loaded[wrapper_key]
+
+
+def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry: CacheEntry,
+             generated: list[Path]) -> None:
+    tc = toolchain(spec, plan)
+    objects = object_cache(entry.root)
+    units = stable_units(spec, generated, entry.root if objects is not None else None)
+
+    def wrapper_first(staging: Path) -> None:
+        entry.dir.mkdir(parents=True, exist_ok=True)
+        for fname in (f"{spec.name}.py", f"{spec.name}.pyi"):
+            if fname in rendered.files:
+                write_atomic(entry.dir / fname, rendered.files[fname])
+
+    install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
+                  before_install=wrapper_first)
+
+
+class StableKind:
+    """The torch_stable target's build kind (ksbind/backend/kind.py)."""
+
+    def prepare(self, spec: ModuleSpec, rendered: RenderedModule) -> PreparedBuild[StablePlan]:
+        plan = stable_plan(spec)
+        return PreparedBuild(spec, rendered, cache_key(spec, rendered, plan), plan, self)
+
+    def build(self, prepared: PreparedBuild[StablePlan], root: Path) -> ModuleType:
+        return build_planned(prepared.spec, prepared.rendered, prepared.plan, prepared.key, root)
+
+    def loads(self, prepared: PreparedBuild[StablePlan], root: Path) -> tuple[CacheEntry, Steps]:
+        name = prepared.spec.name
+        entry = _entry(root, name, prepared.key)
+        return entry, [["import", "torch"], ["wrapper", name, str(entry.dir / f"{name}.py")]]
+
+    def standalone_units(self, spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
+        plan = stable_plan(spec)
+        return stable_units(spec, generated, None), toolchain(spec, plan)
+
+
+STABLE = StableKind()
+
+__all__ = ["StableKind", "STABLE", "StablePlan", "stable_plan", "build_planned", "cache_key", "stable_units",
+           "toolchain", "unit_text", "CFLAGS", "torch_dir", "torch_version"]

@@ -1,0 +1,386 @@
+"""The ``torch_stable`` target (a preview of the torch target on PyTorch's LibTorch stable ABI).
+
+Every binding and every vjp is a dispatcher op, ``torch.ops.NS.NAME`` (NS: the module's
+name, or the config's ``torch_library``), defined in C++ with ``STABLE_TORCH_LIBRARY``
+and a schema, in a library that includes nothing of torch's full C++ API, of
+libtorch_python or of pybind11: one build runs on every torch from 2.10 on. The
+generated ``NAME.py`` loads it and gives each op, in Python (ksbind/torch_runtime.py,
+``install_stable``), a fake kernel, autograd from the vjp and a batching rule.
+
+An op's arguments are leaves: the wrapper flattens tuples into their elements (the
+schema has no tuple arguments) and re-nests tuple results from the op's tensors.
+
+=====================================  ==========================================
+ks type                                schema type of its leaf (C++ parameter)
+=====================================  ==========================================
+(Tensor N Float/Integer/Bool)          ``Tensor`` (viewed, no copy)
+(Tensor 1 (Tensor M ... S))            ``Tensor``: one stacked tensor, rows viewed
+Float                                  ``float`` (``Tensor``, 0-dim, in a binding with a vjp)
+Integer / Bool                         ``int`` / ``bool``
+(Tuple ...)                            its elements' leaves, in order
+a type holding no scalar               no leaf (``()`` in Python)
+=====================================  ==========================================
+
+Results: tensors, scalars (0-dim tensors) and tuples of them, as the torch target.
+Strings, tensors of tuples and lists (ragged tensors of tensors) are not yet expressed:
+binding one is a BindingError that says so (bind it on the ``torch`` target). Modes and
+their checks are the torch target's (ksbind/codegen/targets/torch.py).
+"""
+from __future__ import annotations
+
+import pprint
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar, Literal
+
+from ksbind.codegen.targets import torch as torch_target
+from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for
+from ksbind.codegen.targets.record import Target
+from ksbind.errors import BindingError
+from ksbind.lang.identifiers import cpp_string
+from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
+from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
+
+NAME: TargetName = "torch_stable"
+FILES = {"torch_stable_ops.cpp": "torch_stable_ops.cpp.j2", "{module}.py": "torch_stable_wrapper.py.j2",
+         "{module}.pyi": "stub.pyi.j2"}
+SINGLE_FILE = FILES
+#: The op library is ``NAME + LIB_SUFFIX + ".so"``, beside the wrapper ``NAME.py``.
+LIB_SUFFIX = "_torchops"
+#: The oldest torch the library runs on, as the stable ABI spells it (-DTORCH_TARGET_VERSION):
+#: major, minor and patch bytes, then zeros (0x0210... would mean 2.16).
+TORCH_TARGET = (2, 10)
+TORCH_TARGET_VERSION = f"0x{TORCH_TARGET[0]:02x}{TORCH_TARGET[1]:02x}000000000000"
+DTYPES = {"Float": "float32", "Integer": "int32", "Bool": "bool"}
+
+
+def lib_name(module_name: str) -> str:
+    return module_name + LIB_SUFFIX
+
+
+# ------------------------------------------------------------ what crosses
+
+def unsupported_reason(t: KsType) -> str | None:
+    """Why a value of type t is not (yet) expressed as op leaves, or None."""
+    if torch_target.holds_no_scalar(t):
+        return None
+    for sub in t.walk():
+        if isinstance(sub, ScalarType) and sub.name not in DTYPES:
+            return f"{t} holds a {sub.name}, which the stable-ABI ops do not take yet (bind it on the torch target)"
+        crosses = torch_target.is_scalar_tensor(sub) or torch_target.is_nested_tensor(sub)
+        if isinstance(sub, TensorType) and not crosses:
+            return (f"{sub} is a tensor of {sub.element}, a list in Python, which the stable-ABI ops do not take yet "
+                    f"(bind it on the torch target)")
+    return None
+
+
+def crossing(t: KsType, role: CrossingRole) -> Crossing:
+    """Stubs and docs see the torch target's Python types; the kernels convert leaves themselves."""
+    return Crossing(t.cpp, "", torch_target.py_type(t, "param" if role == "param" else "result"))
+
+
+def check_binding(b: Binding) -> None:
+    for t in [*b.decl.params, b.decl.return_type, *(b.vjp_decl.params if b.vjp_decl else ())]:
+        reason = unsupported_reason(t)
+        if reason:
+            raise BindingError(f"binding {b.name!r} ({b.decl.name}): on the torch_stable target, {reason}",
+                               b.location)
+    torch_target.check_binding(b)
+
+
+# ------------------------------------------------------------ leaves
+
+#: What one leaf is: a tensor viewed as a ks tensor, a stacked tensor of tensors, a 0-dim
+#: tensor holding a differentiable Float, or a number.
+LeafKind = Literal["tensor", "stacked", "zero_dim", "float", "int", "bool"]
+_SCHEMA = {"tensor": "Tensor", "stacked": "Tensor", "zero_dim": "Tensor", "float": "float", "int": "int",
+           "bool": "bool"}
+_CPP = {"tensor": "torch::stable::Tensor", "stacked": "torch::stable::Tensor", "zero_dim": "torch::stable::Tensor",
+        "float": "double", "int": "int64_t", "bool": "bool"}
+
+
+@dataclass(frozen=True)
+class OpLeaf:
+    """One argument of an op: its schema name, kind, and what autograd and vmap need of it."""
+
+    name: str            # its schema and C++ name
+    where: str           # its Python name in messages: x, or x[1][0] inside a tuple
+    kind: LeafKind
+    cpp_type: str        # the ks C++ type it becomes
+    float_valued: bool   # it holds Floats: autograd gives it a gradient
+    batched: bool = False  # vmap mode: mapped over its leading dimension
+    rank: int = 0        # tensor, stacked: the tensor's rank
+
+    @property
+    def schema(self) -> str:
+        return f"{_SCHEMA[self.kind]} {self.name}"
+
+    @property
+    def cpp(self) -> str:
+        """Its C++ parameter's name (prefixed: a Python name may be a C++ keyword or a local's)."""
+        return f"a_{self.name}"
+
+    @property
+    def cpp_param(self) -> str:
+        return f"{_CPP[self.kind]} {self.cpp}"
+
+    def plain(self) -> dict[str, object]:
+        return {"name": self.name, "where": self.where, "kind": self.kind, "float": self.float_valued,
+                "batched": self.batched, "rank": self.rank}
+
+
+def _leaves(t: KsType, name: str, where: str, out: list[OpLeaf], float_as_tensor: bool, batched: bool) -> str:
+    """Append t's leaves to out; return the C++ that rebuilds the ks value from them."""
+    if torch_target.holds_no_scalar(t):
+        return f"{t.cpp}{{}}"
+    if isinstance(t, TupleType):
+        parts = [_leaves(e, f"{name}_{i}", f"{where}[{i}]", out, float_as_tensor, batched)
+                 for i, e in enumerate(t.elements)]
+        return f"ks::make_Tuple({', '.join(parts)})"
+    w = cpp_string(where)
+    c = f"a_{name}"
+    if isinstance(t, TensorType):
+        kind: LeafKind = "tensor" if torch_target.is_scalar_tensor(t) else "stacked"
+        leaf = OpLeaf(name, where, kind, t.cpp, torch_target.leaf_element(t) == "Float", batched,
+                      torch_target.stacked_rank(t) + (1 if batched else 0))
+        out.append(leaf)
+        if batched:
+            return f"{c}_b.at(i)"
+        return f"tt::view<{t.cpp}>({c}, {w})" if kind == "tensor" else f"tt::stacked<{t.cpp}>(&g_alloc, {c}, {w})"
+    assert isinstance(t, ScalarType)
+    if batched:  # a vjp's dret of a scalar result, batched: a 1-d tensor
+        out.append(OpLeaf(name, where, "tensor", t.cpp, t == FLOAT, True, 1))
+        return f"{c}_b.at(i)"
+    if t == FLOAT:
+        kind = "zero_dim" if float_as_tensor else "float"
+        out.append(OpLeaf(name, where, kind, t.cpp, True))
+        return f"tt::zero_dim({c}, {w})" if float_as_tensor else f"tt::floating({c}, {w})"
+    if t.name == "Integer":
+        out.append(OpLeaf(name, where, "int", t.cpp, False))
+        return f"tt::integer({c}, {w})"
+    out.append(OpLeaf(name, where, "bool", t.cpp, False))
+    return c
+
+
+@dataclass(frozen=True)
+class ResultTree:
+    """How the wrapper re-nests an op's tensors: a leaf (a tensor; a number as a 0-dim one),
+    ``()`` (no leaf), or a tuple."""
+
+    kind: Literal["leaf", "empty", "tuple"]
+    dtype: str = ""
+    rank: int = -1       # leaf: its rank (-1: the broadcast shape's, elementwise)
+    parts: tuple[ResultTree, ...] = ()
+
+    def plain(self) -> dict[str, object]:
+        if self.kind == "leaf":
+            return {"kind": "leaf", "dtype": self.dtype, "rank": self.rank}
+        if self.kind == "tuple":
+            return {"kind": "tuple", "parts": [p.plain() for p in self.parts]}
+        return {"kind": "empty"}
+
+    def count(self) -> int:
+        return 1 if self.kind == "leaf" else sum(p.count() for p in self.parts)
+
+
+def result_tree(t: KsType, mode: Mode) -> ResultTree:
+    if torch_target.holds_no_scalar(t):
+        return ResultTree("empty")
+    if isinstance(t, TupleType):
+        return ResultTree("tuple", parts=tuple(result_tree(e, mode) for e in t.elements))
+    dtype = DTYPES[torch_target.leaf_element(t)]
+    if mode == "elementwise":
+        return ResultTree("leaf", dtype, -1)
+    return ResultTree("leaf", dtype, torch_target.stacked_rank(t) + (1 if mode == "vmap" else 0))
+
+
+def _schema_result(n: int) -> str:
+    if n == 0:
+        return "Tensor[]"
+    return "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
+
+
+@dataclass(frozen=True)
+class KsArg:
+    """One argument of the ks call: its C++ name, and the C++ making it from the leaves
+    (none for an elementwise lambda's parameter); batched: made per vmap step."""
+
+    name: str
+    expr: str
+    batched: bool
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One op (a binding or its vjp) as torch_stable_ops.cpp.j2 prints it."""
+
+    name: str            # the op's name (and the kernel's)
+    symbol: str          # the ks function's C++ symbol
+    mode: Mode
+    leaves: tuple[OpLeaf, ...]
+    ks_args: tuple[KsArg, ...]  # each ks argument, rebuilt from the leaves
+    result: ResultTree
+    result_cpp: str      # the ks function's C++ result type
+    call: str            # the ks call with `alloc` (elementwise, vmap) or `&g_alloc` (plain)
+    call_site: str
+    DERIVED: ClassVar[tuple[str, ...]] = ("schema", "param_list", "direct_schema", "py_names", "addresses",
+                                          "float_params", "batch_sizes", "step_elements")
+
+    @cached_property
+    def schema(self) -> str:
+        return f"{self.name}({', '.join(x.schema for x in self.leaves)}) -> {_schema_result(self.result.count())}"
+
+    @cached_property
+    def direct_schema(self) -> str:
+        """The same kernel without autograd or batching rule: what a call that needs neither runs."""
+        return "_direct_" + self.schema
+
+    @cached_property
+    def param_list(self) -> str:
+        return ", ".join(x.cpp_param for x in self.leaves)
+
+    @cached_property
+    def py_names(self) -> str:
+        return ", ".join(cpp_string(x.where) for x in self.leaves)
+
+    @cached_property
+    def addresses(self) -> str:
+        return ", ".join(f"&{x.cpp}" for x in self.leaves)
+
+    @cached_property
+    def float_params(self) -> str:
+        """The elementwise lambda's parameters after its allocator."""
+        return "".join(f", ks::Float {a.name}" for a in self.ks_args)
+
+    @cached_property
+    def batch_sizes(self) -> str:
+        return ", ".join(f"{{ {x.cpp}_b.batch, {cpp_string(x.where)} }}" for x in self.leaves if x.batched)
+
+    @cached_property
+    def step_elements(self) -> str:
+        return ", ".join(f"{x.cpp}_b.step_elements()" for x in self.leaves if x.batched)
+
+
+def _op_entry(e: EntryPoint, b: Binding, result_type: KsType) -> OpEntry:
+    leaves: list[OpLeaf] = []
+    args: list[KsArg] = []
+    float_as_tensor = b.vjp_decl is not None and b.mode == "plain"
+    for i, p in enumerate(e.params):
+        is_dret = e.is_vjp and i == len(e.params) - 1
+        if b.mode == "elementwise":
+            leaves.append(OpLeaf(p.py_name, p.py_name, "tensor", "ks::Float", True, False, -1))
+            args.append(KsArg(f"v{i}", "", False))  # the elementwise lambda's parameter
+            continue
+        batched = b.mode == "vmap" and (torch_target.is_scalar_tensor(p.ks_type) or is_dret)
+        # A vjp's dret: autograd hands it over as tensors (0-dim for a Float result).
+        expr = _leaves(p.ks_type, p.py_name, p.py_name, leaves, float_as_tensor or is_dret, batched)
+        args.append(KsArg(f"k{i}", expr, batched))
+    names = [a.name for a in args]
+    # The ks call's arguments, as the entry point packs them (a vjp: the primal's as one Tuple).
+    if e.is_vjp:
+        primal_args, dret = names[:-1], names[-1]
+        packed = primal_args[0] if len(primal_args) == 1 else f"ks::make_Tuple({', '.join(primal_args)})"
+        names = [packed, dret]
+    alloc = "alloc" if b.mode != "plain" else "&g_alloc"
+    call = f"ks::{e.symbol}({', '.join([alloc, *names])})"
+    return OpEntry(e.name, e.symbol, b.mode, tuple(leaves), tuple(args), result_tree(result_type, b.mode),
+                   result_type.cpp, call, e.call_site)
+
+
+@dataclass(frozen=True)
+class StableBinding:
+    """What ksbind/torch_runtime.py's install_stable needs to define one binding."""
+
+    name: str
+    mode: Mode
+    params: tuple[str, ...]          # the Python argument names
+    spec: tuple[object, ...]         # per argument: how it flattens into leaves (see _flat_spec)
+    leaves: tuple[OpLeaf, ...]
+    result: ResultTree
+    vjp: str | None
+    vjp_leaves: tuple[OpLeaf, ...]
+    vjp_result: ResultTree | None
+    vjp_spec: tuple[object, ...]     # the vjp's arguments (the binding's, then dret), as ``spec``
+    doc: str
+
+    def plain(self) -> dict[str, object]:
+        return {"name": self.name, "mode": self.mode, "params": list(self.params), "spec": list(self.spec),
+                "leaves": [x.plain() for x in self.leaves], "result": self.result.plain(), "vjp": self.vjp,
+                "vjp_leaves": [x.plain() for x in self.vjp_leaves],
+                "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "vjp_spec": list(self.vjp_spec),
+                "doc": self.doc}
+
+
+def _flat_spec(t: KsType) -> object:
+    """How the wrapper flattens a Python value of ks type t: "leaf", "empty", or a list of parts."""
+    if torch_target.holds_no_scalar(t):
+        return "empty"
+    if isinstance(t, TupleType):
+        return [_flat_spec(e) for e in t.elements]
+    return "leaf"
+
+
+def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
+    for b in bindings:
+        check_binding(b)
+    by_name = {e.name: e for e in entry_points_for(list(bindings), crossing)}
+    ops: list[OpEntry] = []
+    infos: list[StableBinding] = []
+    for b in bindings:
+        primal = _op_entry(by_name[b.name], b, b.decl.return_type)
+        ops.append(primal)
+        vjp = None
+        if b.vjp_name and b.vjp_decl:
+            vjp = _op_entry(by_name[b.vjp_name], b, b.vjp_decl.return_type)
+            ops.append(vjp)
+        e = by_name[b.name]
+
+        def spec(entry: EntryPoint, mode: Mode = b.mode) -> tuple[object, ...]:
+            return tuple("leaf" if mode == "elementwise" else _flat_spec(p.ks_type) for p in entry.params)
+
+        infos.append(StableBinding(
+            b.name, b.mode, tuple(p.py_name for p in e.params), spec(e), primal.leaves, primal.result,
+            b.vjp_name, vjp.leaves if vjp else (), vjp.result if vjp else None,
+            spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature))
+    moded = {name: torch_target._moded_entry(e, _torch_entry_for_stub(e, b))  # noqa: SLF001
+             for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name)}
+    namespace = options.torch_library or options.name
+    return {
+        "entry_points": list(moded.values()),
+        "stable_ops": ops,
+        "stable_bindings": infos,
+        "stable_bindings_literal": pprint.pformat([i.plain() for i in infos], indent=1, width=110, sort_dicts=False),
+        "stable_namespace": namespace,
+        "stable_lib": lib_name(options.name),
+        "stable_min_torch": ".".join(map(str, TORCH_TARGET)),
+    }
+
+
+def _torch_entry_for_stub(e: EntryPoint, b: Binding) -> Any:
+    """The torch target's view of an entry point, which its stubs are made from (modes
+    change what a parameter is in Python the same way on both targets)."""
+    rt = (b.vjp_decl if e.is_vjp else b.decl).return_type  # type: ignore[union-attr]
+    parts = rt.elements if isinstance(rt, TupleType) else (rt,)
+    return torch_target.TorchEntry(name=e.name, mode=b.mode, is_vjp=e.is_vjp,
+                                   params=torch_target._torch_params(e, b.mode, False),  # noqa: SLF001
+                                   result_cpp=rt.cpp, out_count=len(parts), out_is_tuple=isinstance(rt, TupleType))
+
+
+def crossing_problem(d: Any) -> str | None:
+    for t in [*d.params, d.return_type]:
+        reason = unsupported_reason(t)
+        if reason:
+            return f"on the torch_stable target, {reason}"
+    return None
+
+
+TARGET = Target(
+    name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
+    build="torch_stable", tensors="torch.Tensor", release_gil_always=True, stub_imports=("import torch",),
+    torch_library=True, compiled_name=lib_name, crossing_problem=crossing_problem, cpu_kernels=True,
+)
+
+__all__ = ["NAME", "TARGET", "FILES", "LIB_SUFFIX", "TORCH_TARGET", "TORCH_TARGET_VERSION", "OpLeaf", "OpEntry",
+           "ResultTree", "StableBinding", "check_binding", "crossing", "extra_context", "lib_name",
+           "unsupported_reason"]

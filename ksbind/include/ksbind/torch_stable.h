@@ -1,0 +1,660 @@
+// The torch_stable target's C++: its ops are kernels on PyTorch's LibTorch stable ABI
+// (torch/csrc/stable/, torch/headeronly/, the C shim), so the library needs no
+// libtorch_python, no pybind11 and no Python.h, and one build runs on every torch from
+// the one it targets (TORCH_TARGET_VERSION, set by ksbind/backend/torch_stable_build.py).
+//
+//   view<T>(tensor, "name")          a ks tensor viewing a CPU tensor's own data (no copy)
+//                                    when its dtype and rank match; made contiguous first
+//                                    when it is not (the kernel's parameter holds the copy)
+//   stacked<T>(alloc, tensor, "name") a ks tensor of tensors viewing one stacked tensor's rows
+//   integer(v, "name"), floating(v, "name"), zero_dim<float>(tensor, "name")   ks scalars
+//   flat(value)                      a ks result as the op returns it: one Tensor per leaf,
+//                                    in a std::tuple (Python re-nests them, ksbind/torch_runtime.py)
+//
+// The elementwise and vmap loops are ksbind/torch.h's, over stable tensors, run on ATen's
+// thread pool through torch::stable::parallel_for and compiled per CPU capability.
+//
+// Errors name the argument. torch turns the C++ exceptions into Python's: invalid_argument
+// ValueError, overflow_error OverflowError, bad_alloc MemoryError; a TypeError travels as a
+// runtime_error whose message starts with "ksbind.TypeError: ", which the module's Python
+// layer raises as TypeError (the stable ABI has no exception of that type).
+#pragma once
+
+#ifndef KSBIND_NO_PYTHON
+#define KSBIND_NO_PYTHON 1
+#endif
+
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/headeronly/core/ScalarType.h>
+
+#include <ksbind/call_arena.h>
+#include <ksbind/cpu_capability.h>
+#include <ksbind/entry_points.h>
+#include <ksbind/ks_value_traits.h>
+#include <ksbind/number_ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace ksbind {
+namespace torch_stable {
+
+using torch::stable::Tensor;
+using ScalarType = torch::headeronly::ScalarType;
+using ks_values::copy_leaves;
+using ks_values::first_shape;
+using ks_values::has_shape;
+using ks_values::holds_no_scalar;
+using ks_values::is_ks_tensor;
+using ks_values::is_ks_tuple;
+using ks_values::ks_index;
+using ks_values::leaf;
+using ks_values::torch_sizes;
+
+// ------------------------------------------------------------ dtypes and messages
+
+template <class E>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+    static constexpr ScalarType value = ScalarType::Float;
+    static constexpr const char* torch_name = "torch.float32";
+    static constexpr const char* ks_name = "Float";
+    static int32_t shim() { return aoti_torch_dtype_float32(); }
+};
+template <>
+struct dtype_of<int> {
+    static constexpr ScalarType value = ScalarType::Int;
+    static constexpr const char* torch_name = "torch.int32";
+    static constexpr const char* ks_name = "Integer";
+    static int32_t shim() { return aoti_torch_dtype_int32(); }
+};
+template <>
+struct dtype_of<bool> {
+    static constexpr ScalarType value = ScalarType::Bool;
+    static constexpr const char* torch_name = "torch.bool";
+    static constexpr const char* ks_name = "Bool";
+    static int32_t shim() { return aoti_torch_dtype_bool(); }
+};
+
+template <class Sizes>
+std::string shape_text(const Sizes& sizes) {
+    std::string s = "[";
+    for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+    return s + "]";
+}
+
+inline std::string dtype_text(ScalarType t) {
+    switch (t) {
+        case ScalarType::Float: return "torch.float32";
+        case ScalarType::Double: return "torch.float64";
+        case ScalarType::Half: return "torch.float16";
+        case ScalarType::BFloat16: return "torch.bfloat16";
+        case ScalarType::Int: return "torch.int32";
+        case ScalarType::Long: return "torch.int64";
+        case ScalarType::Short: return "torch.int16";
+        case ScalarType::Char: return "torch.int8";
+        case ScalarType::Byte: return "torch.uint8";
+        case ScalarType::Bool: return "torch.bool";
+        default: return "dtype " + std::to_string(static_cast<int>(t));
+    }
+}
+
+// Out of line and cold: the kernels inline everything else (ksbind/cpu_capability.h).
+[[noreturn]] KSBIND_NOINLINE inline void type_error(const std::string& where, const std::string& message) {
+    throw std::runtime_error("ksbind.TypeError: argument '" + where + "': " + message);
+}
+
+[[noreturn]] KSBIND_NOINLINE inline void value_error(const std::string& where, const std::string& message) {
+    throw std::invalid_argument("argument '" + where + "': " + message);
+}
+
+// Check dtype, device and rank; make t contiguous if it is not (is_contiguous first:
+// contiguous() on a contiguous tensor still costs a dispatcher call). The dispatcher has
+// already resolved negative and conjugate bits and lazy zeros (its fallbacks run before
+// a CPU kernel), and refused nested tensors and tensors of other devices' kernels.
+template <class E>
+void check_tensor(Tensor& t, int64_t rank, const char* where, const char* ks_type) {
+    if (!t.defined()) type_error(where, std::string("expected a tensor for ks ") + ks_type + ", got an undefined tensor");
+    if (t.scalar_type() != dtype_of<E>::value)
+        type_error(where, std::string("expected a ") + dtype_of<E>::torch_name + " tensor for ks " + ks_type +
+                              ", got " + dtype_text(t.scalar_type()) + " (convert it first, e.g. .to(" +
+                              dtype_of<E>::torch_name + "))");
+    if (!t.is_cpu()) value_error(where, std::string("expected a CPU tensor for ks ") + ks_type);
+    if (t.dim() != rank)
+        value_error(where, "expected a " + std::to_string(rank) + "-dimensional tensor for ks " + ks_type +
+                               ", got shape " + shape_text(t.sizes()));
+    if (t.numel() > INT_MAX)
+        value_error(where, "tensor has " + std::to_string(t.numel()) + " elements; ks indexes with 32-bit ints");
+    if (!t.is_contiguous()) t = torch::stable::contiguous(t);
+}
+
+template <class T>
+std::string ks_type_text() {
+    if constexpr (is_ks_tensor<T>::value) {
+        return [&]<size_t D, class E>(ks::tensor<D, E>*) {
+            return "(Tensor " + std::to_string(D) + " " + ks_type_text<E>() + ")";
+        }(static_cast<T*>(nullptr));
+    } else {
+        return dtype_of<T>::ks_name;
+    }
+}
+
+// A new contiguous CPU tensor, from the C shim directly: the dispatcher's
+// aten::empty (torch::stable::empty) costs microseconds a call more.
+template <class E>
+Tensor new_tensor(const std::vector<int64_t>& shape) {
+    std::vector<int64_t> strides(shape.size());
+    int64_t stride = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+        strides[d] = stride;
+        stride *= shape[d];
+    }
+    AtenTensorHandle handle = nullptr;
+    if (aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), strides.data(),
+                                 dtype_of<E>::shim(), aoti_torch_device_type_cpu(), 0, &handle) != AOTI_TORCH_SUCCESS)
+        throw std::bad_alloc();
+    return Tensor(handle);
+}
+
+// ------------------------------------------------------------ arguments
+
+template <class T>
+T view(Tensor& t, const char* where) {
+    return [&]<size_t D, class E>(ks::tensor<D, E>*) {
+        static const std::string ks_type = ks_type_text<T>();
+        check_tensor<E>(t, D, where, ks_type.c_str());
+        return T(ks_index<D>(t.sizes()), t.template mutable_data_ptr<E>());
+    }(static_cast<T*>(nullptr));
+}
+
+template <class T, class Leaf, class Sizes>
+T view_rows(ks::allocator* alloc, Leaf* data, const Sizes& sizes, size_t dim) {
+    return [&]<size_t D, class E>(ks::tensor<D, E>*) {
+        if constexpr (!is_ks_tensor<E>::value) {
+            return T(ks_index<D>(sizes, dim), data);
+        } else {
+            static_assert(D == 1, "tensors of tensors cross as rank 1");
+            const int n = static_cast<int>(sizes[dim]);
+            int64_t stride = 1;
+            for (size_t k = dim + 1; k < sizes.size(); ++k) stride *= sizes[k];
+            T out = create_tensor<T>(alloc, n);
+            for (int i = 0; i < n; ++i) out.data()[i] = view_rows<E>(alloc, data + i * stride, sizes, dim + 1);
+            return out;
+        }
+    }(static_cast<T*>(nullptr));
+}
+
+// A tensor of tensors: one stacked tensor, whose rows the inner ks tensors view.
+template <class T>
+T stacked(ks::allocator* alloc, Tensor& t, const char* where) {
+    using Leaf = typename leaf<T>::type;
+    static const std::string ks_type = ks_type_text<T>();
+    check_tensor<Leaf>(t, leaf<T>::rank, where, ks_type.c_str());
+    return view_rows<T>(alloc, t.template mutable_data_ptr<Leaf>(), t.sizes(), 0);
+}
+
+inline int integer(int64_t v, const char* where) {
+    if (numbers::exceeds_integer<int>(v))
+        throw std::overflow_error(std::string("argument '") + where + "': " + numbers::integer_overflow);
+    return static_cast<int>(v);
+}
+
+inline float floating(double v, const char*) { return static_cast<float>(v); }
+
+// A differentiable Float argument, which crosses as a 0-dim float32 tensor (autograd
+// gives it its gradient; the module's Python layer makes one of a number).
+inline float zero_dim(Tensor& t, const char* where) {
+    check_tensor<float>(t, 0, where, "Float");
+    return *t.const_data_ptr<float>();
+}
+
+// ------------------------------------------------------------ results
+
+// Numbers come back as 0-dim tensors, as torch.sum's result does.
+template <class E>
+Tensor scalar_tensor(E v) {
+    Tensor out = new_tensor<E>({});
+    *out.template mutable_data_ptr<E>() = v;
+    return out;
+}
+
+// A ks tensor (of scalars, or of tensors of one shape) as one new tensor: one copy out of the arena.
+template <size_t D, class E>
+Tensor result_tensor(const ks::tensor<D, E>& t) {
+    using T = ks::tensor<D, E>;
+    using Leaf = typename leaf<T>::type;
+    std::vector<int64_t> shape;
+    first_shape(t, shape);
+    if (!has_shape(t, shape.data()))
+        throw std::invalid_argument("the result is ragged (a tensor of tensors of different shapes); the op returns "
+                                    "one stacked tensor: bind it on the torch target to get a list");
+    Tensor out = new_tensor<Leaf>(shape);
+    Leaf* dst = out.template mutable_data_ptr<Leaf>();
+    copy_leaves(t, dst);
+    return out;
+}
+
+// flat(value): a std::tuple of one Tensor per leaf of a ks value.
+inline std::tuple<Tensor> flat(float v) { return {scalar_tensor(v)}; }
+inline std::tuple<Tensor> flat(int v) { return {scalar_tensor(v)}; }
+inline std::tuple<Tensor> flat(bool v) { return {scalar_tensor(v)}; }
+template <size_t D, class E>
+auto flat(const ks::tensor<D, E>& t) {
+    if constexpr (holds_no_scalar<E>::value) {
+        return std::tuple<>();
+    } else {
+        return std::tuple<Tensor>(result_tensor(t));
+    }
+}
+template <class... Ts>
+auto flat(const ks::Tuple<Ts...>& t) {
+    return [&]<size_t... I>(std::index_sequence<I...>) {
+        return std::tuple_cat(flat(ks::get<I>(t))...);
+    }(std::index_sequence_for<Ts...>());
+}
+
+// What an op returns for a result of Leaves: its one Tensor, a tuple of them, or an
+// empty list (a vjp whose gradients are all ()).
+template <class Leaves>
+auto op_result(Leaves&& leaves) {
+    constexpr size_t n = std::tuple_size_v<std::remove_cvref_t<Leaves>>;
+    if constexpr (n == 0) {
+        return std::vector<Tensor>();
+    } else if constexpr (n == 1) {
+        return std::get<0>(std::forward<Leaves>(leaves));
+    } else {
+        return std::forward<Leaves>(leaves);
+    }
+}
+
+// ------------------------------------------------------------ the loops' threads
+
+// ATen's worker threads each get an arena of their own, the size of the module's.
+inline ks::allocator& worker_allocator(size_t bytes) {
+    thread_local arenas::SizedArena arena;
+    arena.resize(bytes);  // free first: nothing views a worker arena between chunks
+    return *arena.alloc;
+}
+
+template <class Body>
+void run_chunk(Body& body, size_t bytes, int64_t begin, int64_t end) {
+    ks::allocator& alloc = worker_allocator(bytes);
+    const auto mark = alloc.mark();
+    StderrCapture captured(ks::entry_points::g_logging.load(std::memory_order_relaxed));
+    try {
+        ksbind::cpu::run(body, &alloc, begin, end);
+    } catch (...) {
+        rethrow_ks_failure(alloc, mark, bytes);
+    }
+    alloc.reset(mark);
+}
+
+// run_chunk over [begin, end) on ATen's thread pool (through the C shim: no exception
+// may cross it, so the first chunk's failure is kept and rethrown here).
+template <class Body>
+void parallel_chunks(int64_t begin, int64_t end, int64_t grain, Body& body) {
+    const size_t bytes = ksbind::arenas::arena_bytes();
+    std::exception_ptr failure;
+    std::mutex lock;
+    torch::stable::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) {
+        try {
+            run_chunk(body, bytes, b, e);
+        } catch (...) {
+            std::lock_guard<std::mutex> hold(lock);
+            if (!failure) failure = std::current_exception();
+        }
+    });
+    if (failure) std::rethrow_exception(failure);
+}
+
+// ------------------------------------------------------------ elementwise mode
+
+// As ksbind/torch.h's Broadcast: float32 inputs broadcast against each other and read in
+// place, dimensions merged wherever every input allows.
+template <size_t N>
+struct Broadcast {
+    std::array<const float*, N> data{};
+    std::vector<int64_t> shape;
+    int64_t numel = 1;
+    std::vector<int64_t> dims;
+    std::array<std::vector<int64_t>, N> strides;
+};
+
+template <size_t N>
+Broadcast<N> broadcast(std::array<Tensor*, N> args, const std::array<const char*, N>& names) {
+    Broadcast<N> b;
+    for (size_t i = 0; i < N; ++i) {
+        Tensor& t = *args[i];
+        check_tensor<float>(t, t.defined() ? t.dim() : 0, names[i], "Float (elementwise)");
+        auto s = t.sizes();
+        std::vector<int64_t> merged(std::max(b.shape.size(), s.size()), 1);
+        for (size_t k = 0; k < merged.size(); ++k) {
+            int64_t a = k < b.shape.size() ? b.shape[b.shape.size() - 1 - k] : 1;
+            int64_t c = k < s.size() ? s[s.size() - 1 - k] : 1;
+            if (a != c && a != 1 && c != 1)
+                value_error(names[i], "shape " + shape_text(s) + " does not broadcast with shape " + shape_text(b.shape));
+            merged[merged.size() - 1 - k] = a == 1 ? c : a;
+        }
+        b.shape = merged;
+    }
+    for (int64_t d : b.shape) b.numel *= d;
+    const size_t rank = b.shape.size();
+    std::array<std::vector<int64_t>, N> full;
+    for (size_t i = 0; i < N; ++i) {
+        b.data[i] = args[i]->template const_data_ptr<float>();
+        auto s = args[i]->sizes();
+        full[i].assign(rank, 0);
+        int64_t stride = 1;
+        for (size_t k = 0; k < s.size(); ++k) {
+            int64_t size = s[s.size() - 1 - k];
+            full[i][rank - 1 - k] = size == 1 ? 0 : stride;
+            stride *= size;
+        }
+    }
+    for (size_t d = 0; d < rank; ++d) {
+        if (b.shape[d] == 1) continue;
+        bool merge = !b.dims.empty();
+        for (size_t i = 0; merge && i < N; ++i) merge = b.strides[i].back() == full[i][d] * b.shape[d];
+        if (merge) {
+            b.dims.back() *= b.shape[d];
+            for (size_t i = 0; i < N; ++i) b.strides[i].back() = full[i][d];
+        } else {
+            b.dims.push_back(b.shape[d]);
+            for (size_t i = 0; i < N; ++i) b.strides[i].push_back(full[i][d]);
+        }
+    }
+    if (b.dims.empty()) {
+        b.dims.push_back(1);
+        for (size_t i = 0; i < N; ++i) b.strides[i].push_back(0);
+    }
+    return b;
+}
+
+template <unsigned Mask, size_t N, size_t M, class F, size_t... I>
+inline void elementwise_row(F& f, ks::allocator* alloc, const std::array<const float*, N>& in,
+                            const std::array<float*, M>& out, int64_t n, std::index_sequence<I...>) {
+    const float* p[N] = {in[I]...};
+    float* o[M];
+    for (size_t k = 0; k < M; ++k) o[k] = out[k];
+    for (int64_t j = 0; j < n; ++j) {
+        auto r = f(alloc, p[I][((Mask >> I) & 1u) ? j : 0]...);
+        if constexpr (M == 1) {
+            o[0][j] = r;
+        } else {
+            [&]<size_t... K>(std::index_sequence<K...>) { ((o[K][j] = ks::get<K>(r)), ...); }(std::make_index_sequence<M>());
+        }
+    }
+}
+
+template <size_t N, size_t M, class F>
+void elementwise_chunk(const Broadcast<N>& b, const std::array<float*, M>& out, F& f, ks::allocator* alloc,
+                       int64_t begin, int64_t end) {
+    const size_t outer = b.dims.size() - 1;
+    const int64_t inner = b.dims[outer];
+    unsigned mask = 0;
+    for (size_t k = 0; k < N; ++k) mask |= (b.strides[k][outer] == 1 ? 1u : 0u) << k;
+    for (int64_t i = begin; i < end;) {
+        int64_t pos = i % inner, row = i / inner;
+        std::array<const float*, N> in;
+        for (size_t k = 0; k < N; ++k) in[k] = b.data[k] + pos * b.strides[k][outer];
+        for (size_t d = outer; d-- > 0;) {
+            const int64_t index = row % b.dims[d];
+            row /= b.dims[d];
+            for (size_t k = 0; k < N; ++k) in[k] += index * b.strides[k][d];
+        }
+        const int64_t n = std::min(inner - pos, end - i);
+        std::array<float*, M> o;
+        for (size_t k = 0; k < M; ++k) o[k] = out[k] + i;
+        [&]<unsigned... Masks>(std::integer_sequence<unsigned, Masks...>) {
+            ((mask == Masks ? (elementwise_row<Masks>(f, alloc, in, o, n, std::make_index_sequence<N>()), true)
+                            : false) || ...);
+        }(std::make_integer_sequence<unsigned, (1u << N)>());
+        i += n;
+    }
+}
+
+// The M float32 results of f(alloc, inputs...) over the broadcast shape of the N inputs.
+template <size_t N, size_t M, class F>
+auto elementwise(std::array<Tensor*, N> args, const std::array<const char*, N>& names, F f) {
+    Broadcast<N> b = broadcast<N>(args, names);
+    std::array<Tensor, M> outs;
+    std::array<float*, M> out{};
+    for (size_t k = 0; k < M; ++k) {
+        outs[k] = new_tensor<float>(b.shape);
+        out[k] = outs[k].template mutable_data_ptr<float>();
+    }
+    auto body = [&](ks::allocator* alloc, int64_t begin, int64_t end) { elementwise_chunk(b, out, f, alloc, begin, end); };
+    parallel_chunks(0, b.numel, 32768, body);
+    if constexpr (M == 1) {
+        return outs[0];
+    } else {
+        return std::apply([](auto&... t) { return std::make_tuple(t...); }, outs);
+    }
+}
+
+// ------------------------------------------------------------ vmap mode
+
+template <class T>
+struct Batched;
+
+template <size_t D, class E>
+struct Batched<ks::tensor<D, E>> {
+    E* data = nullptr;
+    int64_t batch = 0;
+    int64_t stride = 0;
+    typename ks::tensor<D, E>::index_type size{};
+
+    Batched(Tensor& t, const char* where) {
+        static const std::string ks_type = "(Tensor " + std::to_string(D) + " " + dtype_of<E>::ks_name + "), batched";
+        check_tensor<E>(t, D + 1, where, ks_type.c_str());
+        batch = t.size(0);
+        stride = t.numel() / (batch ? batch : 1);
+        size = ks_index<D>(t.sizes(), 1);
+        data = t.template mutable_data_ptr<E>();
+    }
+    ks::tensor<D, E> at(int64_t i) const { return ks::tensor<D, E>(size, data + i * stride); }
+    int64_t step_elements() const { return stride; }
+};
+
+template <class E>
+struct BatchedScalar {
+    E* data = nullptr;
+    int64_t batch = 0;
+    BatchedScalar(Tensor& t, const char* where) {
+        static const std::string ks_type = std::string(dtype_of<E>::ks_name) + ", batched";
+        check_tensor<E>(t, 1, where, ks_type.c_str());
+        batch = t.size(0);
+        data = t.template mutable_data_ptr<E>();
+    }
+    E at(int64_t i) const { return data[i]; }
+    int64_t step_elements() const { return 1; }
+};
+template <>
+struct Batched<float> : BatchedScalar<float> { using BatchedScalar<float>::BatchedScalar; };
+template <>
+struct Batched<int> : BatchedScalar<int> { using BatchedScalar<int>::BatchedScalar; };
+template <>
+struct Batched<bool> : BatchedScalar<bool> { using BatchedScalar<bool>::BatchedScalar; };
+
+inline int64_t batch_size(std::initializer_list<std::pair<int64_t, const char*>> sizes) {
+    int64_t b = -1;
+    const char* first = nullptr;
+    for (auto& [n, name] : sizes) {
+        if (b < 0) {
+            b = n;
+            first = name;
+        } else if (n != b) {
+            value_error(name, "batch size " + std::to_string(n) + " differs from argument '" + first + "' (" +
+                                  std::to_string(b) + ")");
+        }
+    }
+    return b < 0 ? 0 : b;
+}
+
+[[noreturn]] KSBIND_NOINLINE inline void shape_mismatch(int64_t i, const std::vector<int64_t>& got,
+                                                        const std::vector<int64_t>& first) {
+    throw std::invalid_argument("vmap: step " + std::to_string(i) + " returned a tensor of shape " + shape_text(got) +
+                                ", step 0 returned " + shape_text(first) + "; results must have one shape to stack");
+}
+
+inline int64_t step_elements(std::initializer_list<int64_t> sizes) {
+    int64_t n = 1;
+    for (int64_t s : sizes) n = std::max(n, s);
+    return n;
+}
+
+// step(alloc, i) for every i in [0, batch): step 0 on the calling thread (it fixes the
+// stacked result's shape), the others on ATen's thread pool, as ksbind/torch.h's.
+template <class Step>
+void parallel_steps(int64_t batch, int64_t elements_per_step, Step step) {
+    if (batch <= 0) return;
+    auto body = [&](ks::allocator* alloc, int64_t begin, int64_t end) {
+        const auto mark = alloc->mark();
+        for (int64_t i = begin; i < end; ++i) {
+            step(alloc, i);
+            alloc->reset(mark);
+        }
+    };
+    run_chunk(body, ksbind::arenas::arena_bytes(), 0, 1);
+    parallel_chunks(1, batch, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, elements_per_step)), body);
+}
+
+template <class T>
+struct Stacker;
+
+template <size_t D, class E>
+struct Stacker<ks::tensor<D, E>> {
+    int64_t batch;
+    Tensor out;
+    E* data = nullptr;
+    typename ks::tensor<D, E>::index_type size{};
+    explicit Stacker(int64_t b) : batch(b) {}
+    void put(int64_t i, const ks::tensor<D, E>& v) {
+        if (!data) {
+            size = v.size();
+            std::vector<int64_t> shape{batch};
+            for (int64_t d : torch_sizes<D>(v.size())) shape.push_back(d);
+            out = new_tensor<E>(shape);
+            data = out.template mutable_data_ptr<E>();
+        } else if (!(v.size() == size)) {
+            shape_mismatch(i, torch_sizes<D>(v.size()), torch_sizes<D>(size));
+        }
+        size_t n = static_cast<size_t>(v.num_elements());
+        if (n) std::memcpy(data + i * static_cast<int64_t>(n), v.data(), n * sizeof(E));
+    }
+    std::tuple<Tensor> result() {
+        if (!data) {
+            std::vector<int64_t> shape{batch};
+            for (size_t d = 0; d < D; ++d) shape.push_back(0);
+            out = new_tensor<E>(shape);
+        }
+        return {out};
+    }
+};
+
+template <class E>
+struct ScalarStacker {
+    Tensor out;
+    E* data;
+    explicit ScalarStacker(int64_t b) : out(new_tensor<E>({b})), data(out.template mutable_data_ptr<E>()) {}
+    void put(int64_t i, E v) { data[i] = v; }
+    std::tuple<Tensor> result() { return {out}; }
+};
+template <>
+struct Stacker<float> : ScalarStacker<float> { using ScalarStacker<float>::ScalarStacker; };
+template <>
+struct Stacker<int> : ScalarStacker<int> { using ScalarStacker<int>::ScalarStacker; };
+template <>
+struct Stacker<bool> : ScalarStacker<bool> { using ScalarStacker<bool>::ScalarStacker; };
+
+template <class... Ts>
+struct Stacker<ks::Tuple<Ts...>> {
+    std::tuple<Stacker<Ts>...> parts;
+    explicit Stacker(int64_t b) : parts(Stacker<Ts>(b)...) {}
+    void put(int64_t i, const ks::Tuple<Ts...>& v) {
+        [&]<size_t... I>(std::index_sequence<I...>) { (std::get<I>(parts).put(i, ks::get<I>(v)), ...); }(
+            std::index_sequence_for<Ts...>());
+    }
+    auto result() {
+        return std::apply([](auto&... p) { return std::tuple_cat(p.result()...); }, parts);
+    }
+};
+
+// ------------------------------------------------------------ the library's own ops
+
+// The module's support functions (ksbind/support.py) and its configuration, as ops of its
+// library (the Python layer calls them): the thread's arena (ksbind/call_arena.h), logging,
+// and the kernels' CPU capability, as an index into capability_names.
+inline void reset_allocator() { ksbind::arenas::reset_allocator(); }
+inline int64_t allocator_top() { return static_cast<int64_t>(ksbind::arenas::allocator_top()); }
+inline int64_t allocator_peak() { return static_cast<int64_t>(ksbind::arenas::allocator_peak()); }
+inline int64_t arena_bytes() { return static_cast<int64_t>(ksbind::arenas::arena_bytes()); }
+inline void set_arena_bytes(int64_t bytes) {
+    if (bytes <= 0) throw std::invalid_argument("arena_bytes must be positive");
+    ksbind::arenas::set_arena_bytes(static_cast<size_t>(bytes));
+}
+inline void logging(bool on) { ks::entry_points::g_logging = on; }
+inline int64_t capability_index(ksbind::cpu::Capability c) { return static_cast<int64_t>(c); }
+inline int64_t cpu_capability() { return capability_index(ksbind::cpu::selected()); }
+// A bit per capability this build has and this CPU runs.
+inline int64_t cpu_capabilities() {
+    int64_t bits = 0;
+    for (int c = 0; c < 3; ++c)
+        if (ksbind::cpu::usable(static_cast<ksbind::cpu::Capability>(c))) bits |= int64_t{1} << c;
+    return bits;
+}
+// Choose a capability by name (a lower one where this CPU lacks it); returns the one used.
+inline int64_t set_cpu_capability(std::string name) {
+    (void)ksbind::cpu::select(name);
+    return cpu_capability();
+}
+// The config's arena size (KSBIND_ARENA_BYTES wins) and logging, and the capability
+// KSBIND_CPU_CAPABILITY asks for; returns what a fallback to a lower capability says ("": none).
+inline std::string configure(int64_t arena, bool log) {
+    ksbind::arenas::configure(static_cast<size_t>(arena), log);
+    return ksbind::cpu::configure_from_env();
+}
+
+}  // namespace torch_stable
+}  // namespace ksbind
+
+// The support ops every module's library defines (docs/torch.md): registered in the
+// generated ops file's STABLE_TORCH_LIBRARY blocks.
+#define KSBIND_STABLE_SUPPORT_SCHEMAS(m)                                  \
+    m.def("_ksbind_reset_allocator() -> ()");                             \
+    m.def("_ksbind_allocator_top() -> int");                              \
+    m.def("_ksbind_allocator_peak() -> int");                             \
+    m.def("_ksbind_arena_bytes() -> int");                                \
+    m.def("_ksbind_set_arena_bytes(int bytes) -> ()");                    \
+    m.def("_ksbind_logging(bool on) -> ()");                              \
+    m.def("_ksbind_cpu_capability() -> int");                             \
+    m.def("_ksbind_cpu_capabilities() -> int");                           \
+    m.def("_ksbind_set_cpu_capability(str name) -> int");                 \
+    m.def("_ksbind_configure(int arena_bytes, bool logging) -> str")
+
+#define KSBIND_STABLE_SUPPORT_IMPLS(m)                                                             \
+    m.impl("_ksbind_reset_allocator", TORCH_BOX(&ksbind::torch_stable::reset_allocator));         \
+    m.impl("_ksbind_allocator_top", TORCH_BOX(&ksbind::torch_stable::allocator_top));             \
+    m.impl("_ksbind_allocator_peak", TORCH_BOX(&ksbind::torch_stable::allocator_peak));           \
+    m.impl("_ksbind_arena_bytes", TORCH_BOX(&ksbind::torch_stable::arena_bytes));                 \
+    m.impl("_ksbind_set_arena_bytes", TORCH_BOX(&ksbind::torch_stable::set_arena_bytes));         \
+    m.impl("_ksbind_logging", TORCH_BOX(&ksbind::torch_stable::logging));                         \
+    m.impl("_ksbind_cpu_capability", TORCH_BOX(&ksbind::torch_stable::cpu_capability));           \
+    m.impl("_ksbind_cpu_capabilities", TORCH_BOX(&ksbind::torch_stable::cpu_capabilities));       \
+    m.impl("_ksbind_set_cpu_capability", TORCH_BOX(&ksbind::torch_stable::set_cpu_capability));   \
+    m.impl("_ksbind_configure", TORCH_BOX(&ksbind::torch_stable::configure))
