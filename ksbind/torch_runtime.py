@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import operator
@@ -718,13 +719,13 @@ def load_library(path: str, namespace: str, running: str | None = None) -> Any:
 
 
 def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: Sequence[dict[str, Any]],
-                   arena_bytes: int, logging: bool) -> None:
+                   arena_bytes: int, logging: bool, extension_suffix: bool = False) -> None:
     """Define a torch_stable module's names in ``namespace`` (its wrapper's globals): load
     its op library ``lib`` (beside the wrapper), configure it, and make each binding a
     function over its ops ``torch.ops.LIBRARY.NAME`` (fake kernel, autograd from the vjp,
-    batching rule) and ``_direct_NAME`` (the same kernel, for calls that need none of those)."""
-    folder = os.path.dirname(os.path.abspath(namespace["__file__"]))
-    ops = load_library(os.path.join(folder, lib + ".so"), library)
+    batching rule) and ``_direct_NAME`` (the same kernel, for calls that need none of those).
+    ``extension_suffix``: the library is named as an extension module (a wheel's: ``.abi3.so``)."""
+    ops = load_library(_library_file(namespace, lib, extension_suffix), library)
     message = ops._ksbind_configure(arena_bytes, logging)
     if message:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
@@ -734,6 +735,18 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
         if b["vjp"]:
             namespace[b["vjp"]] = _stable_vjp_function(ops, b)
     namespace["ops"] = ops
+
+
+def _library_file(namespace: dict[str, Any], lib: str, extension_suffix: bool) -> str:
+    """The op library beside the wrapper: ``lib.so``, or (a wheel's) ``lib`` with one of this
+    Python's extension suffixes, as setuptools and ksbind's build backend name it."""
+    folder = os.path.dirname(os.path.abspath(namespace["__file__"]))
+    names = [lib + s for s in importlib.machinery.EXTENSION_SUFFIXES] if extension_suffix else [lib + ".so"]
+    for name in names:
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    raise ImportError(f"{namespace['__name__']}: its op library is missing: none of {', '.join(names)} is in "
+                      f"{folder} (the wrapper and its library must be installed together)")
 
 
 def _support_functions(ops: Any) -> dict[str, Callable[..., Any]]:
@@ -979,12 +992,56 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any]) -> Callable[...,
     legacy = _legacy_binding(b)
     func_transforms = (autograd_function(legacy, call, _stable_vjp_function(ops, b)) if has_vjp
                        else forward_function(legacy, call))
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = b["doc"]
-    call.op = getattr(ops, name)  # type: ignore[attr-defined]
-    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
-    return call
+    fast = _fast_path(b, direct, call, grad_leaves)
+    function = fast if fast is not None else call
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = b["doc"]
+    function.op = getattr(ops, name)  # type: ignore[attr-defined]
+    if fast is None:
+        function.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+    return function
+
+
+def _fast_path(b: dict[str, Any], direct: Any, general: Callable[..., Any],
+               grad_leaves: Sequence[int]) -> Callable[..., Any] | None:
+    """A binding of tensors only, returning one tensor, as a function of its own arguments
+    (keywords too) that calls the direct op itself when every argument is a plain tensor and
+    nothing needs the dispatcher's autograd, a batching rule or a trace; else ``general``.
+    Written as source and compiled once, as dataclasses and namedtuple write their methods: a
+    call through *args and a loop over them costs more than the op's own dispatch."""
+    params, leaves = b["params"], b["leaves"]
+    if (b["result"]["kind"] != "leaf" or any(s != "leaf" for s in b["spec"])
+            or any(x["kind"] not in ("tensor", "stacked") for x in leaves) or not params
+            or not all(p.isidentifier() and not p.startswith("_ksbind") for p in params)):
+        return None
+    args = ", ".join(params)
+    plain = " and ".join(f"type({p}) is _ksbind_tensor" for p in params)
+    # requires_grad first: usually False, so grad mode is not asked. (No is_compiling(): dynamo
+    # records the direct op, which has the same fake kernel; torch.export's FakeTensors are not
+    # plain tensors, so export records the binding's op.)
+    grads = " or ".join(f"{params[i]}.requires_grad" for i in grad_leaves) if b["vjp"] else ""
+    needs = "_ksbind_functorch()" + (f" or (({grads}) and _ksbind_grad())" if grads else "")
+    source = (f"def {b['name']}({args}):\n"
+              f"    if {plain} and not ({needs}):\n"
+              f"        try:\n"
+              f"            return _ksbind_direct({args})\n"
+              f"        except NotImplementedError:\n"  # a tensor no CPU kernel takes: named there
+              f"            pass\n"
+              f"        except _ksbind_errors as e:\n"
+              f"            raise _ksbind_translated(e, {b['name']!r}) from None\n"
+              f"    return _ksbind_general({args})\n")
+    scope: dict[str, Any] = {
+        "_ksbind_tensor": torch.Tensor, "_ksbind_functorch": torch._C._are_functorch_transforms_active,
+        "_ksbind_grad": torch.is_grad_enabled,
+        "_ksbind_direct": direct, "_ksbind_general": general, "_ksbind_translated": _translated,
+        "_ksbind_errors": (RuntimeError, ValueError, OverflowError)}
+    try:
+        exec(compile(source, f"<ksbind binding {b['name']}>", "exec"), scope)  # noqa: S102
+    except SyntaxError:  # a name Python cannot take as a parameter: the general function
+        return None
+    function: Callable[..., Any] = scope[b["name"]]
+    return function
 
 
 def _legacy_binding(b: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 ``build OUT CACHE``: in the venv that builds (.venv: torch 2.13.0), build the
 torch modules of configs/torch_ops.yaml (plain bindings, and the same functions
-as torch.library ops) and configs/relu3_torch.yaml into the build cache CACHE
+as torch.library ops), configs/relu3_torch.yaml and the torch_stable target's
+configs/torch_stable.yaml (an op library on the stable ABI) into the build cache CACHE
 (or take them from it, built already), and record
 where they are (OUT/modules.json) and what they compute here (OUT/expected.pt).
 
@@ -24,7 +25,8 @@ from types import ModuleType
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-MODULES = {"torch_ops": "torch_ops.yaml", "torch_ops_lib": "torch_ops.yaml", "relu3_torch": "relu3_torch.yaml"}
+MODULES = {"torch_ops": "torch_ops.yaml", "torch_ops_lib": "torch_ops.yaml", "relu3_torch": "relu3_torch.yaml",
+           "torch_stable_ops": "torch_stable.yaml"}
 
 
 def inputs() -> dict[str, Any]:
@@ -45,7 +47,7 @@ def _grad(f: Callable[..., Any], *args: Any, argnum: int = 0) -> Any:
 def cases(m: dict[str, ModuleType]) -> dict[str, Any]:
     import torch
 
-    ops, lib, relu3 = m["torch_ops"], m["torch_ops_lib"], m["relu3_torch"]
+    ops, lib, relu3, stable = m["torch_ops"], m["torch_ops_lib"], m["relu3_torch"], m["torch_stable_ops"]
     t = inputs()
     x, xs, b = t["x"], t["xs"], t["b"]
     return {
@@ -64,10 +66,20 @@ def cases(m: dict[str, ModuleType]) -> dict[str, Any]:
         "lib_mulsin_grad": _grad(lib.mulsin, xs, b),
         "lib_compiled": _compiled(lib)(xs, b),
         "nn_module": relu3.relu3(xs),
+        # The torch_stable target: its op library (stable ABI, built for torch >= 2.10).
+        "stable_vrelu3": stable.vrelu3(x),
+        "stable_mulsin_broadcast": stable.mulsin(xs, b),
+        "stable_sumsq_rows": stable.sumsq_rows(xs),
+        "stable_stats_tuple": torch.cat([v.reshape(-1) for v in stable.stats(x)]),
+        "stable_mulsin_grad_b": _grad(stable.mulsin, xs, b, argnum=1),
+        "stable_func_grad": torch.func.grad(lambda a: stable.vrelu3(a).sum())(x),
+        "stable_func_vmap": torch.vmap(stable.vrelu3)(xs),
+        "stable_compiled": _compiled(stable)(xs, b),
     }
 
 
 def _compiled(lib: ModuleType) -> Callable[..., Any]:
+    """lib's relu3, mulsin and vrelu3 in one torch.compile(fullgraph=True) graph."""
     import torch
 
     def f(a: Any, v: Any) -> Any:
@@ -85,7 +97,8 @@ def _import(name: str, wrapper: str) -> ModuleType:
     from ksbind.backend.loader import import_from_path, import_wrapper
 
     for so in sorted(Path(wrapper).parent.glob("*.so")):
-        import_from_path(so.name.split(".")[0], so)
+        if not so.name.endswith("_torchops.so"):  # a torch_stable op library: its wrapper loads it
+            import_from_path(so.name.split(".")[0], so)
     return import_wrapper(name, Path(wrapper))
 
 
@@ -114,8 +127,11 @@ def check(out: Path) -> None:
         torch.testing.assert_close(v.detach(), expected[k], msg=k)
     lib = m["torch_ops_lib"]
     t = inputs()
+    stable = m["torch_stable_ops"]
     for op, args in [(lib.vrelu3.op.default, (t["x"].requires_grad_(),)),
-                     (lib.mulsin.op.default, (t["xs"].requires_grad_(), t["b"].requires_grad_()))]:
+                     (lib.mulsin.op.default, (t["xs"].requires_grad_(), t["b"].requires_grad_())),
+                     (stable.vrelu3.op.default, (t["x"].detach().requires_grad_(),)),
+                     (stable.mulsin.op.default, (t["xs"].detach().requires_grad_(), t["b"].detach().requires_grad_()))]:
         result = torch.library.opcheck(op, args)
         assert all(v == "SUCCESS" for v in result.values()), (op, result)
     assert torch.autograd.gradcheck(lambda a: m["torch_ops"].vrelu3(a.float()).double(),
@@ -131,7 +147,13 @@ def check(out: Path) -> None:
     torch.ops.load_library(str(out / "stable_vrelu3.so"))
     for op in (torch.ops.ksbind_bench_stable.vrelu3, torch.ops.ksbind_bench_stable.vrelu3_shim):
         torch.testing.assert_close(op(t["x"].detach()), expected["vrelu3"], msg=str(op))
-    print(f"checked {len(got)} cases, opcheck, gradcheck, a refused argument and a stable-ABI op under torch "
+    try:
+        stable.vrelu3(torch.zeros(3, dtype=torch.int64))
+    except TypeError as e:
+        assert "argument" in str(e), str(e)
+    else:
+        raise AssertionError("torch_stable: an int64 tensor for a Float argument was accepted")
+    print(f"checked {len(got)} cases, opcheck, gradcheck, refused arguments and stable-ABI ops under torch "
           f"{torch.__version__} (CPython {sys.version.split()[0]}) with modules built elsewhere: OK")
 
 

@@ -482,6 +482,70 @@ def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_
 
 
 
+STABLE_MODULE = ('name = "relu3"\ntarget = "torch_stable"\nks = ["ks/relu3.ks"]\ncpp = ["ks/relu3.cpp"]\n'
+                 'bindings = [\n'
+                 '  {name = "relu3", function = "[relu3 Float]", vjp = "relu3_vjp", mode = "elementwise"},\n'
+                 '  {name = "vrelu3", function = "[vrelu3 (Tensor 1 Float)]", vjp = "vrelu3_vjp"},\n]\n')
+STABLE_CALLS = r"""
+import json, sys, importlib
+import torch
+m = importlib.import_module("PKG.relu3")
+x = torch.linspace(-1, 2, 7)
+g = x.clone().requires_grad_()
+m.vrelu3(g).sum().backward()
+out = {"file": m.__file__, "runtime": m._runtime.__file__, "relu3": m.relu3(x).tolist(), "vrelu3_grad": g.grad.tolist(),
+       "vmap": torch.vmap(m.vrelu3)(x[:6].reshape(2, 3)).tolist(), "op": str(m.vrelu3.op),
+       "library": sorted(m._runtime._libraries.values()),
+       "ksbind_modules": sorted(k for k in sys.modules if k.split(".")[0] == "ksbind")}
+try:
+    import ksbind
+    out["ksbind"] = ksbind.__file__
+except ImportError:
+    out["ksbind"] = None
+print(json.dumps(out))
+"""
+
+
+def test_a_torch_stable_module_runs_from_an_abi3_wheel_without_ksbind(fresh_python: Path, tmp_path: Path) -> None:
+    """The wheel holds the wrapper, its stub, its copy of the torch runtime and the op library
+    named as a stable-ABI extension (``.abi3.so``: it holds no Python), so the wheel is tagged
+    abi3; installed where ksbind is not, the module computes and differentiates (torch from
+    this environment)."""
+    package = "ks_relu3_stable"
+    where = tmp_path / "project"
+    (where / "ks").mkdir(parents=True)
+    (where / package).mkdir()
+    for name in ("relu3.ks", "relu3.cpp"):
+        shutil.copy(RELU3_DIR / name, where / "ks" / name)
+    (where / package / "__init__.py").write_text("")
+    (where / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["ksbind"]\nbuild-backend = "ksbind.build_meta"\n'
+        f'[project]\nname = "ks-relu3-stable"\nversion = "1.0"\ndependencies = ["torch>=2.10"]\n'
+        f'[tool.ksbind]\npackage = "{package}"\n\n'
+        f"[[tool.ksbind.modules]]\n{STABLE_MODULE}")
+    built_ok(run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+                  "-w", "dist", "."], where), "pip wheel (torch_stable)")
+    wheel = wheel_in(where / "dist")
+    assert ABI3_MANYLINUX.search(wheel.name), wheel.name
+    names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith(f"{package}/") and not n.endswith("/")}
+    assert names == {f"{package}/{n}" for n in ("__init__.py", "py.typed", "relu3.py", "relu3.pyi",
+                                                  "relu3_ksbind_runtime.py", "relu3_torchops.abi3.so")}
+    with zipfile.ZipFile(wheel) as z:
+        assert imports_of(z.read(f"{package}/relu3.py").decode()) == {"."}
+    install(fresh_python, "--no-index", str(wheel))
+    out = call(fresh_python, STABLE_CALLS.replace("PKG", package), tmp_path)
+    venv = str(fresh_python.parent.parent)
+    assert out["ksbind"] is None and out["ksbind_modules"] == []
+    assert str(out["file"]).startswith(venv) and str(out["runtime"]).startswith(venv)
+    assert [Path(p).name for p in out["library"]] == ["relu3_torchops.abi3.so"]
+    xs = [-1.0 + 0.5 * i for i in range(7)]
+    assert out["relu3"] == pytest.approx([relu3(x) for x in xs], rel=1e-6, abs=1e-7)
+    assert out["vrelu3_grad"] == pytest.approx([relu3_grad(x) for x in xs], rel=1e-6)
+    assert out["vmap"] == [pytest.approx([relu3(x) for x in xs[:3]], abs=1e-7),
+                           pytest.approx([relu3(x) for x in xs[3:6]], abs=1e-7)]
+    assert out["op"].endswith(".vrelu3")
+
+
 def test_a_wheels_jax_wrapper_without_its_library_is_an_import_error_naming_the_folder(tmp_path: Path) -> None:
     pytest.importorskip("jax")
     import importlib.machinery

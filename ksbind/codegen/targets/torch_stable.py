@@ -353,6 +353,10 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "stable_bindings_literal": pprint.pformat([i.plain() for i in infos], indent=1, width=110, sort_dicts=False),
         "stable_namespace": namespace,
         "stable_lib": lib_name(options.name),
+        # Standalone (a wheel): the library named as Python names an extension module (the build
+        # backends give it an extension suffix: .abi3.so), and the runtime's copy beside the wrapper.
+        "stable_lib_suffixes": "True" if options.standalone else "False",
+        "torch_runtime_import": torch_target.wrapper_imports(options)["torch_runtime_import"],
         "stable_min_torch": ".".join(map(str, TORCH_TARGET)),
     }
 
@@ -379,6 +383,9 @@ TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
     build="torch_stable", tensors="torch.Tensor", release_gil_always=True, stub_imports=("import torch",),
     torch_library=True, compiled_name=lib_name, crossing_problem=crossing_problem, cpu_kernels=True,
+    runtime_copy="{module}" + torch_target.RUNTIME_SUFFIX + ".py", runtime_source="torch_runtime.py",
+    # The library includes nothing of Python: one file for every CPython (a wheel tagged abi3).
+    limited_api=(3, 10),
 )
 
 __all__ = ["NAME", "TARGET", "FILES", "LIB_SUFFIX", "TORCH_TARGET", "TORCH_TARGET_VERSION", "OpLeaf", "OpEntry",
