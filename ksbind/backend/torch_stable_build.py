@@ -5,11 +5,22 @@ against the running torch's stable headers (``torch/csrc/stable``,
 torch it runs on (ksbind/codegen/targets/torch_stable.py), beside the generated
 pure-Python wrapper ``NAME.py`` that loads it with ``torch.ops.load_library``.
 
-One translation unit, ``torch_stable_unit.cpp`` (written beside the generated
-files): the config's C++ sources and the generated ops, so ks functions inline
-into the kernels' loops. The stable headers are small (the ops compile in about a
-second), so the glue needs no unit, and no precompiled header, of its own. It links
-libtorch_cpu and libc10 only: no libtorch_python, no pybind11, no Python.
+Translation units, compiled in parallel (each from the object cache when nothing it
+depends on changed), as the jax target splits its own:
+
+- ``torch_stable_unit.cpp`` (written beside the generated files): the config's C++
+  sources and ``torch_stable_entries.cpp``, so ks functions inline into the
+  elementwise and vmap kernels' loops, defined there; for plain ops only the ks
+  calls (``NAME_ks``), so a module without loops compiles the user's C++ with
+  nothing of torch included;
+- ``torch_stable_ops.cpp``: the plain ops' kernels (reading the stable tensors),
+  the registration and the support ops, at -O2 (``GLUE_FLAGS``: no loop of ks code);
+- the runtime's own sources, if any.
+
+No precompiled header: the stable headers are small (the ops' unit compiles in
+about two seconds). It links libtorch_cpu and libc10 only: no libtorch_python,
+no pybind11, no Python. torch is imported on a thread while the units compile
+(the wrapper imports it: about a second that the compile hides).
 
 The cache entry holds ``NAME_torchops.so``, ``NAME.py`` and its stub; the key
 covers the generated files, the config's sources and the headers beside them,
@@ -55,7 +66,10 @@ CFLAGS = ("-O3", "-std=c++20", "-fPIC", "-fvisibility=hidden", "-fno-trapping-ma
           "-ffp-contract=off", "-g0", "-DKSBIND_NO_PYTHON=1", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}",
           "-Wno-unused-variable", "-Wno-attributes", *KS_FLAGS)
 UNIT = "torch_stable_unit.cpp"
+ENTRIES = "torch_stable_entries.cpp"
 OPS = "torch_stable_ops.cpp"
+#: The ops' unit holds no loop of ks code: -O2, as the other targets' glue (after CFLAGS: it wins).
+GLUE_FLAGS = ("-O2",)
 LIB_EXT = ".so"
 
 _loaded: dict[str, ModuleType] = {}
@@ -106,11 +120,11 @@ def toolchain(spec: ModuleSpec, plan: StablePlan) -> Toolchain:
                      key_parts=(("torch", plan.torch),))
 
 
-def unit_text(spec: ModuleSpec, ops: Path) -> str:
-    lines = ["// Written by ksbind's torch_stable build: ks sources and the ops in one unit,",
-             "// so ks functions inline into the kernels' loops."]
+def unit_text(spec: ModuleSpec, entries: Path) -> str:
+    lines = ["// Written by ksbind's torch_stable build: ks sources and the entries in one unit,",
+             "// so ks functions inline into the kernels' loops (the ops' registration is another unit)."]
     lines += [f'#include "{p.resolve()}"' for p in spec.cpp]
-    lines.append(f'#include "{ops.resolve()}"')
+    lines.append(f'#include "{entries.resolve()}"')
     return "\n".join(lines) + "\n"
 
 
@@ -140,17 +154,37 @@ def stable_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | No
     content-addressed copy (ksbind/backend/compile.py, shared_copies)."""
     sources = [p for p in generated if p.suffix in (".cpp", ".h")]
     copies = shared_copies(shared_root, sources) if shared_root is not None else {p: p for p in sources}
-    ops = {p.name: p for p in sources}[OPS]
-    text = unit_text(spec, copies[ops])
+    by_name = {p.name: p for p in sources}
+    text = unit_text(spec, copies[by_name[ENTRIES]])
     if shared_root is not None:
         unit = shared_text(shared_root, UNIT, text)
     else:
         unit = spec.output / UNIT
         if not unit.is_file() or unit.read_text(encoding="utf-8") != text:
             write_atomic(unit, text)
-    flags = (FAST_MATH_FLAGS if spec.fast_math else ()) + (DEBUG_FLAGS if spec.debug else ())
+    debug = DEBUG_FLAGS if spec.debug else ()  # last: its -O0 wins over the units' own
+    ks_flags = (FAST_MATH_FLAGS if spec.fast_math else ()) + debug
+    parts = tuple((copies[g], g) for g in sources)
     runtime_sources = [] if spec.runtime.bundled else list(spec.runtime.sources)
-    return [Unit(unit, flags, parts=tuple((copies[g], g) for g in sources)), *(Unit(Path(s)) for s in runtime_sources)]
+    return [Unit(unit, ks_flags, parts=parts), Unit(copies[by_name[OPS]], GLUE_FLAGS + debug, parts=parts),
+            *(Unit(Path(s), debug) for s in runtime_sources)]
+
+
+def _import_torch_meanwhile() -> None:
+    """Import torch on a thread while the units compile: the wrapper imports it next, and the
+    import (about a second) then costs nothing but the CPU the compiler leaves."""
+    import sys
+
+    if "torch" in sys.modules:
+        return
+
+    def run() -> None:
+        try:
+            import torch  # noqa: F401
+        except Exception:  # the wrapper's own import of torch raises it, attributed to the user's call
+            pass
+
+    threading.Thread(target=run, name="ksbind-import-torch", daemon=True).start()
 
 
 def _entry(root: Path, name: str, key: str) -> CacheEntry:
@@ -166,6 +200,7 @@ def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, 
         if not entry.is_built():
             with entry.lock():
                 if not entry.is_built():  # another process may have built it while we waited
+                    _import_torch_meanwhile()
                     _compile(spec, rendered, plan, entry, generated)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
@@ -214,4 +249,4 @@ class StableKind:
 STABLE = StableKind()
 
 __all__ = ["StableKind", "STABLE", "StablePlan", "stable_plan", "build_planned", "cache_key", "stable_units",
-           "toolchain", "unit_text", "CFLAGS", "torch_dir", "torch_version"]
+           "toolchain", "unit_text", "CFLAGS", "GLUE_FLAGS", "torch_dir", "torch_version"]

@@ -43,7 +43,9 @@ from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 
 NAME: TargetName = "torch_stable"
-FILES = {"torch_stable_ops.cpp": "torch_stable_ops.cpp.j2", "{module}.py": "torch_stable_wrapper.py.j2",
+FILES = {"torch_stable_entries.h": "torch_stable_entries.h.j2",
+         "torch_stable_entries.cpp": "torch_stable_entries.cpp.j2",
+         "torch_stable_ops.cpp": "torch_stable_ops.cpp.j2", "{module}.py": "torch_stable_wrapper.py.j2",
          "{module}.pyi": "stub.pyi.j2"}
 SINGLE_FILE = FILES
 #: The op library is ``NAME + LIB_SUFFIX + ".so"``, beside the wrapper ``NAME.py``.
@@ -213,7 +215,10 @@ class KsArg:
 
 @dataclass(frozen=True)
 class OpEntry:
-    """One op (a binding or its vjp) as torch_stable_ops.cpp.j2 prints it."""
+    """One op (a binding or its vjp) as the templates print it: a plain op's kernel (in
+    torch_stable_ops.cpp) calls ``NAME_ks``, defined beside the ks code
+    (torch_stable_entries.cpp); an elementwise or vmap op's kernel is there whole, so the ks
+    function inlines into its loop."""
 
     name: str            # the op's name (and the kernel's)
     symbol: str          # the ks function's C++ symbol
@@ -222,10 +227,36 @@ class OpEntry:
     ks_args: tuple[KsArg, ...]  # each ks argument, rebuilt from the leaves
     result: ResultTree
     result_cpp: str      # the ks function's C++ result type
-    call: str            # the ks call with `alloc` (elementwise, vmap) or `&g_alloc` (plain)
+    call: str            # the ks call with `alloc` (elementwise, vmap: the loops'), or NAME_ks's (plain)
     call_site: str
+    ks_params: tuple[str, ...] = ()  # the ks function's C++ parameter types
+    entry_call: str = ""  # plain: NAME_ks called with the ks arguments and `&g_alloc`
     DERIVED: ClassVar[tuple[str, ...]] = ("schema", "param_list", "direct_schema", "py_names", "addresses",
-                                          "float_params", "batch_sizes", "step_elements")
+                                          "float_params", "batch_sizes", "step_elements", "return_cpp",
+                                          "declaration", "entry_declaration")
+
+    @property
+    def loops(self) -> bool:
+        return self.mode != "plain"
+
+    @cached_property
+    def return_cpp(self) -> str:
+        """What the kernel returns: one tensor, a tuple of them, or an empty list."""
+        n = self.result.count()
+        if n == 0:
+            return "std::vector<torch::stable::Tensor>"
+        return "torch::stable::Tensor" if n == 1 else "std::tuple<" + ", ".join(["torch::stable::Tensor"] * n) + ">"
+
+    @cached_property
+    def declaration(self) -> str:
+        """The kernel's C++ signature."""
+        return f"{self.return_cpp} {self.name}_kernel({self.param_list})"
+
+    @cached_property
+    def entry_declaration(self) -> str:
+        """``NAME_ks``: the ks call beside the ks code, over ks values only (plain ops)."""
+        params = "".join(f", {t} p{i}" for i, t in enumerate(self.ks_params))
+        return f"{self.result_cpp} {self.name}_ks(ks::allocator* alloc{params})"
 
     @cached_property
     def schema(self) -> str:
@@ -282,10 +313,16 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType) -> OpEntry:
         primal_args, dret = names[:-1], names[-1]
         packed = primal_args[0] if len(primal_args) == 1 else f"ks::make_Tuple({', '.join(primal_args)})"
         names = [packed, dret]
-    alloc = "alloc" if b.mode != "plain" else "&g_alloc"
-    call = f"ks::{e.symbol}({', '.join([alloc, *names])})"
+    decl = b.vjp_decl if e.is_vjp else b.decl
+    assert decl is not None
+    ks_params = tuple(t.cpp for t in decl.params)
+    if b.mode == "plain":
+        call = f"ks::{e.symbol}({', '.join(['alloc', *(f'p{i}' for i in range(len(ks_params)))])})"
+    else:
+        call = f"ks::{e.symbol}({', '.join(['alloc', *names])})"
+    entry_call = f"ke::{e.name}_ks({', '.join(['&g_alloc', *names])})"
     return OpEntry(e.name, e.symbol, b.mode, tuple(leaves), tuple(args), result_tree(result_type, b.mode),
-                   result_type.cpp, call, e.call_site)
+                   result_type.cpp, call, e.call_site, ks_params, entry_call)
 
 
 @dataclass(frozen=True)
@@ -349,6 +386,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     return {
         "entry_points": list(moded.values()),
         "stable_ops": ops,
+        "stable_loops": any(op.loops for op in ops),
         "stable_bindings": infos,
         "stable_bindings_literal": pprint.pformat([i.plain() for i in infos], indent=1, width=110, sort_dicts=False),
         "stable_namespace": namespace,
