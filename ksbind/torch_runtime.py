@@ -897,17 +897,18 @@ def _names(leaves: Sequence[dict[str, Any]], specs: Sequence[Any]) -> list[str]:
 
 def _rebuild(tree: dict[str, Any], out: Any) -> Any:
     """The op's result (a tensor, a tuple of them, or an empty list) re-nested by its tree."""
-    count = _count(tree)
-    flat = iter((out,) if count == 1 else tuple(out))
+    return _nest(tree, iter((out,) if _count(tree) == 1 else tuple(out)))
 
-    def walk(t: dict[str, Any]) -> Any:
-        if t["kind"] == "leaf":
-            return next(flat)
-        if t["kind"] == "empty":
-            return ()
-        return tuple(walk(p) for p in t["parts"])
 
-    return walk(tree)
+def _nest(tree: dict[str, Any], flat: Iterator[Any]) -> Any:
+    # A module-level function, not a closure defined per call: a recursive closure is a
+    # reference cycle, which would keep the result's tensors alive until the cyclic GC runs
+    # (measured: a 1M-element result then costs fresh pages on every call, 0.06 -> 0.14 ms).
+    if tree["kind"] == "leaf":
+        return next(flat)
+    if tree["kind"] == "empty":
+        return ()
+    return tuple(_nest(p, flat) for p in tree["parts"])
 
 
 def _count(tree: dict[str, Any]) -> int:
@@ -1098,7 +1099,7 @@ def _register_stable_autograd(library: str, ops: Any, b: dict[str, Any]) -> None
     """Autograd for a binding's op from its vjp op; the vjp op's own says double backward is
     not supported."""
     name, vjp_name, mode, leaves = b["name"], b["vjp"], b["mode"], b["leaves"]
-    vjp_op = getattr(ops, vjp_name).default
+    vjp_op, vjp_direct = getattr(ops, vjp_name).default, getattr(ops, "_direct_" + vjp_name).default
     float_leaves = [i for i, x in enumerate(leaves) if x["float"] and x["kind"] in _TENSOR_LEAVES]
     result_floats = [p["dtype"] == "float32" for p in _leaf_trees(b["result"])]
     vjp_leaves = b["vjp_leaves"]
@@ -1129,7 +1130,9 @@ def _register_stable_autograd(library: str, ops: Any, b: dict[str, Any]) -> None
         args = _join(saved, ctx.others)
         dret = [g if g is not None else torch.zeros(shape, dtype=dtype)
                 for g, (shape, dtype), is_float in zip(grads, ctx.out_meta, result_floats) if is_float]
-        out = vjp_op(*args, *dret)
+        # The vjp op itself only where its batching rule or its double-backward error may be needed.
+        needs_op = _functorch_active() or torch.is_grad_enabled()
+        out = (vjp_op if needs_op else vjp_direct)(*args, *dret)
         got = [out] if n_grads == 1 else list(out)
         result: list[Any] = [None] * len(args)
         for i, g in zip(float_leaves, got):
