@@ -44,7 +44,8 @@ class KsbindExtension(Extension):
 
     Its ``name`` is the compiled module's full name: ``PACKAGE.NAME``, or
     ``PACKAGE.NAME_ext`` for the torch target (``PACKAGE.NAME_jaxffi``, a library
-    of FFI handlers, for the jax target), whose ``PACKAGE.NAME`` is the
+    of FFI handlers, for the jax target; ``PACKAGE.NAME_torchops``, a library of
+    torch ops, for the torch_stable target), whose ``PACKAGE.NAME`` is the
     generated Python wrapper around it (what users import).
     """
 

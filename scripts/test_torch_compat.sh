@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The torch target's compatibility test: modules built on .venv (torch 2.13.0)
+# The torch targets' compatibility test: modules built on .venv (torch 2.13.0)
 # are imported and run, without rebuilding, from a venv with torch 2.14.1
 # (scripts/torch_compat.py says what is checked), and so is a hand-written
-# stable-ABI op built there. The venv lives outside the
+# stable-ABI op built there; then examples/package's wheel (torch>=2.10) is
+# installed in a fresh venv with torch 2.14.1 and run. The venv lives outside the
 # clone (KSBIND_TORCH_COMPAT_VENV, default ~/.cache/ksbind-ci/torch-2.14.1), so
 # a machine that runs CI again reuses it: torch 2.14.1 is a 5.5 GB CUDA build
 # (it runs on the CPU here), about 35 s to install from this machine's index.
@@ -28,3 +29,17 @@ KSBIND_PCH=0 .venv/bin/python scripts/torch_compat.py build "$out" "${KSBIND_TOR
 # ksbind from this tree on sys.path for the wrappers' runtime (ksbind/torch_runtime.py);
 # nothing is built there.
 PYTHONPATH="$PWD" "$venv/bin/python" scripts/torch_compat.py check "$out"
+# examples/package's wheel (its torch module on the stable ABI, `torch>=2.10`), built here under
+# torch 2.13.0, installed with pip in a fresh venv whose one package is torch 2.14.1 (linked from
+# the venv above, by a .pth: no ksbind, no compiler needed there), and run.
+cp -r examples/package "$out/package"
+rm -rf "$out/package/build" "$out/package/dist"
+.venv/bin/python -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps --no-index \
+  -w "$out/wheel" "$out/package"
+fresh="$out/fresh"
+"$venv/bin/python" -m venv --without-pip "$fresh"
+site=$("$fresh/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+"$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > "$site/torch_2_14.pth"
+"$venv/bin/python" -m pip --python "$fresh/bin/python" install -q --disable-pip-version-check --no-index \
+  "$out"/wheel/ks_softsign-*.whl
+(cd "$out" && env -u PYTHONPATH "$fresh/bin/python" "$OLDPWD/scripts/torch_compat.py" wheel)

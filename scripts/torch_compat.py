@@ -14,6 +14,9 @@ autograd, torch.func.grad and torch.vmap, the torch.library ops under opcheck
 and torch.compile(fullgraph=True), and an error that names its argument; and a
 hand-written stable-ABI op (benchmarks/stable_vrelu3.cpp) built in the first venv,
 loaded with torch.ops.load_library, gives torch_ops' vrelu3 values.
+
+``wheel``: in a fresh venv with torch 2.14.1 and examples/package's wheel (built under
+2.13.0) installed, and no ksbind: the package's modules compute and differentiate.
 """
 from __future__ import annotations
 
@@ -157,8 +160,32 @@ def check(out: Path) -> None:
           f"{torch.__version__} (CPython {sys.version.split()[0]}) with modules built elsewhere: OK")
 
 
+def wheel() -> None:
+    """examples/package's wheel, installed in a venv without ksbind: its modules compute and
+    differentiate under this torch."""
+    import importlib.util
+
+    import ks_softsign
+    import torch
+
+    assert importlib.util.find_spec("ksbind") is None, "ksbind is importable: the wheel's check would prove nothing"
+    xs = [-3.0, -0.5, 0.0, 0.25, 2.0]
+    expected = [x / (1 + abs(x)) for x in xs]
+    assert all(abs(a - b) < 1e-6 for a, b in zip(ks_softsign.vsoftsign(xs), expected))
+    x = torch.tensor(xs, requires_grad=True)
+    y = ks_softsign.softsign(x)
+    y.sum().backward()
+    torch.testing.assert_close(y.detach(), torch.tensor(expected))
+    torch.testing.assert_close(x.grad, 1 / (1 + x.detach().abs()) ** 2)
+    module = sys.modules["ks_softsign._softsign_torch"]
+    print(f"examples/package's wheel ({Path(str(module.__file__)).parent}) under torch {torch.__version__} "
+          f"(CPython {sys.version.split()[0]}), without ksbind: OK")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "build":
         build(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "wheel":
+        wheel()
     else:
         check(Path(sys.argv[2]))

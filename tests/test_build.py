@@ -455,8 +455,9 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
     specs = {s.name: s for s in ksbind.load_config(REPO / "configs" / "examples.yaml")}
     torch_spec = next(s for s in ksbind.load_config(REPO / "configs" / "torch_ops.yaml") if s.name == "torch_ops")
     jax_spec = ksbind.load_config(REPO / "configs" / "relu3_jax.yaml")[0]
+    stable_spec = ksbind.load_config(REPO / "configs" / "torch_stable.yaml")[0]
     reached: set[Path] = set()
-    for spec in [specs["examples_ks"], specs["examples_python"], torch_spec, jax_spec]:
+    for spec in [specs["examples_ks"], specs["examples_python"], torch_spec, jax_spec, stable_spec]:
         spec = dataclasses.replace(spec, runtime=RuntimeSpec(False, (runtime,), ()), output=tmp_path / spec.name)
         generated = write_generated(spec.output, render_spec(spec))
         if spec.target == "torch":
@@ -468,6 +469,15 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
             dirs = [*include_dirs_for(spec), *map(Path, cpp_extension.include_paths()),
                     Path(sysconfig.get_paths()["include"])]
             cmd = ["g++", "-std=c++17", *KS_FLAGS, *(f"-I{d}" for d in dirs)]
+            units = [p for p in generated if p.suffix == ".cpp"]
+        elif spec.target == "torch_stable":
+            pytest.importorskip("torch")
+            from ksbind.backend.torch_stable_build import stable_plan
+            from ksbind.backend.torch_stable_build import toolchain as stable_toolchain
+
+            tc = stable_toolchain(spec, stable_plan(spec))
+            assert tc.include_dirs[:2] == (runtime, INCLUDE_DIR)
+            cmd = ["g++", *tc.cflags, *tc.include_flags(), f"-I{spec.output}"]
             units = [p for p in generated if p.suffix == ".cpp"]
         elif spec.target == "jax":
             pytest.importorskip("jax")

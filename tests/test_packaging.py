@@ -42,10 +42,12 @@ WHEEL_FILES = {
     "ks_softsign/_softsign_torch_ksbind_runtime.py",
 }
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
-# The python-target module is on the stable ABI (one .abi3.so for every CPython >= 3.10); the torch one is not.
-COMPILED = {"ks_softsign/_softsign.abi3.so", f"ks_softsign/_softsign_torch_ext{SUFFIX}"}
+# Both modules keep to a stable ABI: the python-target one CPython's (one .abi3.so for every CPython
+# >= 3.10), the torch_stable one PyTorch's (no Python in it at all: .abi3.so too, every torch >= 2.10).
+COMPILED = {"ks_softsign/_softsign.abi3.so", "ks_softsign/_softsign_torch_torchops.abi3.so"}
 MANYLINUX = re.compile(r"-cp3\d+-cp3\d+-manylinux_2_(\d+)_x86_64\.whl$")
-#: A wheel of python-target modules only: for every CPython >= 3.10 (tests/test_abi3.py runs one on each).
+#: A wheel of python- and torch_stable-target modules only: for every CPython >= 3.10 (tests/test_abi3.py
+#: runs a python-target one on each).
 ABI3_MANYLINUX = re.compile(r"-cp310-abi3-manylinux_2_(\d+)_x86_64\.whl$")
 KSC_ENV = {"KSC": str(KSC), "KSC_RUNTIME": str(RUNTIME)}
 RELU3_DIR = REPO / "examples" / "relu3"
@@ -191,7 +193,9 @@ def test_the_wheel_holds_the_modules_their_stubs_and_no_sources_or_libraries(
     print(f"\nexample sdist + wheel: built in {seconds:.1f} s, wheel {wheel.stat().st_size / 1024:.0f} KiB")
 
 
-TORCH_LIBS = {"libc10.so", "libtorch_cpu.so", "libtorch_python.so", "libgomp.so.1"}
+#: What the torch module needs of torch: its CPU library and c10 (not libtorch_python), and the
+#: libgomp torch ships, which libtorch_cpu needs (the op library itself does not: no -fopenmp).
+TORCH_LIBS = {"libc10.so", "libtorch_cpu.so", "libgomp.so.1"}
 
 
 def audit(wheel: Path) -> dict[str, Any]:
@@ -206,11 +210,11 @@ def audit(wheel: Path) -> dict[str, Any]:
 
 
 def test_auditwheel_confirms_the_wheels_manylinux_tag(example_dist: tuple[Path, Path, float]) -> None:
-    """The tag is what the modules' glibc/libstdc++ symbol versions allow; the
-    libraries outside the policy are exactly torch's and the libgomp torch ships
-    (loaded by ``import torch``), left out of the wheel on purpose."""
+    """The tag is what the modules' glibc/libstdc++ symbol versions allow, for every CPython
+    >= 3.10 (abi3); the libraries outside the policy are exactly torch's that the op library
+    needs (loaded by ``import torch``), left out of the wheel on purpose."""
     _, wheel, _ = example_dist
-    match = MANYLINUX.search(wheel.name)
+    match = ABI3_MANYLINUX.search(wheel.name)
     assert match, wheel.name
     tag = f"manylinux_2_{match[1]}_x86_64"
     shown = audit(wheel)
@@ -219,8 +223,7 @@ def test_auditwheel_confirms_the_wheels_manylinux_tag(example_dist: tuple[Path, 
     upgrades = shown["policy_upgrades"][tag]["libs_to_eliminate"]
     assert set(upgrades) == TORCH_LIBS
     wheel_file = zipfile.ZipFile(wheel).read("ks_softsign-0.1.0.dist-info/WHEEL").decode()
-    py = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    assert f"Tag: {py}-{py}-{tag}\n" in wheel_file
+    assert f"Tag: cp310-abi3-{tag}\n" in wheel_file
 
 
 def test_the_installed_wheel_runs_without_ksbind_a_compiler_or_the_source_tree(
@@ -275,7 +278,7 @@ def test_the_other_ways_to_build(how: str, ksbind_wheels: Path, fresh_python: Pa
         cmd = [sys.executable, "-m", "build", "-o", "dist", "."]
     built_ok(run(cmd, src, env=isolated_env(ksbind_wheels)), how)
     wheel = wheel_in(src / "dist")
-    assert MANYLINUX.search(wheel.name), wheel.name
+    assert ABI3_MANYLINUX.search(wheel.name), wheel.name
     names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("ks_softsign/") and not n.endswith("/")}
     assert names == WHEEL_FILES | COMPILED  # auditwheel's archive has folder entries too
 
@@ -482,7 +485,7 @@ def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_
 
 
 
-STABLE_MODULE = ('name = "relu3"\ntarget = "torch_stable"\nks = ["ks/relu3.ks"]\ncpp = ["ks/relu3.cpp"]\n'
+STABLE_MODULE = ('name = "relu3"\ntarget = "TARGET"\nks = ["ks/relu3.ks"]\ncpp = ["ks/relu3.cpp"]\n'
                  'bindings = [\n'
                  '  {name = "relu3", function = "[relu3 Float]", vjp = "relu3_vjp", mode = "elementwise"},\n'
                  '  {name = "vrelu3", function = "[vrelu3 (Tensor 1 Float)]", vjp = "vrelu3_vjp"},\n]\n')
@@ -494,8 +497,8 @@ x = torch.linspace(-1, 2, 7)
 g = x.clone().requires_grad_()
 m.vrelu3(g).sum().backward()
 out = {"file": m.__file__, "runtime": m._runtime.__file__, "relu3": m.relu3(x).tolist(), "vrelu3_grad": g.grad.tolist(),
-       "vmap": torch.vmap(m.vrelu3)(x[:6].reshape(2, 3)).tolist(), "op": str(m.vrelu3.op),
-       "library": sorted(m._runtime._libraries.values()),
+       "vmap": torch.vmap(m.vrelu3)(x[:6].reshape(2, 3)).tolist(), "op": getattr(getattr(m.vrelu3, "op", None), "_qualified_op_name", ""),
+       "library": [m.extension.__file__] if hasattr(m, "extension") else sorted(m._runtime._libraries.values()),
        "ksbind_modules": sorted(k for k in sys.modules if k.split(".")[0] == "ksbind")}
 try:
     import ksbind
@@ -506,12 +509,14 @@ print(json.dumps(out))
 """
 
 
-def test_a_torch_stable_module_runs_from_an_abi3_wheel_without_ksbind(fresh_python: Path, tmp_path: Path) -> None:
-    """The wheel holds the wrapper, its stub, its copy of the torch runtime and the op library
-    named as a stable-ABI extension (``.abi3.so``: it holds no Python), so the wheel is tagged
-    abi3; installed where ksbind is not, the module computes and differentiates (torch from
+@pytest.mark.parametrize("target", ["torch_stable", "torch"])
+def test_a_torch_module_runs_from_its_wheel_without_ksbind(target: str, fresh_python: Path, tmp_path: Path) -> None:
+    """The wheel holds the wrapper, its stub, its copy of the torch runtime and the compiled part:
+    for torch_stable the op library named as a stable-ABI extension (``.abi3.so``: it holds no
+    Python), so the wheel is tagged abi3; for torch the pybind11 extension, for this CPython.
+    Installed where ksbind is not, the module computes, differentiates and vmaps (torch from
     this environment)."""
-    package = "ks_relu3_stable"
+    package = f"ks_relu3_{target}"
     where = tmp_path / "project"
     (where / "ks").mkdir(parents=True)
     (where / package).mkdir()
@@ -520,16 +525,17 @@ def test_a_torch_stable_module_runs_from_an_abi3_wheel_without_ksbind(fresh_pyth
     (where / package / "__init__.py").write_text("")
     (where / "pyproject.toml").write_text(
         '[build-system]\nrequires = ["ksbind"]\nbuild-backend = "ksbind.build_meta"\n'
-        f'[project]\nname = "ks-relu3-stable"\nversion = "1.0"\ndependencies = ["torch>=2.10"]\n'
+        f'[project]\nname = "{package.replace("_", "-")}"\nversion = "1.0"\n'
         f'[tool.ksbind]\npackage = "{package}"\n\n'
-        f"[[tool.ksbind.modules]]\n{STABLE_MODULE}")
+        f"[[tool.ksbind.modules]]\n{STABLE_MODULE.replace('TARGET', target)}")
     built_ok(run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
-                  "-w", "dist", "."], where), "pip wheel (torch_stable)")
+                  "-w", "dist", "."], where), f"pip wheel ({target})")
     wheel = wheel_in(where / "dist")
-    assert ABI3_MANYLINUX.search(wheel.name), wheel.name
+    compiled = "relu3_torchops.abi3.so" if target == "torch_stable" else f"relu3_ext{SUFFIX}"
+    assert (ABI3_MANYLINUX if target == "torch_stable" else MANYLINUX).search(wheel.name), wheel.name
     names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith(f"{package}/") and not n.endswith("/")}
     assert names == {f"{package}/{n}" for n in ("__init__.py", "py.typed", "relu3.py", "relu3.pyi",
-                                                  "relu3_ksbind_runtime.py", "relu3_torchops.abi3.so")}
+                                                  "relu3_ksbind_runtime.py", compiled)}
     with zipfile.ZipFile(wheel) as z:
         assert imports_of(z.read(f"{package}/relu3.py").decode()) == {"."}
     install(fresh_python, "--no-index", str(wheel))
@@ -537,13 +543,13 @@ def test_a_torch_stable_module_runs_from_an_abi3_wheel_without_ksbind(fresh_pyth
     venv = str(fresh_python.parent.parent)
     assert out["ksbind"] is None and out["ksbind_modules"] == []
     assert str(out["file"]).startswith(venv) and str(out["runtime"]).startswith(venv)
-    assert [Path(p).name for p in out["library"]] == ["relu3_torchops.abi3.so"]
+    assert [Path(p).name for p in out["library"]] == [compiled]
     xs = [-1.0 + 0.5 * i for i in range(7)]
     assert out["relu3"] == pytest.approx([relu3(x) for x in xs], rel=1e-6, abs=1e-7)
     assert out["vrelu3_grad"] == pytest.approx([relu3_grad(x) for x in xs], rel=1e-6)
     assert out["vmap"] == [pytest.approx([relu3(x) for x in xs[:3]], abs=1e-7),
                            pytest.approx([relu3(x) for x in xs[3:6]], abs=1e-7)]
-    assert out["op"].endswith(".vrelu3")
+    assert target != "torch_stable" or out["op"] == f"{package}_relu3::vrelu3"  # its full name: unique
 
 
 def test_a_wheels_jax_wrapper_without_its_library_is_an_import_error_naming_the_folder(tmp_path: Path) -> None:
@@ -635,10 +641,12 @@ def test_an_extension_is_named_by_what_it_compiles(tmp_path: Path) -> None:
     torch_ext = KsbindExtension(EXAMPLE / "ksbind.yaml", module="_softsign_torch", package="ks_softsign")
     top = KsbindExtension(EXAMPLE / "ksbind.yaml", module="_softsign_torch")
     assert (python.name, python.module_name) == ("ks_softsign._softsign", "ks_softsign._softsign")
-    assert (torch_ext.name, torch_ext.module_name) == ("ks_softsign._softsign_torch_ext",
+    assert (torch_ext.name, torch_ext.module_name) == ("ks_softsign._softsign_torch_torchops",
                                                        "ks_softsign._softsign_torch")
-    assert top.name == "_softsign_torch_ext"
-    assert python.py_limited_api and not torch_ext.py_limited_api  # setuptools names the first NAME.abi3.so
+    assert top.name == "_softsign_torch_torchops"
+    assert python.py_limited_api and torch_ext.py_limited_api  # setuptools names both NAME.abi3.so
+    pybind_torch = KsbindExtension(write_config(tmp_path / "t.yaml", "torch"), package="pkg")
+    assert pybind_torch.name == "pkg.relu3_ext" and not pybind_torch.py_limited_api
     assert python.extra_files() == ["_softsign.pyi", "py.typed"]
     assert top.extra_files() == ["_softsign_torch.pyi", "_softsign_torch.py", "_softsign_torch_ksbind_runtime.py"]
 
@@ -654,20 +662,46 @@ def test_bad_extension_arguments_are_config_errors(module: str | None, package: 
     assert str(EXAMPLE / "ksbind.yaml") in str(err.value)
 
 
-@pytest.mark.parametrize("package, runtime_import, ext_import", [
-    (None, "import _softsign_torch_ksbind_runtime as _runtime", "'_softsign_torch_ext'"),
-    ("ks_softsign", "from . import _softsign_torch_ksbind_runtime as _runtime", "'ks_softsign._softsign_torch_ext'"),
+def write_config(path: Path, target: str) -> Path:
+    """A config of one module, relu3, binding examples/relu3's vrelu3 on ``target``."""
+    path.write_text(f"name: relu3\ntarget: {target}\nks: [{RELU3_DIR}/relu3.ks]\ncpp: [{RELU3_DIR}/relu3.cpp]\n"
+                    "bindings:\n  - {name: vrelu3, function: '[vrelu3 (Tensor 1 Float)]', vjp: vrelu3_vjp}\n")
+    return path
+
+
+@pytest.mark.parametrize("package, runtime_import, library", [
+    (None, "import _softsign_torch_ksbind_runtime as _runtime", "'_softsign_torch_torchops'"),
+    ("ks_softsign", "from . import _softsign_torch_ksbind_runtime as _runtime", "'_softsign_torch_torchops'"),
 ])
 def test_a_standalone_wrapper_imports_nothing_from_ksbind(package: str | None, runtime_import: str,
-                                                          ext_import: str) -> None:
+                                                          library: str) -> None:
+    """The example's torch_stable wrapper: its runtime's copy, and its library found beside it by
+    extension suffix (a wheel's ``.abi3.so``)."""
     from ksbind.pipeline import render_spec
 
     spec = KsbindExtension(EXAMPLE / "ksbind.yaml", module="_softsign_torch").spec
     wrapper = render_spec(spec, standalone=True, package=package).files["_softsign_torch.py"]
-    assert runtime_import in wrapper and f"_runtime.extension({ext_import})" in wrapper
+    assert runtime_import in wrapper and f"install_stable(globals(), {library}," in wrapper
+    assert "extension_suffix=True" in wrapper
     assert "from ksbind" not in wrapper and "import ksbind" not in wrapper
     cached = render_spec(spec).files["_softsign_torch.py"]
-    assert "from ksbind import torch_runtime as _runtime" in cached
+    assert "from ksbind import torch_runtime as _runtime" in cached and "extension_suffix=False" in cached
+
+
+@pytest.mark.parametrize("package, runtime_import, ext_import", [
+    (None, "import relu3_ksbind_runtime as _runtime", "'relu3_ext'"),
+    ("pkg", "from . import relu3_ksbind_runtime as _runtime", "'pkg.relu3_ext'"),
+])
+def test_a_standalone_torch_target_wrapper_imports_nothing_from_ksbind(package: str | None, runtime_import: str,
+                                                                       ext_import: str, tmp_path: Path) -> None:
+    from ksbind.config import load_config
+    from ksbind.pipeline import render_spec
+
+    (spec,) = load_config(write_config(tmp_path / "t.yaml", "torch"))
+    wrapper = render_spec(spec, standalone=True, package=package).files["relu3.py"]
+    assert runtime_import in wrapper and f"_runtime.extension({ext_import})" in wrapper
+    assert "from ksbind" not in wrapper and "import ksbind" not in wrapper
+    assert "from ksbind import torch_runtime as _runtime" in render_spec(spec).files["relu3.py"]
 
 
 def imports_of(source: str) -> set[str]:

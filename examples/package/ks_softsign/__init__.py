@@ -3,7 +3,8 @@
 - ``vsoftsign(list_of_floats)`` / ``vsoftsign_vjp(xs, dret)``: plain Python values
   (the python-target module ``ks_softsign._softsign``);
 - ``softsign(tensor)``: elementwise on float32 tensors with autograd (the
-  torch-target module ``ks_softsign._softsign_torch``; imports torch).
+  torch module ``ks_softsign._softsign_torch``, a torch op on PyTorch's stable ABI: any
+  torch >= 2.10; imports torch).
 """
 from ._softsign import vsoftsign, vsoftsign_vjp
 

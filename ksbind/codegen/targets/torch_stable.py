@@ -382,7 +382,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature))
     moded = {name: torch_target._moded_entry(e, _torch_entry_for_stub(e, b))  # noqa: SLF001
              for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name)}
-    namespace = options.torch_library or options.name
+    namespace = options.torch_library or library_namespace(options)
     return {
         "entry_points": list(moded.values()),
         "stable_ops": ops,
@@ -407,6 +407,15 @@ def _torch_entry_for_stub(e: EntryPoint, b: Binding) -> Any:
     return torch_target.TorchEntry(name=e.name, mode=b.mode, is_vjp=e.is_vjp,
                                    params=torch_target._torch_params(e, b.mode, False),  # noqa: SLF001
                                    result_cpp=rt.cpp, out_count=len(parts), out_is_tuple=isinstance(rt, TupleType))
+
+
+def library_namespace(options: ModuleOptions) -> str:
+    """The ops' namespace without ``torch_library``: the module's name, or in a wheel its full
+    import name (``pkg.m`` -> ``pkg_m``): namespaces are process-wide, and two packages may
+    each have a module ``m``."""
+    if options.standalone and options.package:
+        return f"{options.package}.{options.name}".replace(".", "_")
+    return options.name
 
 
 def crossing_problem(d: Any) -> str | None:

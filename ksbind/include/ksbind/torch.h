@@ -29,6 +29,7 @@
 #include <ksbind/call_arena.h>
 #include <ksbind/cpu_capability.h>
 #include <ksbind/entry_points.h>
+#include <ksbind/elementwise_loops.h>
 #include <ksbind/ks_value_traits.h>
 #include <ksbind/number_ranges.h>  // ks Integer's range
 
@@ -64,6 +65,9 @@ using ks_values::is_ks_tuple;
 using ks_values::ks_index;
 using ks_values::leaf;
 using ks_values::torch_sizes;
+using loops::batch_size;
+using loops::elementwise_chunk;
+using loops::step_elements;
 
 // ------------------------------------------------------------ dtypes
 
@@ -557,118 +561,28 @@ void parallel_chunks(int64_t begin, int64_t end, int64_t grain, Body& body) {
 // same-shaped inputs are one flat dimension and (1000, 1) with (1, 1000) is
 // two: 1000 rows of 1000, the first input constant along each row.
 template <size_t N>
-struct Broadcast {
-    std::array<at::Tensor, N> inputs;
-    std::array<const float*, N> data{};
-    std::vector<int64_t> shape;  // the result's shape
-    int64_t numel = 1;
-    std::vector<int64_t> dims;                    // merged, outermost first; never empty
-    std::array<std::vector<int64_t>, N> strides;  // per input, per merged dimension
+struct Broadcast : loops::BroadcastShape<N> {
+    std::array<at::Tensor, N> inputs;  // contiguous: a copy where the caller's was not (it lives here)
 };
 
 template <size_t N>
 Broadcast<N> broadcast(std::array<at::Tensor*, N> args, const std::array<const char*, N>& names) {
     Broadcast<N> b;
+    std::array<c10::IntArrayRef, N> sizes;
+    std::array<const float*, N> data;
     for (size_t i = 0; i < N; ++i) {
         at::Tensor& t = *args[i];
         check_tensor<float>(t, t.defined() ? t.dim() : 0, names[i], "Float (elementwise)");
-        auto s = t.sizes();
-        // Right-aligned broadcasting, as torch does.
-        std::vector<int64_t> merged(std::max(b.shape.size(), s.size()), 1);
-        for (size_t k = 0; k < merged.size(); ++k) {
-            int64_t a = k < b.shape.size() ? b.shape[b.shape.size() - 1 - k] : 1;
-            int64_t c = k < s.size() ? s[s.size() - 1 - k] : 1;
-            if (a != c && a != 1 && c != 1)
-                value_error(names[i], "shape " + shape_text(s) + " does not broadcast with shape " + shape_text(b.shape));
-            merged[merged.size() - 1 - k] = a == 1 ? c : a;
-        }
-        b.shape = merged;
+        b.inputs[i] = t;
+        sizes[i] = b.inputs[i].sizes();
+        data[i] = b.inputs[i].template data_ptr<float>();
     }
-    for (int64_t d : b.shape) b.numel *= d;
-    const size_t rank = b.shape.size();
-    std::array<std::vector<int64_t>, N> full;  // strides over every dimension of the shape
-    for (size_t i = 0; i < N; ++i) {
-        b.inputs[i] = *args[i];
-        b.data[i] = b.inputs[i].template data_ptr<float>();
-        auto s = b.inputs[i].sizes();
-        full[i].assign(rank, 0);
-        int64_t stride = 1;
-        for (size_t k = 0; k < s.size(); ++k) {  // innermost first
-            int64_t size = s[s.size() - 1 - k];
-            full[i][rank - 1 - k] = size == 1 ? 0 : stride;
-            stride *= size;
-        }
-    }
-    // Merge dimension d into the one inside it when every input steps through
-    // both as through one; dimensions of size 1 go.
-    for (size_t d = 0; d < rank; ++d) {
-        if (b.shape[d] == 1) continue;
-        bool merge = !b.dims.empty();
-        for (size_t i = 0; merge && i < N; ++i) merge = b.strides[i].back() == full[i][d] * b.shape[d];
-        if (merge) {
-            b.dims.back() *= b.shape[d];
-            for (size_t i = 0; i < N; ++i) b.strides[i].back() = full[i][d];
-        } else {
-            b.dims.push_back(b.shape[d]);
-            for (size_t i = 0; i < N; ++i) b.strides[i].push_back(full[i][d]);
-        }
-    }
-    if (b.dims.empty()) {  // one element (or a 0-dim tensor)
-        b.dims.push_back(1);
-        for (size_t i = 0; i < N; ++i) b.strides[i].push_back(0);
-    }
+    loops::broadcast_into(b, sizes, data, names);
     return b;
 }
 
 inline at::Tensor new_float_tensor(const std::vector<int64_t>& shape) {
     return at::detail::empty_cpu(shape, c10::ScalarType::Float, false, c10::nullopt);
-}
-
-// The inner loop: n elements along the innermost merged dimension, input k
-// read with stride bit k of Mask (1: contiguous, 0: constant). A loop per
-// stride pattern, so the compiler sees each stride and vectorises.
-template <unsigned Mask, size_t N, size_t M, class F, size_t... I>
-inline void elementwise_row(F& f, ks::allocator* alloc, const std::array<const float*, N>& in,
-                            const std::array<float*, M>& out, int64_t n, std::index_sequence<I...>) {
-    const float* p[N] = {in[I]...};
-    float* o[M];
-    for (size_t k = 0; k < M; ++k) o[k] = out[k];
-    for (int64_t j = 0; j < n; ++j) {
-        auto r = f(alloc, p[I][((Mask >> I) & 1u) ? j : 0]...);
-        if constexpr (M == 1) {
-            o[0][j] = r;
-        } else {
-            [&]<size_t... K>(std::index_sequence<K...>) { ((o[K][j] = ks::get<K>(r)), ...); }(std::make_index_sequence<M>());
-        }
-    }
-}
-
-// Elements [begin, end) of the result: row by row of the innermost merged dimension.
-template <size_t N, size_t M, class F>
-void elementwise_chunk(const Broadcast<N>& b, const std::array<float*, M>& out, F& f, ks::allocator* alloc,
-                       int64_t begin, int64_t end) {
-    const size_t outer = b.dims.size() - 1;
-    const int64_t inner = b.dims[outer];
-    unsigned mask = 0;
-    for (size_t k = 0; k < N; ++k) mask |= (b.strides[k][outer] == 1 ? 1u : 0u) << k;
-    for (int64_t i = begin; i < end;) {
-        int64_t pos = i % inner, row = i / inner;
-        std::array<const float*, N> in;
-        for (size_t k = 0; k < N; ++k) in[k] = b.data[k] + pos * b.strides[k][outer];
-        for (size_t d = outer; d-- > 0;) {  // the row's index in each outer dimension
-            const int64_t index = row % b.dims[d];
-            row /= b.dims[d];
-            for (size_t k = 0; k < N; ++k) in[k] += index * b.strides[k][d];
-        }
-        const int64_t n = std::min(inner - pos, end - i);
-        std::array<float*, M> o;
-        for (size_t k = 0; k < M; ++k) o[k] = out[k] + i;
-        [&]<unsigned... Masks>(std::integer_sequence<unsigned, Masks...>) {
-            ((mask == Masks ? (elementwise_row<Masks>(f, alloc, in, o, n, std::make_index_sequence<N>()), true)
-                            : false) || ...);
-        }(std::make_integer_sequence<unsigned, (1u << N)>());
-        i += n;
-    }
 }
 
 // out[k][i] = the k-th result of f(alloc, inputs at i) for every element of
@@ -734,35 +648,11 @@ Batched<T> batched(at::Tensor& t, const char* name) {
     return Batched<T>(t, std::string(name));
 }
 
-// Every batched argument must have the same leading size.
-inline int64_t batch_size(std::initializer_list<std::pair<int64_t, const char*>> sizes) {
-    int64_t b = -1;
-    const char* first = nullptr;
-    for (auto& [n, name] : sizes) {
-        if (b < 0) {
-            b = n;
-            first = name;
-        } else if (n != b) {
-            value_error(name, "batch size " + std::to_string(n) + " differs from argument '" + first + "' (" +
-                                  std::to_string(b) + ")");
-        }
-    }
-    return b < 0 ? 0 : b;
-}
-
 // Out of line: the vmap kernels inline everything else (ksbind/cpu_capability.h).
 [[noreturn]] KSBIND_NOINLINE inline void shape_mismatch(int64_t i, const std::vector<int64_t>& got,
                                                         const std::vector<int64_t>& first) {
     throw py::value_error("vmap: step " + std::to_string(i) + " returned a tensor of shape " + shape_text(got) +
                           ", step 0 returned " + shape_text(first) + "; results must have one shape to stack");
-}
-
-// How many elements the steps of one batched argument see (the most of all:
-// it sizes the chunks of parallel_steps).
-inline int64_t step_elements(std::initializer_list<int64_t> sizes) {
-    int64_t n = 1;
-    for (int64_t s : sizes) n = std::max(n, s);
-    return n;
 }
 
 // step(alloc, i) for every i in [0, batch): step 0 on the calling thread (it

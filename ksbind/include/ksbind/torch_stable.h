@@ -33,6 +33,7 @@
 #include <ksbind/call_arena.h>
 #include <ksbind/cpu_capability.h>
 #include <ksbind/entry_points.h>
+#include <ksbind/elementwise_loops.h>
 #include <ksbind/ks_value_traits.h>
 #include <ksbind/number_ranges.h>
 
@@ -64,6 +65,10 @@ using ks_values::is_ks_tuple;
 using ks_values::ks_index;
 using ks_values::leaf;
 using ks_values::torch_sizes;
+using loops::batch_size;
+using loops::elementwise_chunk;
+using loops::shape_text;
+using loops::step_elements;
 
 // ------------------------------------------------------------ dtypes and messages
 
@@ -90,13 +95,6 @@ struct dtype_of<bool> {
     static constexpr const char* ks_name = "Bool";
     static int32_t shim() { return aoti_torch_dtype_bool(); }
 };
-
-template <class Sizes>
-std::string shape_text(const Sizes& sizes) {
-    std::string s = "[";
-    for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-    return s + "]";
-}
 
 inline std::string dtype_text(ScalarType t) {
     switch (t) {
@@ -324,114 +322,27 @@ void parallel_chunks(int64_t begin, int64_t end, int64_t grain, Body& body) {
 
 // ------------------------------------------------------------ elementwise mode
 
-// As ksbind/torch.h's Broadcast: float32 inputs broadcast against each other and read in
-// place, dimensions merged wherever every input allows.
+// Float32 inputs broadcast against each other and read in place (ksbind/elementwise_loops.h);
+// the kernel's parameters hold them (a contiguous copy where the caller's was not).
 template <size_t N>
-struct Broadcast {
-    std::array<const float*, N> data{};
-    std::vector<int64_t> shape;
-    int64_t numel = 1;
-    std::vector<int64_t> dims;
-    std::array<std::vector<int64_t>, N> strides;
-};
-
-template <size_t N>
-Broadcast<N> broadcast(std::array<Tensor*, N> args, const std::array<const char*, N>& names) {
-    Broadcast<N> b;
+loops::BroadcastShape<N> broadcast(std::array<Tensor*, N> args, const std::array<const char*, N>& names) {
+    loops::BroadcastShape<N> b;
+    std::array<torch::headeronly::IntHeaderOnlyArrayRef, N> sizes;
+    std::array<const float*, N> data;
     for (size_t i = 0; i < N; ++i) {
         Tensor& t = *args[i];
         check_tensor<float>(t, t.defined() ? t.dim() : 0, names[i], "Float (elementwise)");
-        auto s = t.sizes();
-        std::vector<int64_t> merged(std::max(b.shape.size(), s.size()), 1);
-        for (size_t k = 0; k < merged.size(); ++k) {
-            int64_t a = k < b.shape.size() ? b.shape[b.shape.size() - 1 - k] : 1;
-            int64_t c = k < s.size() ? s[s.size() - 1 - k] : 1;
-            if (a != c && a != 1 && c != 1)
-                value_error(names[i], "shape " + shape_text(s) + " does not broadcast with shape " + shape_text(b.shape));
-            merged[merged.size() - 1 - k] = a == 1 ? c : a;
-        }
-        b.shape = merged;
+        sizes[i] = t.sizes();
+        data[i] = t.template const_data_ptr<float>();
     }
-    for (int64_t d : b.shape) b.numel *= d;
-    const size_t rank = b.shape.size();
-    std::array<std::vector<int64_t>, N> full;
-    for (size_t i = 0; i < N; ++i) {
-        b.data[i] = args[i]->template const_data_ptr<float>();
-        auto s = args[i]->sizes();
-        full[i].assign(rank, 0);
-        int64_t stride = 1;
-        for (size_t k = 0; k < s.size(); ++k) {
-            int64_t size = s[s.size() - 1 - k];
-            full[i][rank - 1 - k] = size == 1 ? 0 : stride;
-            stride *= size;
-        }
-    }
-    for (size_t d = 0; d < rank; ++d) {
-        if (b.shape[d] == 1) continue;
-        bool merge = !b.dims.empty();
-        for (size_t i = 0; merge && i < N; ++i) merge = b.strides[i].back() == full[i][d] * b.shape[d];
-        if (merge) {
-            b.dims.back() *= b.shape[d];
-            for (size_t i = 0; i < N; ++i) b.strides[i].back() = full[i][d];
-        } else {
-            b.dims.push_back(b.shape[d]);
-            for (size_t i = 0; i < N; ++i) b.strides[i].push_back(full[i][d]);
-        }
-    }
-    if (b.dims.empty()) {
-        b.dims.push_back(1);
-        for (size_t i = 0; i < N; ++i) b.strides[i].push_back(0);
-    }
+    loops::broadcast_into(b, sizes, data, names);
     return b;
-}
-
-template <unsigned Mask, size_t N, size_t M, class F, size_t... I>
-inline void elementwise_row(F& f, ks::allocator* alloc, const std::array<const float*, N>& in,
-                            const std::array<float*, M>& out, int64_t n, std::index_sequence<I...>) {
-    const float* p[N] = {in[I]...};
-    float* o[M];
-    for (size_t k = 0; k < M; ++k) o[k] = out[k];
-    for (int64_t j = 0; j < n; ++j) {
-        auto r = f(alloc, p[I][((Mask >> I) & 1u) ? j : 0]...);
-        if constexpr (M == 1) {
-            o[0][j] = r;
-        } else {
-            [&]<size_t... K>(std::index_sequence<K...>) { ((o[K][j] = ks::get<K>(r)), ...); }(std::make_index_sequence<M>());
-        }
-    }
-}
-
-template <size_t N, size_t M, class F>
-void elementwise_chunk(const Broadcast<N>& b, const std::array<float*, M>& out, F& f, ks::allocator* alloc,
-                       int64_t begin, int64_t end) {
-    const size_t outer = b.dims.size() - 1;
-    const int64_t inner = b.dims[outer];
-    unsigned mask = 0;
-    for (size_t k = 0; k < N; ++k) mask |= (b.strides[k][outer] == 1 ? 1u : 0u) << k;
-    for (int64_t i = begin; i < end;) {
-        int64_t pos = i % inner, row = i / inner;
-        std::array<const float*, N> in;
-        for (size_t k = 0; k < N; ++k) in[k] = b.data[k] + pos * b.strides[k][outer];
-        for (size_t d = outer; d-- > 0;) {
-            const int64_t index = row % b.dims[d];
-            row /= b.dims[d];
-            for (size_t k = 0; k < N; ++k) in[k] += index * b.strides[k][d];
-        }
-        const int64_t n = std::min(inner - pos, end - i);
-        std::array<float*, M> o;
-        for (size_t k = 0; k < M; ++k) o[k] = out[k] + i;
-        [&]<unsigned... Masks>(std::integer_sequence<unsigned, Masks...>) {
-            ((mask == Masks ? (elementwise_row<Masks>(f, alloc, in, o, n, std::make_index_sequence<N>()), true)
-                            : false) || ...);
-        }(std::make_integer_sequence<unsigned, (1u << N)>());
-        i += n;
-    }
 }
 
 // The M float32 results of f(alloc, inputs...) over the broadcast shape of the N inputs.
 template <size_t N, size_t M, class F>
 auto elementwise(std::array<Tensor*, N> args, const std::array<const char*, N>& names, F f) {
-    Broadcast<N> b = broadcast<N>(args, names);
+    loops::BroadcastShape<N> b = broadcast<N>(args, names);
     std::array<Tensor, M> outs;
     std::array<float*, M> out{};
     for (size_t k = 0; k < M; ++k) {
@@ -491,31 +402,10 @@ struct Batched<int> : BatchedScalar<int> { using BatchedScalar<int>::BatchedScal
 template <>
 struct Batched<bool> : BatchedScalar<bool> { using BatchedScalar<bool>::BatchedScalar; };
 
-inline int64_t batch_size(std::initializer_list<std::pair<int64_t, const char*>> sizes) {
-    int64_t b = -1;
-    const char* first = nullptr;
-    for (auto& [n, name] : sizes) {
-        if (b < 0) {
-            b = n;
-            first = name;
-        } else if (n != b) {
-            value_error(name, "batch size " + std::to_string(n) + " differs from argument '" + first + "' (" +
-                                  std::to_string(b) + ")");
-        }
-    }
-    return b < 0 ? 0 : b;
-}
-
 [[noreturn]] KSBIND_NOINLINE inline void shape_mismatch(int64_t i, const std::vector<int64_t>& got,
                                                         const std::vector<int64_t>& first) {
     throw std::invalid_argument("vmap: step " + std::to_string(i) + " returned a tensor of shape " + shape_text(got) +
                                 ", step 0 returned " + shape_text(first) + "; results must have one shape to stack");
-}
-
-inline int64_t step_elements(std::initializer_list<int64_t> sizes) {
-    int64_t n = 1;
-    for (int64_t s : sizes) n = std::max(n, s);
-    return n;
 }
 
 // step(alloc, i) for every i in [0, batch): step 0 on the calling thread (it fixes the

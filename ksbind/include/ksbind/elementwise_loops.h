@@ -1,0 +1,168 @@
+// The torch targets' elementwise loops over raw float pointers (ksbind/torch.h over ATen's
+// tensors, ksbind/torch_stable.h over the stable ABI's): the broadcast of the inputs' shapes
+// and the loops themselves, which touch no tensor. Plain C++: no tensor library.
+#pragma once
+
+#include <knossos.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ksbind {
+namespace loops {
+
+template <class Sizes>
+std::string shape_text(const Sizes& sizes) {
+    std::string s = "[";
+    for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+    return s + "]";
+}
+
+// Float inputs broadcast against each other and read in place: no input is expanded into a
+// copy. Each input is contiguous; its element strides over the broadcast shape are 0 along
+// broadcast dimensions. Dimensions are merged wherever every input allows, so same-shaped
+// inputs are one flat dimension and (1000, 1) with (1, 1000) is two: 1000 rows of 1000, the
+// first input constant along each row.
+template <size_t N>
+struct BroadcastShape {
+    std::array<const float*, N> data{};
+    std::vector<int64_t> shape;  // the result's shape
+    int64_t numel = 1;
+    std::vector<int64_t> dims;                    // merged, outermost first; never empty
+    std::array<std::vector<int64_t>, N> strides;  // per input, per merged dimension
+};
+
+// The broadcast of N contiguous inputs (their sizes and data); a shape that does not
+// broadcast is std::invalid_argument (ValueError) naming the argument.
+template <size_t N, class Sizes>
+void broadcast_into(BroadcastShape<N>& b, const std::array<Sizes, N>& sizes, const std::array<const float*, N>& data,
+                    const std::array<const char*, N>& names) {
+    for (size_t i = 0; i < N; ++i) {
+        const Sizes& s = sizes[i];
+        // Right-aligned broadcasting, as torch does.
+        std::vector<int64_t> merged(std::max(b.shape.size(), static_cast<size_t>(s.size())), 1);
+        for (size_t k = 0; k < merged.size(); ++k) {
+            int64_t a = k < b.shape.size() ? b.shape[b.shape.size() - 1 - k] : 1;
+            int64_t c = k < s.size() ? s[s.size() - 1 - k] : 1;
+            if (a != c && a != 1 && c != 1)
+                throw std::invalid_argument(std::string("argument '") + names[i] + "': shape " + shape_text(s) +
+                                            " does not broadcast with shape " + shape_text(b.shape));
+            merged[merged.size() - 1 - k] = a == 1 ? c : a;
+        }
+        b.shape = merged;
+    }
+    for (int64_t d : b.shape) b.numel *= d;
+    const size_t rank = b.shape.size();
+    std::array<std::vector<int64_t>, N> full;  // strides over every dimension of the shape
+    for (size_t i = 0; i < N; ++i) {
+        b.data[i] = data[i];
+        const Sizes& s = sizes[i];
+        full[i].assign(rank, 0);
+        int64_t stride = 1;
+        for (size_t k = 0; k < static_cast<size_t>(s.size()); ++k) {  // innermost first
+            int64_t size = s[s.size() - 1 - k];
+            full[i][rank - 1 - k] = size == 1 ? 0 : stride;
+            stride *= size;
+        }
+    }
+    // Merge dimension d into the one inside it when every input steps through both as
+    // through one; dimensions of size 1 go.
+    for (size_t d = 0; d < rank; ++d) {
+        if (b.shape[d] == 1) continue;
+        bool merge = !b.dims.empty();
+        for (size_t i = 0; merge && i < N; ++i) merge = b.strides[i].back() == full[i][d] * b.shape[d];
+        if (merge) {
+            b.dims.back() *= b.shape[d];
+            for (size_t i = 0; i < N; ++i) b.strides[i].back() = full[i][d];
+        } else {
+            b.dims.push_back(b.shape[d]);
+            for (size_t i = 0; i < N; ++i) b.strides[i].push_back(full[i][d]);
+        }
+    }
+    if (b.dims.empty()) {  // one element (or a 0-dim tensor)
+        b.dims.push_back(1);
+        for (size_t i = 0; i < N; ++i) b.strides[i].push_back(0);
+    }
+}
+
+// The inner loop: n elements along the innermost merged dimension, input k read with
+// stride bit k of Mask (1: contiguous, 0: constant). A loop per stride pattern, so the
+// compiler sees each stride and vectorises.
+template <unsigned Mask, size_t N, size_t M, class F, size_t... I>
+inline void elementwise_row(F& f, ks::allocator* alloc, const std::array<const float*, N>& in,
+                            const std::array<float*, M>& out, int64_t n, std::index_sequence<I...>) {
+    const float* p[N] = {in[I]...};
+    float* o[M];
+    for (size_t k = 0; k < M; ++k) o[k] = out[k];
+    for (int64_t j = 0; j < n; ++j) {
+        auto r = f(alloc, p[I][((Mask >> I) & 1u) ? j : 0]...);
+        if constexpr (M == 1) {
+            o[0][j] = r;
+        } else {
+            [&]<size_t... K>(std::index_sequence<K...>) { ((o[K][j] = ks::get<K>(r)), ...); }(std::make_index_sequence<M>());
+        }
+    }
+}
+
+// Elements [begin, end) of the result: row by row of the innermost merged dimension.
+template <size_t N, size_t M, class F>
+void elementwise_chunk(const BroadcastShape<N>& b, const std::array<float*, M>& out, F& f, ks::allocator* alloc,
+                       int64_t begin, int64_t end) {
+    const size_t outer = b.dims.size() - 1;
+    const int64_t inner = b.dims[outer];
+    unsigned mask = 0;
+    for (size_t k = 0; k < N; ++k) mask |= (b.strides[k][outer] == 1 ? 1u : 0u) << k;
+    for (int64_t i = begin; i < end;) {
+        int64_t pos = i % inner, row = i / inner;
+        std::array<const float*, N> in;
+        for (size_t k = 0; k < N; ++k) in[k] = b.data[k] + pos * b.strides[k][outer];
+        for (size_t d = outer; d-- > 0;) {  // the row's index in each outer dimension
+            const int64_t index = row % b.dims[d];
+            row /= b.dims[d];
+            for (size_t k = 0; k < N; ++k) in[k] += index * b.strides[k][d];
+        }
+        const int64_t n = std::min(inner - pos, end - i);
+        std::array<float*, M> o;
+        for (size_t k = 0; k < M; ++k) o[k] = out[k] + i;
+        [&]<unsigned... Masks>(std::integer_sequence<unsigned, Masks...>) {
+            ((mask == Masks ? (elementwise_row<Masks>(f, alloc, in, o, n, std::make_index_sequence<N>()), true)
+                            : false) || ...);
+        }(std::make_integer_sequence<unsigned, (1u << N)>());
+        i += n;
+    }
+}
+
+// vmap mode: every batched argument must have the same leading size (ValueError naming the
+// one that differs).
+inline int64_t batch_size(std::initializer_list<std::pair<int64_t, const char*>> sizes) {
+    int64_t b = -1;
+    const char* first = nullptr;
+    for (auto& [n, name] : sizes) {
+        if (b < 0) {
+            b = n;
+            first = name;
+        } else if (n != b) {
+            throw std::invalid_argument(std::string("argument '") + name + "': batch size " + std::to_string(n) +
+                                        " differs from argument '" + first + "' (" + std::to_string(b) + ")");
+        }
+    }
+    return b < 0 ? 0 : b;
+}
+
+// How many elements the steps of one batched argument see (the most of all: it sizes the
+// chunks of the steps run in parallel).
+inline int64_t step_elements(std::initializer_list<int64_t> sizes) {
+    int64_t n = 1;
+    for (int64_t s : sizes) n = std::max(n, s);
+    return n;
+}
+
+}  // namespace loops
+}  // namespace ksbind
