@@ -841,6 +841,11 @@ def _leaf_value(leaf: dict[str, Any], value: Any, binding: str) -> Any:
         if not -2**31 <= value < 2**31:
             raise OverflowError(f"{binding}(): argument '{where}': int out of range for ks Integer (32-bit)")
         return value
+    if kind == "str":
+        if not isinstance(value, str):
+            raise TypeError(f"{binding}(): argument '{where}': expected a str for ks String, got "
+                            f"{type(value).__name__}")
+        return value
     if not isinstance(value, bool):
         raise TypeError(f"{binding}(): argument '{where}': expected a bool for ks Bool, got {type(value).__name__}")
     return value

@@ -183,6 +183,13 @@ def test_bad_arguments_name_the_argument(torch_stable: ModuleType) -> None:
     torch.testing.assert_close(torch_stable.scale_add(a=torch.ones(2), b=torch.ones(2), n=2), torch.full((2,), 3.0))
 
 
+def test_string_arguments(torch_stable: ModuleType) -> None:
+    got = torch_stable.count("mississippi", "s")
+    assert got.dtype == torch.int32 and got.dim() == 0 and int(got) == 4
+    with pytest.raises(TypeError, match=r"count\(\): argument '\w+': expected a str for ks String, got int"):
+        torch_stable.count("abc", 3)
+
+
 def test_support_functions(torch_stable: ModuleType) -> None:
     assert torch_stable.cpu_capability() in torch_stable.cpu_capabilities()
     assert torch_stable.cpu_capabilities()[0] == "default"

@@ -23,6 +23,8 @@ DECLS = ksbind.parse_ks("""
 (edef stats (Tuple Float Integer (Vec Float)) ((Vec Float)))
 (edef nested (Vec (Vec Float)) ((Vec (Vec Float))))
 (edef texts (Vec String) (String))
+(edef shout String (String Integer))
+(edef count Integer (String String))
 (edef pairs Float ((Vec (Tuple Float Integer))))
 """, "decls.ks")
 
@@ -65,6 +67,11 @@ def test_tuples_flatten_into_leaves_and_floats_with_a_vjp_are_zero_dim_tensors()
     assert all(f'm.def("_direct_{schema}");' in ops for schema in schemas)  # each op twice
 
 
+def test_string_arguments_are_str_leaves() -> None:
+    (schema,) = _schemas(_rendered(BindingSpec("count")))
+    assert re.fullmatch(r"count\(str \w+, str \w+\) -> Tensor", schema), schema
+
+
 def test_tuple_results_are_one_tensor_per_leaf_and_stacked_tensors_of_tensors_one() -> None:
     files = _rendered(BindingSpec("stats"), BindingSpec("nested"))
     stats, nested = _schemas(files)
@@ -78,7 +85,8 @@ def test_tuple_results_are_one_tensor_per_leaf_and_stacked_tensors_of_tensors_on
 
 
 @pytest.mark.parametrize("name, says", [
-    ("texts", "holds a String, which the stable-ABI ops do not take yet (bind it on the torch target)"),
+    ("texts", "is a tensor of String, a list in Python, which the stable-ABI ops do not take yet"),
+    ("shout", "String holds a String, which the stable-ABI ops do not return yet (bind it on the torch target)"),
     ("pairs", "is a tensor of (Tuple Float Integer), a list in Python, which the stable-ABI ops do not take yet"),
 ])
 def test_what_it_cannot_express_yet_is_a_binding_error_naming_the_type(name: str, says: str) -> None:

@@ -21,8 +21,9 @@ Integer / Bool                         ``int`` / ``bool``
 a type holding no scalar               no leaf (``()`` in Python)
 =====================================  ==========================================
 
-Results: tensors, scalars (0-dim tensors) and tuples of them, as the torch target.
-Strings, tensors of tuples and lists (ragged tensors of tensors) are not yet expressed:
+String arguments are ``str`` leaves. Results: tensors, scalars (0-dim tensors) and tuples
+of them, as the torch target. String results, tensors of strings or tuples (lists) and
+ragged tensors of tensors are not yet expressed:
 binding one is a BindingError that says so (bind it on the ``torch`` target). Modes and
 their checks are the torch target's (ksbind/codegen/targets/torch.py).
 """
@@ -39,7 +40,8 @@ from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, en
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
 from ksbind.lang.identifiers import cpp_string
-from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
+from ksbind.lang.model import FunctionDecl
+from ksbind.lang.types import FLOAT, STRING, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 
 NAME: TargetName = "torch_stable"
@@ -63,13 +65,16 @@ def lib_name(module_name: str) -> str:
 
 # ------------------------------------------------------------ what crosses
 
-def unsupported_reason(t: KsType) -> str | None:
-    """Why a value of type t is not (yet) expressed as op leaves, or None."""
+def unsupported_reason(t: KsType, role: Literal["param", "result"] = "param") -> str | None:
+    """Why a value of type t is not (yet) expressed as op leaves (an argument's, or a result's),
+    or None. A String argument is a ``str`` leaf; a result cannot be one (a fake kernel could
+    not say what it is)."""
     if torch_target.holds_no_scalar(t):
         return None
     for sub in t.walk():
-        if isinstance(sub, ScalarType) and sub.name not in DTYPES:
-            return f"{t} holds a {sub.name}, which the stable-ABI ops do not take yet (bind it on the torch target)"
+        if isinstance(sub, ScalarType) and sub.name not in DTYPES and not (role == "param" and sub == STRING):
+            what = "return" if role == "result" else "take"
+            return f"{t} holds a {sub.name}, which the stable-ABI ops do not {what} yet (bind it on the torch target)"
         crosses = torch_target.is_scalar_tensor(sub) or torch_target.is_nested_tensor(sub)
         if isinstance(sub, TensorType) and not crosses:
             return (f"{sub} is a tensor of {sub.element}, a list in Python, which the stable-ABI ops do not take yet "
@@ -82,9 +87,13 @@ def crossing(t: KsType, role: CrossingRole) -> Crossing:
     return Crossing(t.cpp, "", torch_target.py_type(t, "param" if role == "param" else "result"))
 
 
+def _crossings(d: FunctionDecl) -> list[tuple[KsType, Literal["param", "result"]]]:
+    return [*((t, "param") for t in d.params), (d.return_type, "result")]
+
+
 def check_binding(b: Binding) -> None:
-    for t in [*b.decl.params, b.decl.return_type, *(b.vjp_decl.params if b.vjp_decl else ())]:
-        reason = unsupported_reason(t)
+    for t, role in [*_crossings(b.decl), *(_crossings(b.vjp_decl) if b.vjp_decl else ())]:
+        reason = unsupported_reason(t, role)
         if reason:
             raise BindingError(f"binding {b.name!r} ({b.decl.name}): on the torch_stable target, {reason}",
                                b.location)
@@ -95,11 +104,11 @@ def check_binding(b: Binding) -> None:
 
 #: What one leaf is: a tensor viewed as a ks tensor, a stacked tensor of tensors, a 0-dim
 #: tensor holding a differentiable Float, or a number.
-LeafKind = Literal["tensor", "stacked", "zero_dim", "float", "int", "bool"]
+LeafKind = Literal["tensor", "stacked", "zero_dim", "float", "int", "bool", "str"]
 _SCHEMA = {"tensor": "Tensor", "stacked": "Tensor", "zero_dim": "Tensor", "float": "float", "int": "int",
-           "bool": "bool"}
+           "bool": "bool", "str": "str"}
 _CPP = {"tensor": "torch::stable::Tensor", "stacked": "torch::stable::Tensor", "zero_dim": "torch::stable::Tensor",
-        "float": "double", "int": "int64_t", "bool": "bool"}
+        "float": "double", "int": "int64_t", "bool": "bool", "str": "std::string"}
 
 
 @dataclass(frozen=True)
@@ -161,6 +170,9 @@ def _leaves(t: KsType, name: str, where: str, out: list[OpLeaf], float_as_tensor
     if t.name == "Integer":
         out.append(OpLeaf(name, where, "int", t.cpp, False))
         return f"tt::integer({c}, {w})"
+    if t == STRING:  # ks::String is std::string: the leaf itself
+        out.append(OpLeaf(name, where, "str", t.cpp, False))
+        return c
     out.append(OpLeaf(name, where, "bool", t.cpp, False))
     return c
 
@@ -238,6 +250,13 @@ class OpEntry:
     @property
     def loops(self) -> bool:
         return self.mode != "plain"
+
+    @property
+    def dispatch_key(self) -> str:
+        """Where its kernel is registered: CPU, or for an op with no tensor argument (the
+        dispatcher then has no device to go by) CompositeExplicitAutograd, as the support ops."""
+        return "CPU" if any(x.kind in ("tensor", "stacked", "zero_dim") for x in self.leaves) \
+            else "CompositeExplicitAutograd"
 
     @cached_property
     def return_cpp(self) -> str:
@@ -418,9 +437,9 @@ def library_namespace(options: ModuleOptions) -> str:
     return options.name
 
 
-def crossing_problem(d: Any) -> str | None:
-    for t in [*d.params, d.return_type]:
-        reason = unsupported_reason(t)
+def crossing_problem(d: FunctionDecl) -> str | None:
+    for t, role in _crossings(d):
+        reason = unsupported_reason(t, role)
         if reason:
             return f"on the torch_stable target, {reason}"
     return None
