@@ -1,9 +1,12 @@
-// The torch targets' elementwise loops over raw float pointers (ksbind/torch.h over ATen's
-// tensors, ksbind/torch_stable.h over the stable ABI's): the broadcast of the inputs' shapes
-// and the loops themselves, which touch no tensor. Plain C++: no tensor library.
+// The torch targets' loops over raw pointers (ksbind/torch.h over ATen's tensors,
+// ksbind/torch_stable.h over the stable ABI's): the broadcast of the inputs' shapes, the
+// elementwise loops, the worker threads' arenas and the vmap mode's steps, which touch no
+// tensor. Each header gives its own thread pool (parallel_chunks). Plain C++: no tensor library.
 #pragma once
 
 #include <knossos.h>
+#include <ksbind/call_arena.h>       // arenas::SizedArena, rethrow_ks_failure, g_logging
+#include <ksbind/cpu_capability.h>   // cpu::run
 
 #include <algorithm>
 #include <array>
@@ -162,6 +165,58 @@ inline int64_t step_elements(std::initializer_list<int64_t> sizes) {
     int64_t n = 1;
     for (int64_t s : sizes) n = std::max(n, s);
     return n;
+}
+
+// ks code run on ATen's worker threads (elementwise and vmap modes) cannot share the module's
+// arena: each thread gets its own, as big as the module's (re-made when set_arena_bytes
+// changes that), reset after every chunk. Allocating reserves address space; pages are
+// touched only when ks code allocates.
+//
+// The same kind of arena as a call's (ksbind/call_arena.h: arenas::SizedArena), but not the
+// thread's call arena (arenas::this_thread()): the calling thread runs chunks too, inside its
+// call, whose arena holds the call's arguments (a chunk would have less room there than on any
+// other thread) and whose destructors must not adopt a chunk's values, which are gone when it ends.
+inline ks::allocator& worker_allocator(size_t bytes) {
+    thread_local arenas::SizedArena arena;
+    arena.resize(bytes);  // free first: nothing views a worker arena between chunks
+    return *arena.alloc;
+}
+
+// body(alloc, begin, end) for one chunk, in this thread's arena, compiled for the selected CPU
+// capability (ksbind/cpu_capability.h); the arena is reset afterwards (also when the chunk
+// fails: a full worker arena is a MemoryError, as for the module's arena).
+template <class Body>
+void run_chunk(Body& body, size_t bytes, int64_t begin, int64_t end) {
+    ks::allocator& alloc = worker_allocator(bytes);
+    const auto mark = alloc.mark();
+    // What ks code writes to std::cerr on this worker reaches stderr only with logging on;
+    // the caller's thread names the failure (ksbind/ks_failure.h).
+    StderrCapture captured(ks::entry_points::g_logging.load(std::memory_order_relaxed));
+    try {
+        ksbind::cpu::run(body, &alloc, begin, end);
+    } catch (...) {
+        rethrow_ks_failure(alloc, mark, bytes);
+    }
+    alloc.reset(mark);
+}
+
+// step(alloc, i) for every i in [0, batch): step 0 on the calling thread (it fixes the stacked
+// result's shape), the others through parallel_chunks(begin, end, grain, body) (the header's
+// thread pool) in chunks of about 32768 elements of the batched arguments; each chunk in its
+// thread's arena, each step's temporaries freed before the next; compiled for the selected CPU
+// capability, with the ks function inlined.
+template <class ParallelChunks, class Step>
+void parallel_steps(const ParallelChunks& parallel_chunks, int64_t batch, int64_t elements_per_step, Step step) {
+    if (batch <= 0) return;
+    auto body = [&](ks::allocator* alloc, int64_t begin, int64_t end) {
+        const auto mark = alloc->mark();
+        for (int64_t i = begin; i < end; ++i) {
+            step(alloc, i);
+            alloc->reset(mark);
+        }
+    };
+    run_chunk(body, ksbind::arenas::arena_bytes(), 0, 1);
+    parallel_chunks(1, batch, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, elements_per_step)), body);
 }
 
 }  // namespace loops

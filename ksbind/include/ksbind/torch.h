@@ -67,6 +67,7 @@ using ks_values::leaf;
 using ks_values::torch_sizes;
 using loops::batch_size;
 using loops::elementwise_chunk;
+using loops::run_chunk;
 using loops::step_elements;
 
 // ------------------------------------------------------------ dtypes
@@ -509,42 +510,6 @@ auto to_torch(const ks::Tuple<Ts...>& t) {
 
 // ------------------------------------------------------------ per-thread arenas
 
-// ks code run on ATen's worker threads (elementwise and vmap modes) cannot
-// share the module's arena: each thread gets its own, as big as the module's
-// (re-made when set_arena_bytes changes that), reset after every chunk.
-// Allocating reserves address space; pages are touched only when ks code
-// allocates.
-//
-// The same kind of arena as a call's (ksbind/call_arena.h: arenas::SizedArena),
-// but not the thread's call arena (arenas::this_thread()): the calling thread
-// runs chunks too, inside its call, whose arena holds the call's arguments
-// (a chunk would have less room there than on any other thread) and whose
-// destructors must not adopt a chunk's values, which are gone when it ends.
-inline ks::allocator& worker_allocator(size_t bytes) {
-    thread_local arenas::SizedArena arena;
-    arena.resize(bytes);  // free first: nothing views a worker arena between chunks
-    return *arena.alloc;
-}
-
-// body(alloc, begin, end) for one chunk, in this thread's arena, compiled for
-// the selected CPU capability (ksbind/cpu_capability.h); the arena is reset
-// afterwards (also when the chunk fails: a full worker arena is a
-// MemoryError, as for the module's arena).
-template <class Body>
-void run_chunk(Body& body, size_t bytes, int64_t begin, int64_t end) {
-    ks::allocator& alloc = worker_allocator(bytes);
-    const auto mark = alloc.mark();
-    // What ks code writes to std::cerr on this worker reaches stderr only with logging on;
-    // the caller's thread names the failure (ksbind/ks_failure.h).
-    StderrCapture captured(ks::entry_points::g_logging.load(std::memory_order_relaxed));
-    try {
-        ksbind::cpu::run(body, &alloc, begin, end);
-    } catch (...) {
-        rethrow_ks_failure(alloc, mark, bytes);
-    }
-    alloc.reset(mark);
-}
-
 // run_chunk over [begin, end) on ATen's thread pool, chunks of at least `grain`.
 template <class Body>
 void parallel_chunks(int64_t begin, int64_t end, int64_t grain, Body& body) {
@@ -655,23 +620,11 @@ Batched<T> batched(at::Tensor& t, const char* name) {
                           ", step 0 returned " + shape_text(first) + "; results must have one shape to stack");
 }
 
-// step(alloc, i) for every i in [0, batch): step 0 on the calling thread (it
-// fixes the stacked result's shape), the others on ATen's thread pool in
-// chunks of about 32768 elements of the batched arguments; each chunk in its
-// thread's arena, each step's temporaries freed before the next; compiled for
-// the selected CPU capability, with the ks function inlined.
+// loops::parallel_steps on this header's thread pool (parallel_chunks).
 template <class Step>
 void parallel_steps(int64_t batch, int64_t elements_per_step, Step step) {
-    if (batch <= 0) return;
-    auto body = [&](ks::allocator* alloc, int64_t begin, int64_t end) {
-        const auto mark = alloc->mark();
-        for (int64_t i = begin; i < end; ++i) {
-            step(alloc, i);
-            alloc->reset(mark);
-        }
-    };
-    run_chunk(body, ksbind::arenas::arena_bytes(), 0, 1);
-    parallel_chunks(1, batch, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, elements_per_step)), body);
+    loops::parallel_steps([](int64_t b, int64_t e, int64_t grain, auto& body) { parallel_chunks(b, e, grain, body); },
+                          batch, elements_per_step, step);
 }
 
 // Collects step results into one tensor with a leading batch dimension. After

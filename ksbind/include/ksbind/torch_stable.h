@@ -67,6 +67,7 @@ using ks_values::leaf;
 using ks_values::torch_sizes;
 using loops::batch_size;
 using loops::elementwise_chunk;
+using loops::run_chunk;
 using loops::shape_text;
 using loops::step_elements;
 
@@ -282,26 +283,6 @@ auto op_result(Leaves&& leaves) {
 
 // ------------------------------------------------------------ the loops' threads
 
-// ATen's worker threads each get an arena of their own, the size of the module's.
-inline ks::allocator& worker_allocator(size_t bytes) {
-    thread_local arenas::SizedArena arena;
-    arena.resize(bytes);  // free first: nothing views a worker arena between chunks
-    return *arena.alloc;
-}
-
-template <class Body>
-void run_chunk(Body& body, size_t bytes, int64_t begin, int64_t end) {
-    ks::allocator& alloc = worker_allocator(bytes);
-    const auto mark = alloc.mark();
-    StderrCapture captured(ks::entry_points::g_logging.load(std::memory_order_relaxed));
-    try {
-        ksbind::cpu::run(body, &alloc, begin, end);
-    } catch (...) {
-        rethrow_ks_failure(alloc, mark, bytes);
-    }
-    alloc.reset(mark);
-}
-
 // run_chunk over [begin, end) on ATen's thread pool (through the C shim: no exception
 // may cross it, so the first chunk's failure is kept and rethrown here).
 template <class Body>
@@ -408,20 +389,11 @@ struct Batched<bool> : BatchedScalar<bool> { using BatchedScalar<bool>::BatchedS
                                 ", step 0 returned " + shape_text(first) + "; results must have one shape to stack");
 }
 
-// step(alloc, i) for every i in [0, batch): step 0 on the calling thread (it fixes the
-// stacked result's shape), the others on ATen's thread pool, as ksbind/torch.h's.
+// loops::parallel_steps on this header's thread pool (parallel_chunks).
 template <class Step>
 void parallel_steps(int64_t batch, int64_t elements_per_step, Step step) {
-    if (batch <= 0) return;
-    auto body = [&](ks::allocator* alloc, int64_t begin, int64_t end) {
-        const auto mark = alloc->mark();
-        for (int64_t i = begin; i < end; ++i) {
-            step(alloc, i);
-            alloc->reset(mark);
-        }
-    };
-    run_chunk(body, ksbind::arenas::arena_bytes(), 0, 1);
-    parallel_chunks(1, batch, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, elements_per_step)), body);
+    loops::parallel_steps([](int64_t b, int64_t e, int64_t grain, auto& body) { parallel_chunks(b, e, grain, body); },
+                          batch, elements_per_step, step);
 }
 
 template <class T>
