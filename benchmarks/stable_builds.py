@@ -23,33 +23,15 @@ Needs ksc beside the repository, and torch. benchmarks/run.py does not run it (a
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 from pathlib import Path
 
-from benchmarks.ksc_gmm_build import GMM, KSC, RUNTIME, WARMUP_KS, available, build, gxx_alone
+from benchmarks.ksc_gmm_build import GMM, KSC, RUNTIME, WARMUP_KS, available, build
 from benchmarks.scratch import scratch_dir
+from benchmarks.target_builds import GMM_CONFIG, WARMUP, compiler_alone, write
 from benchmarks.timing import Times, log, parser
 
 TARGETS = ("torch", "torch_stable")
-GMM_CONFIG = """\
-name: {name}
-target: {target}
-ks: [{ks}]
-ksc: {{path: {ksc}, runtime: {runtime}}}
-bindings:
-  - {{name: objective, function: gmm_knossos_gmm_objective, vjp: objective_vjp}}
-output: {out}
-"""
-WARMUP = """\
-name: {name}
-target: {target}
-ks: [{ks}]
-ksc: {{path: {ksc}, runtime: {runtime}}}
-bindings:
-  - {{name: g, function: g, vjp: g_vjp}}
-output: {out}
-"""
 #: How many one-line functions the many-bindings module binds.
 MANY = 32
 
@@ -64,28 +46,6 @@ def many_config(name: str, target: str, ks: Path, out: Path, tag: str) -> str:
     bindings = "".join(f"  - {{name: {tag}{i}, vjp: {tag}{i}_vjp}}\n" for i in range(MANY))
     return (f"name: {name}\ntarget: {target}\nks: [{ks}]\nksc: {{path: {KSC}, runtime: {RUNTIME}}}\n"
             f"bindings:\n{bindings}output: {out}\n")
-
-
-def user_flags(target: str) -> list[str]:
-    """The flags the target gives the module's user C++ (less include folders)."""
-    if target == "torch_stable":
-        from ksbind.backend.torch_stable_build import CFLAGS as STABLE_CFLAGS
-
-        return list(STABLE_CFLAGS)
-    import torch
-
-    from ksbind.backend.torch_build import CFLAGS, TORCH_CFLAGS
-    abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(bool(torch._C._GLIBCXX_USE_CXX11_ABI))}"
-    return [*TORCH_CFLAGS, abi, *CFLAGS]
-
-
-def compiler_alone(cache: Path, name: str, target: str) -> tuple[float, float]:
-    return gxx_alone(cache, name, user_flags(target), shlex.split(os.environ.get("CXX", "g++")))
-
-
-def write(path: Path, text: str) -> Path:
-    path.write_text(text)
-    return path
 
 
 def cases() -> list[str]:

@@ -108,6 +108,10 @@ def user_flags(target: str) -> list[str]:
     """The flags the target gives the module's user C++ (less include folders)."""
     from ksbind.backend.toolchain import BASE_FLAGS
 
+    if target == "torch_stable":
+        from ksbind.backend.torch_stable_build import CFLAGS as STABLE_CFLAGS
+
+        return list(STABLE_CFLAGS)
     if target != "torch":
         return list(BASE_FLAGS)
     import torch

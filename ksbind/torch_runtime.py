@@ -86,9 +86,14 @@ def check_torch(name: str, built: str | None, running: str | None = None) -> Non
 
 def built_against(path: str) -> str | None:
     """The torch version an extension file was built against, read from its bytes (None: no mark)."""
+    return _marked(path, _BUILT_MARKER)
+
+
+def _marked(path: str, marker: re.Pattern[bytes]) -> str | None:
+    """The version a compiled file's bytes hold after ``marker`` (None: no mark, or no file)."""
     try:
         with open(path, "rb") as f:
-            found = _BUILT_MARKER.search(f.read())
+            found = marker.search(f.read())
     except OSError:
         return None
     return found.group(1).decode() if found else None
@@ -685,12 +690,7 @@ _libraries: dict[str, str] = {}
 
 def torch_needed(path: str) -> str | None:
     """The lowest torch a stable-ABI op library runs on, read from its bytes (None: no mark)."""
-    try:
-        with open(path, "rb") as f:
-            found = _MIN_MARKER.search(f.read())
-    except OSError:
-        return None
-    return found.group(1).decode() if found else None
+    return _marked(path, _MIN_MARKER)
 
 
 def load_library(path: str, namespace: str, running: str | None = None) -> Any:
