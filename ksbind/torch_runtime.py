@@ -731,6 +731,11 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
         warnings.warn(message, RuntimeWarning, stacklevel=3)
     namespace.update(_support_functions(ops))
     for b in bindings:
+        if b.get("packed"):
+            namespace[b["name"]], vjp = _packed_functions(ops, b)
+            if vjp is not None:
+                namespace[b["vjp"]] = vjp
+            continue
         namespace[b["name"]] = _stable_function(library, ops, b)
         if b["vjp"]:
             namespace[b["vjp"]] = _stable_vjp_function(ops, b)
@@ -1165,6 +1170,148 @@ def _stable_vjp_function(ops: Any, b: dict[str, Any]) -> Callable[..., Any]:
 
     call.__name__ = call.__qualname__ = name
     return call
+
+
+# ------------------------------------------------------------ packed bindings
+
+# A binding whose values no op schema can say (a string result, a list of tuples...) has ops
+# over Tensor[] both ways; its values are packed depth first, as ksbind/torch_stable.h's
+# Unpacker reads them and its pack writes them. Specs: ksbind/codegen/targets/torch_stable.py,
+# pack_spec.
+_PACK_DTYPES = {"float32": torch.float32, "int32": torch.int32, "bool": torch.bool}
+
+
+def _pack(spec: Any, value: Any, where: str, binding: str, out: list[torch.Tensor]) -> None:
+    if spec == "none":
+        return
+    if spec == "f":
+        number = _leaf_value({"kind": "zero_dim", "where": where}, value, binding)
+        out.append(number if isinstance(number, torch.Tensor) else torch.tensor(number, dtype=torch.float32))
+    elif spec == "i":
+        out.append(torch.tensor(_leaf_value({"kind": "int", "where": where}, value, binding), dtype=torch.int64))
+    elif spec == "b":
+        if isinstance(value, torch.Tensor) and value.dim() == 0:
+            value = value.item()
+        out.append(torch.tensor(_leaf_value({"kind": "bool", "where": where}, value, binding), dtype=torch.bool))
+    elif spec == "s":
+        text = _leaf_value({"kind": "str", "where": where}, value, binding)
+        out.append(torch.tensor(list(text.encode("utf-8", "surrogateescape")), dtype=torch.uint8))
+    elif spec[0] == "t":
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{binding}(): argument '{where}': expected a torch.Tensor, got {type(value).__name__}")
+        out.append(value)  # the kernel checks it and views it
+    elif spec[0] == "v":
+        if isinstance(value, torch.Tensor) and value.dim() > 0:
+            items: Sequence[Any] = value.unbind(0)  # a stacked tensor: its rows (views)
+        elif isinstance(value, (list, tuple)):
+            items = value
+        else:
+            raise TypeError(f"{binding}(): argument '{where}': expected a list (or a stacked tensor), got "
+                            f"{type(value).__name__}")
+        out.append(torch.tensor([len(items)], dtype=torch.int64))
+        for i, item in enumerate(items):
+            _pack(spec[1], item, f"{where}[{i}]", binding, out)
+    else:  # ["tuple", parts]
+        parts = spec[1]
+        if not isinstance(value, (tuple, list)) or len(value) != len(parts):
+            raise TypeError(f"{binding}(): argument '{where}': expected a tuple of {len(parts)}, got "
+                            f"{type(value).__name__}")
+        for i, (p, v) in enumerate(zip(parts, value)):
+            _pack(p, v, f"{where}[{i}]", binding, out)
+
+
+def _unpack(spec: Any, leaves: Iterator[torch.Tensor]) -> Any:
+    if spec == "none":
+        return ()
+    if spec == "s":
+        return bytes(next(leaves).tolist()).decode("utf-8", "surrogateescape")
+    if isinstance(spec, str) or spec[0] == "t":
+        return next(leaves)  # a number as a 0-dim tensor, or a tensor
+    if spec[0] == "tuple":
+        return tuple(_unpack(p, leaves) for p in spec[1])
+    n = int(next(leaves)[0])
+    items = [_unpack(spec[1], leaves) for _ in range(n)]
+    inner = spec[1]
+    if isinstance(inner, list) and inner[0] == "t":
+        # As the torch target's tensors of tensors: one stacked tensor when every row has one shape.
+        if not items:
+            return torch.empty((0,) * (1 + inner[1]), dtype=_PACK_DTYPES[inner[2]])
+        if all(t.shape == items[0].shape for t in items):
+            return torch.stack(items)
+    return items
+
+
+def _packed_entry(ops: Any, name: str, params: Sequence[str], specs: Sequence[Any],
+                  result: Any) -> Callable[..., Any]:
+    """The packed op as a function of the binding's own values."""
+    direct = getattr(ops, "_direct_" + name).default
+
+    def entry(*args: Any) -> Any:
+        leaves: list[torch.Tensor] = []
+        for p, s, v in zip(params, specs, args):
+            _pack(s, v, p, name, leaves)
+        try:
+            out = direct(leaves)
+        except NotImplementedError as e:
+            raise _refused(name, [{"where": "a packed argument"}] * len(leaves), leaves, e) from None
+        except (RuntimeError, ValueError, OverflowError) as e:
+            raise _translated(e, name) from None
+        return _unpack(result, iter(out))
+
+    return entry
+
+
+def _packed_functions(ops: Any, b: dict[str, Any]) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+    """A packed binding's function and its vjp's. Autograd and torch.func go through the torch
+    target's Function over the same calls (autograd_function: its vjp is the vjp op's function);
+    torch.compile does not trace them (the ops have no fake kernel)."""
+    name, vjp_name, params, packed = b["name"], b["vjp"], b["params"], b["packed"]
+    entry = _packed_entry(ops, name, params, packed["params"], packed["result"])
+    vjp = _packed_entry(ops, vjp_name, [*params, "dret"], packed["vjp_params"], packed["vjp_result"]) \
+        if vjp_name else None
+    legacy = {"name": name, "vjp": vjp_name, "mode": "plain",
+              "params": [{"name": p, "batched": False} for p in params]}
+    transforms = autograd_function(legacy, entry, vjp) if vjp else forward_function(legacy, entry)
+    grad_enabled: Callable[[], bool] = torch.is_grad_enabled
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) != len(params):
+            args = _bound(name, params, args, kwargs)
+        tensors: list[torch.Tensor] = []
+        flatten(args, tensors)
+        if (_functorch_active() and _functorch_wrapped(tensors)) or (
+                vjp is not None and grad_enabled() and _needs_grad(tensors)):
+            return transforms(*args)
+        return entry(*args)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = b["doc"]
+    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+    reason = (f"ksbind: {name} is a packed op's function (its values have no op schema, so its op has no fake "
+              f"kernel to trace)")
+
+    untraced: Callable[..., Callable[..., Any]] = torch.compiler.disable  # torch leaves it untyped
+
+    def disable(f: Callable[..., Any]) -> Callable[..., Any]:
+        try:
+            return untraced(f, reason=reason)
+        except TypeError:  # a torch without the reason argument
+            return untraced(f)
+
+    function = disable(call)
+    vjp_function_ = None
+    if vjp is not None:
+        vjp_through = vjp_function(legacy, vjp)  # differentiating its result: the double-backward error
+
+        def vjp_call(*args: Any, **kwargs: Any) -> Any:
+            if kwargs or len(args) != len(params) + 1:
+                args = _bound(vjp_name, [*params, "dret"], args, kwargs)
+            return vjp_through(*args)
+
+        vjp_call.__name__ = vjp_call.__qualname__ = vjp_name
+        vjp_function_ = disable(vjp_call)
+    return function, vjp_function_
 
 
 __all__ = ["extension", "install", "autograd_function", "forward_function", "vmap_rule", "register_op",

@@ -21,8 +21,9 @@ pytest.importorskip("torch")
 import torch  # noqa: E402
 
 import ksbind.torch_runtime as torch_runtime  # noqa: E402
+from ksbind import KsbindWarning  # noqa: E402
 
-from .e2e_support import gradcheck32  # noqa: E402
+from .e2e_support import _build, gradcheck32  # noqa: E402
 
 CASES: dict[str, Any] = {
     "vrelu3": lambda: (torch.randn(7),),
@@ -243,3 +244,102 @@ def test_the_module_loads_in_a_fresh_process_without_ksbind_building(torch_stabl
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert abs(float(out.stdout) - (2.0 - 2.0 / 3.0)) < 1e-6
+
+
+# ------------------------------------------------------------ packed bindings
+
+@pytest.fixture(scope="module")
+def packed() -> tuple[ModuleType, list[str]]:
+    """configs/torch_stable.yaml's torch_stable_packed, built here (not in the background) so
+    that its build's warnings are the ones recorded."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", KsbindWarning)
+        module = _build("torch_stable.yaml", "torch_stable_packed", "bundled")
+    return module, [str(w.message) for w in caught if issubclass(w.category, KsbindWarning)]
+
+
+def _pairs() -> list[tuple[Any, torch.Tensor]]:
+    return [(1.5, torch.randn(3)), (torch.tensor(-2.0), torch.randn(1)), (0.25, torch.randn(4))]
+
+
+def test_a_binding_no_schema_can_say_is_a_packed_op_with_a_warning(packed: tuple[ModuleType, list[str]]) -> None:
+    m, messages = packed
+    named = {name: [t for t in messages if f"binding {name!r}" in t] for name in ("pairsum", "numbered", "shout")}
+    assert all(len(found) == 1 for found in named.values()), messages
+    assert "a list in Python, which an op's schema cannot say" in named["pairsum"][0]
+    assert "a String result, which an op's schema cannot return" in named["shout"][0]
+    assert all("torch.compile does not trace it" in t for t in messages)
+    assert not any("'count'" in t for t in messages)  # strings as arguments are an op's `str`
+    assert len(messages) == 3
+    assert m.count.op is torch.ops.torch_stable_packed.count
+    assert str(torch.ops.torch_stable_packed.pairsum.default._schema) == \
+        "torch_stable_packed::pairsum(Tensor[] leaves) -> Tensor[]"
+
+
+def test_packed_values_match_the_torch_target(packed: tuple[ModuleType, list[str]], torch_ops: ModuleType) -> None:
+    m, _ = packed
+    torch.manual_seed(3)
+    pairs = _pairs()
+    _same(m.pairsum(pairs), torch_ops.pairsum(pairs))
+    for rows in ([torch.randn(2), torch.randn(3)], torch.randn(2, 3), []):
+        got, want = m.numbered(rows), torch_ops.numbered(rows)
+        assert isinstance(got, list) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+    assert m.shout("hello, ks", 2) == "HELLO, KS!!" and m.shout("", 0) == ""
+    assert m.shout("çé", 1) == "çé!"  # bytes other than a-z pass through, UTF-8 kept
+    assert int(m.count("banana", "a")) == 3
+
+
+def test_packed_gradients_match_the_torch_target(packed: tuple[ModuleType, list[str]],
+                                                 torch_ops: ModuleType) -> None:
+    m, _ = packed
+    torch.manual_seed(4)
+    given = _pairs()
+    grads = []
+    for module in (m, torch_ops):
+        pairs = [(torch.tensor(a).requires_grad_() if isinstance(a, float) else a.clone().requires_grad_(),
+                  v.clone().requires_grad_()) for a, v in given]
+        module.pairsum(pairs).backward()
+        grads.append([t.grad for pair in pairs for t in pair])
+    for g, h in zip(*grads):
+        torch.testing.assert_close(g, h)
+    v = torch.randn(3)
+    torch.testing.assert_close(torch.func.grad(lambda x: m.pairsum([(2.0, x)]))(v), torch_ops.pairsum_vjp(
+        [(2.0, v)], torch.tensor(1.0))[0][1])
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="double backward is not supported"):
+        torch.autograd.grad(m.pairsum([(1.0, x)]), x, create_graph=True)
+
+
+def test_packed_bindings_under_torch_compile_and_vmap(packed: tuple[ModuleType, list[str]]) -> None:
+    m, _ = packed
+    x = torch.randn(4, 3)
+
+    def f(v: torch.Tensor) -> torch.Tensor:
+        return m.pairsum([(1.0, v)]) * 2
+
+    torch.testing.assert_close(torch.vmap(f)(x), torch.stack([f(row) for row in x]))
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(f, backend="aot_eager")(x[0]), f(x[0]))  # a graph break
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="packed op"):
+        torch.compile(f, backend="aot_eager", fullgraph=True)(x[1])
+
+
+def test_packed_bad_arguments_name_the_argument(packed: tuple[ModuleType, list[str]]) -> None:
+    m, _ = packed
+    with pytest.raises(TypeError, match=r"pairsum\(\): argument '\w+\[1\]\[1\]': expected a torch.float32 tensor"):
+        m.pairsum([(1.0, torch.ones(2)), (1.0, torch.ones(2, dtype=torch.float64))])
+    with pytest.raises(ValueError, match=r"argument '\w+\[0\]\[1\]': expected a 1-dimensional tensor"):
+        m.pairsum([(1.0, torch.ones(2, 2))])
+    with pytest.raises(TypeError, match=r"argument '\w+\[0\]': expected a tuple of 2"):
+        m.pairsum([(1.0, torch.ones(2), 3)])
+    with pytest.raises(TypeError, match=r"argument '\w+': expected a list \(or a stacked tensor\), got int"):
+        m.pairsum(3)
+    with pytest.raises(OverflowError, match=r"shout\(\): argument '\w+': int out of range for ks Integer"):
+        m.shout("x", 2**40)
+    with pytest.raises(TypeError, match=r"shout\(\): argument '\w+': expected a str for ks String, got bytes"):
+        m.shout(b"x", 1)
+    with pytest.raises(ValueError, match="CPU tensor"):
+        m.pairsum([(1.0, torch.ones(2, device="meta"))])

@@ -26,6 +26,7 @@ DECLS = ksbind.parse_ks("""
 (edef shout String (String Integer))
 (edef count Integer (String String))
 (edef pairs Float ((Vec (Tuple Float Integer))))
+(edef wsum Float ((Vec Float) (Vec (Tuple Float Integer))))
 """, "decls.ks")
 
 
@@ -85,17 +86,31 @@ def test_tuple_results_are_one_tensor_per_leaf_and_stacked_tensors_of_tensors_on
 
 
 @pytest.mark.parametrize("name, says", [
-    ("texts", "is a tensor of String, a list in Python, which the stable-ABI ops do not take yet"),
-    ("shout", "String holds a String, which the stable-ABI ops do not return yet (bind it on the torch target)"),
-    ("pairs", "is a tensor of (Tuple Float Integer), a list in Python, which the stable-ABI ops do not take yet"),
+    ("shout", "a String result, which an op's schema cannot return"),
+    ("pairs", "(Tensor 1 (Tuple Float Integer)) is a tensor of (Tuple Float Integer), a list in Python, which an op's "
+              "schema cannot say"),
 ])
-def test_what_it_cannot_express_yet_is_a_binding_error_naming_the_type(name: str, says: str) -> None:
-    with pytest.raises(BindingError, match=re.escape(says)) as info:
-        ksbind.render_module(DECLS, "m", "torch_stable", bindings=[BindingSpec(name)])
-    assert "on the torch_stable target" in str(info.value)
+def test_what_no_schema_can_say_is_a_packed_op_with_a_warning(name: str, says: str) -> None:
+    with pytest.warns(KsbindWarning, match=re.escape(says)):
+        files = _rendered(BindingSpec(name))
+    (schema,) = _schemas(files)
+    assert schema == f"{name}(Tensor[] leaves) -> Tensor[]"
+    (binding,) = _bindings(files)
+    assert binding["packed"]["params"] == {"shout": ["s", "i"], "pairs": [["v", ["tuple", ["f", "i"]]]]}[name]
+    ops = files["torch_stable_ops.cpp"]
+    assert "tt::Unpacker packed_in(&g_alloc, a_leaves);" in ops and "return tt::packed(ret);" in ops
+    # The dispatcher cannot choose a device by an empty list: registered as the tensorless ops are.
+    assert re.search(r"CompositeExplicitAutograd, m\) \{\n(    m\.impl\(.*\n)*    m\.impl\(\"" + name + '"', ops)
 
 
-def test_default_bindings_skip_what_it_cannot_express_with_a_warning(tmp_path: Path) -> None:
+def test_only_plain_bindings_are_packed() -> None:
+    with pytest.raises(BindingError, match=r"mode vmap takes tensors \(batched\) and scalars"):
+        ksbind.render_module(DECLS, "m", "torch_stable", bindings=[BindingSpec("wsum", mode="vmap")])
+
+
+def test_a_tensor_of_strings_is_a_binding_error_and_default_bindings_skip_it(tmp_path: Path) -> None:
+    with pytest.raises(BindingError, match=re.escape("(Tensor 1 String) is a tensor of String; torch tensors cannot")):
+        ksbind.render_module(DECLS, "m", "torch_stable", bindings=[BindingSpec("texts")])
     from ksbind.pipeline import render_spec
     from ksbind.resolve import resolve_spec
 
@@ -106,11 +121,13 @@ def test_default_bindings_skip_what_it_cannot_express_with_a_warning(tmp_path: P
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         resolved = resolve_spec(spec, tmp_path / "cache")
+        files = render_spec(resolved).files
     said = [str(w.message) for w in caught if issubclass(w.category, KsbindWarning)]
-    assert any("texts" in m and "on the torch_stable target" in m for m in said), said
-    assert any("pairs" in m and "on the torch_stable target" in m for m in said), said
-    assert [b.name for b in resolved.bindings] == ["vrelu3"]
-    assert 'm.def("vrelu3(' in render_spec(resolved).files["torch_stable_ops.cpp"]
+    assert any("texts" in m and "torch tensors cannot hold it" in m for m in said), said
+    assert any("'pairs'" in m and "packed tensors" in m for m in said), said
+    assert [b.name for b in resolved.bindings] == ["vrelu3", "pairs"]
+    assert 'm.def("vrelu3(' in files["torch_stable_ops.cpp"] and 'm.def("pairs(Tensor[] leaves)' in files[
+        "torch_stable_ops.cpp"]
 
 
 def test_a_wheels_namespace_is_its_full_import_name() -> None:

@@ -22,10 +22,17 @@ a type holding no scalar               no leaf (``()`` in Python)
 =====================================  ==========================================
 
 String arguments are ``str`` leaves. Results: tensors, scalars (0-dim tensors) and tuples
-of them, as the torch target. String results, tensors of strings or tuples (lists) and
-ragged tensors of tensors are not yet expressed:
-binding one is a BindingError that says so (bind it on the ``torch`` target). Modes and
-their checks are the torch target's (ksbind/codegen/targets/torch.py).
+of them, as the torch target.
+
+A plain-mode binding whose values no schema can say (a string result, a tensor of tuples:
+a list in Python) is **packed**: its op takes and returns ``Tensor[]``, each
+value packed depth first into tensors (ksbind/torch_stable.h's ``Unpacker`` and ``pack``;
+ksbind/torch_runtime.py packs and unpacks in the same order). It has no fake kernel, so
+it is a plain function of the module, which torch.compile does not trace; generating it
+is a KsbindWarning that names the binding and the type. Autograd and torch.func work on
+it through the vjp, as on every binding. Elementwise and vmap bindings take tensors and
+numbers only (the torch target's rules, ksbind/codegen/targets/torch.py, which this target
+checks too), so only plain bindings are packed.
 """
 from __future__ import annotations
 
@@ -38,7 +45,7 @@ from typing import Any, ClassVar, Literal
 from ksbind.codegen.targets import torch as torch_target
 from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for
 from ksbind.codegen.targets.record import Target
-from ksbind.errors import BindingError
+from ksbind.errors import warn
 from ksbind.lang.identifiers import cpp_string
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import FLOAT, STRING, KsType, ScalarType, TensorType, TupleType
@@ -74,11 +81,12 @@ def unsupported_reason(t: KsType, role: Literal["param", "result"] = "param") ->
     for sub in t.walk():
         if isinstance(sub, ScalarType) and sub.name not in DTYPES and not (role == "param" and sub == STRING):
             what = "return" if role == "result" else "take"
-            return f"{t} holds a {sub.name}, which the stable-ABI ops do not {what} yet (bind it on the torch target)"
+            if sub is t:
+                return f"a {t} result, which an op's schema cannot {what}"
+            return f"{t} holds a {sub.name}, which an op's schema cannot {what}"
         crosses = torch_target.is_scalar_tensor(sub) or torch_target.is_nested_tensor(sub)
         if isinstance(sub, TensorType) and not crosses:
-            return (f"{sub} is a tensor of {sub.element}, a list in Python, which the stable-ABI ops do not take yet "
-                    f"(bind it on the torch target)")
+            return f"{sub} is a tensor of {sub.element}, a list in Python, which an op's schema cannot say"
     return None
 
 
@@ -91,12 +99,18 @@ def _crossings(d: FunctionDecl) -> list[tuple[KsType, Literal["param", "result"]
     return [*((t, "param") for t in d.params), (d.return_type, "result")]
 
 
-def check_binding(b: Binding) -> None:
+def packed_reason(b: Binding) -> str | None:
+    """Why the binding's op is packed (its values cross as ``Tensor[]``), or None."""
     for t, role in [*_crossings(b.decl), *(_crossings(b.vjp_decl) if b.vjp_decl else ())]:
         reason = unsupported_reason(t, role)
         if reason:
-            raise BindingError(f"binding {b.name!r} ({b.decl.name}): on the torch_stable target, {reason}",
-                               b.location)
+            return reason
+    return None
+
+
+def check_binding(b: Binding) -> None:
+    """The torch target's checks. Its modes' rules already keep elementwise and vmap bindings to
+    tensors and numbers, so only plain bindings are ever packed."""
     torch_target.check_binding(b)
 
 
@@ -104,11 +118,12 @@ def check_binding(b: Binding) -> None:
 
 #: What one leaf is: a tensor viewed as a ks tensor, a stacked tensor of tensors, a 0-dim
 #: tensor holding a differentiable Float, or a number.
-LeafKind = Literal["tensor", "stacked", "zero_dim", "float", "int", "bool", "str"]
+LeafKind = Literal["tensor", "stacked", "zero_dim", "float", "int", "bool", "str", "packed"]
 _SCHEMA = {"tensor": "Tensor", "stacked": "Tensor", "zero_dim": "Tensor", "float": "float", "int": "int",
-           "bool": "bool", "str": "str"}
+           "bool": "bool", "str": "str", "packed": "Tensor[]"}
 _CPP = {"tensor": "torch::stable::Tensor", "stacked": "torch::stable::Tensor", "zero_dim": "torch::stable::Tensor",
-        "float": "double", "int": "int64_t", "bool": "bool", "str": "std::string"}
+        "float": "double", "int": "int64_t", "bool": "bool", "str": "std::string",
+        "packed": "std::vector<torch::stable::Tensor>"}
 
 
 @dataclass(frozen=True)
@@ -243,6 +258,7 @@ class OpEntry:
     call_site: str
     ks_params: tuple[str, ...] = ()  # the ks function's C++ parameter types
     entry_call: str = ""  # plain: NAME_ks called with the ks arguments and `&g_alloc`
+    packed: bool = False  # its values cross packed, as one Tensor[] each way
     DERIVED: ClassVar[tuple[str, ...]] = ("schema", "param_list", "direct_schema", "py_names", "addresses",
                                           "float_params", "batch_sizes", "step_elements", "return_cpp",
                                           "declaration", "entry_declaration")
@@ -255,6 +271,8 @@ class OpEntry:
     def dispatch_key(self) -> str:
         """Where its kernel is registered: CPU, or for an op with no tensor argument (the
         dispatcher then has no device to go by) CompositeExplicitAutograd, as the support ops."""
+        if self.packed:  # the list may be empty; the kernel checks each tensor's device itself
+            return "CompositeExplicitAutograd"
         return "CPU" if any(x.kind in ("tensor", "stacked", "zero_dim") for x in self.leaves) \
             else "CompositeExplicitAutograd"
 
@@ -262,7 +280,7 @@ class OpEntry:
     def return_cpp(self) -> str:
         """What the kernel returns: one tensor, a tuple of them, or an empty list."""
         n = self.result.count()
-        if n == 0:
+        if n == 0 or self.packed:
             return "std::vector<torch::stable::Tensor>"
         return "torch::stable::Tensor" if n == 1 else "std::tuple<" + ", ".join(["torch::stable::Tensor"] * n) + ">"
 
@@ -279,7 +297,8 @@ class OpEntry:
 
     @cached_property
     def schema(self) -> str:
-        return f"{self.name}({', '.join(x.schema for x in self.leaves)}) -> {_schema_result(self.result.count())}"
+        result = "Tensor[]" if self.packed else _schema_result(self.result.count())
+        return f"{self.name}({', '.join(x.schema for x in self.leaves)}) -> {result}"
 
     @cached_property
     def direct_schema(self) -> str:
@@ -312,11 +331,16 @@ class OpEntry:
         return ", ".join(f"{x.cpp}_b.step_elements()" for x in self.leaves if x.batched)
 
 
-def _op_entry(e: EntryPoint, b: Binding, result_type: KsType) -> OpEntry:
+def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = False) -> OpEntry:
     leaves: list[OpLeaf] = []
     args: list[KsArg] = []
     float_as_tensor = b.vjp_decl is not None and b.mode == "plain"
+    if packed:
+        leaves.append(OpLeaf("leaves", "leaves", "packed", "", False))
     for i, p in enumerate(e.params):
+        if packed:  # read from the one list, in order (ksbind/torch_stable.h's Unpacker)
+            args.append(KsArg(f"k{i}", f"packed_in.next<{p.ks_type.cpp}>({cpp_string(p.py_name)})", False))
+            continue
         is_dret = e.is_vjp and i == len(e.params) - 1
         if b.mode == "elementwise":
             leaves.append(OpLeaf(p.py_name, p.py_name, "tensor", "ks::Float", True, False, -1))
@@ -330,8 +354,8 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType) -> OpEntry:
     # The ks call's arguments, as the entry point packs them (a vjp: the primal's as one Tuple).
     if e.is_vjp:
         primal_args, dret = names[:-1], names[-1]
-        packed = primal_args[0] if len(primal_args) == 1 else f"ks::make_Tuple({', '.join(primal_args)})"
-        names = [packed, dret]
+        primal = primal_args[0] if len(primal_args) == 1 else f"ks::make_Tuple({', '.join(primal_args)})"
+        names = [primal, dret]
     decl = b.vjp_decl if e.is_vjp else b.decl
     assert decl is not None
     ks_params = tuple(t.cpp for t in decl.params)
@@ -340,8 +364,9 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType) -> OpEntry:
     else:
         call = f"ks::{e.symbol}({', '.join(['alloc', *names])})"
     entry_call = f"ke::{e.name}_ks({', '.join(['&g_alloc', *names])})"
-    return OpEntry(e.name, e.symbol, b.mode, tuple(leaves), tuple(args), result_tree(result_type, b.mode),
-                   result_type.cpp, call, e.call_site, ks_params, entry_call)
+    tree = ResultTree("empty") if packed else result_tree(result_type, b.mode)
+    return OpEntry(e.name, e.symbol, b.mode, tuple(leaves), tuple(args), tree,
+                   result_type.cpp, call, e.call_site, ks_params, entry_call, packed)
 
 
 @dataclass(frozen=True)
@@ -359,13 +384,37 @@ class StableBinding:
     vjp_result: ResultTree | None
     vjp_spec: tuple[object, ...]     # the vjp's arguments (the binding's, then dret), as ``spec``
     doc: str
+    packed: object = None            # a packed binding: how each value packs (see pack_spec), else None
 
     def plain(self) -> dict[str, object]:
         return {"name": self.name, "mode": self.mode, "params": list(self.params), "spec": list(self.spec),
                 "leaves": [x.plain() for x in self.leaves], "result": self.result.plain(), "vjp": self.vjp,
                 "vjp_leaves": [x.plain() for x in self.vjp_leaves],
                 "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "vjp_spec": list(self.vjp_spec),
-                "doc": self.doc}
+                "doc": self.doc, "packed": self.packed}
+
+
+def pack_spec(t: KsType) -> object:
+    """How a value of type t packs into tensors (ksbind/torch_stable.h's order): "none"; "f",
+    "i", "b", "s" (a number, a string); ["t", rank, dtype] (a tensor of scalars); ["v", inner]
+    (a rank-1 tensor of anything else: a list in Python); ["tuple", [parts]]."""
+    if torch_target.holds_no_scalar(t):
+        return "none"
+    if isinstance(t, TupleType):
+        return ["tuple", [pack_spec(e) for e in t.elements]]
+    if isinstance(t, TensorType):
+        if isinstance(t.element, ScalarType):
+            return ["t", t.rank, DTYPES[t.element.name]]
+        return ["v", pack_spec(t.element)]
+    assert isinstance(t, ScalarType)
+    return {"Float": "f", "Integer": "i", "Bool": "b", "String": "s"}[t.name]
+
+
+def _packed(b: Binding) -> dict[str, object]:
+    vjp = b.vjp_decl
+    return {"params": [pack_spec(t) for t in b.decl.params], "result": pack_spec(b.decl.return_type),
+            "vjp_params": [pack_spec(t) for t in vjp.params] if vjp else [],
+            "vjp_result": pack_spec(vjp.return_type) if vjp else None}
 
 
 def _flat_spec(t: KsType) -> object:
@@ -384,11 +433,16 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     ops: list[OpEntry] = []
     infos: list[StableBinding] = []
     for b in bindings:
-        primal = _op_entry(by_name[b.name], b, b.decl.return_type)
+        reason = packed_reason(b)
+        if reason:
+            warn(f"{b.location}: binding {b.name!r} ({b.decl.name}) is not an op with a schema: {reason}; it is a "
+                 f"plain function over an op of packed tensors (no fake kernel: torch.compile does not trace it, and "
+                 f"its values are converted on each call)")
+        primal = _op_entry(by_name[b.name], b, b.decl.return_type, bool(reason))
         ops.append(primal)
         vjp = None
         if b.vjp_name and b.vjp_decl:
-            vjp = _op_entry(by_name[b.vjp_name], b, b.vjp_decl.return_type)
+            vjp = _op_entry(by_name[b.vjp_name], b, b.vjp_decl.return_type, bool(reason))
             ops.append(vjp)
         e = by_name[b.name]
 
@@ -398,7 +452,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         infos.append(StableBinding(
             b.name, b.mode, tuple(p.py_name for p in e.params), spec(e), primal.leaves, primal.result,
             b.vjp_name, vjp.leaves if vjp else (), vjp.result if vjp else None,
-            spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature))
+            spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature, _packed(b) if reason else None))
     moded = {name: torch_target._moded_entry(e, _torch_entry_for_stub(e, b))  # noqa: SLF001
              for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name)}
     namespace = options.torch_library or library_namespace(options)
@@ -438,10 +492,11 @@ def library_namespace(options: ModuleOptions) -> str:
 
 
 def crossing_problem(d: FunctionDecl) -> str | None:
-    for t, role in _crossings(d):
-        reason = unsupported_reason(t, role)
+    """Why default bindings skip d: a value no torch form holds (a packed op takes the rest)."""
+    for t, _ in _crossings(d):
+        reason = torch_target.unsupported_reason(t)
         if reason:
-            return f"on the torch_stable target, {reason}"
+            return reason
     return None
 
 
@@ -456,4 +511,4 @@ TARGET = Target(
 
 __all__ = ["NAME", "TARGET", "FILES", "LIB_SUFFIX", "TORCH_TARGET", "TORCH_TARGET_VERSION", "OpLeaf", "OpEntry",
            "ResultTree", "StableBinding", "check_binding", "crossing", "extra_context", "lib_name",
-           "unsupported_reason"]
+           "pack_spec", "packed_reason", "unsupported_reason"]

@@ -97,6 +97,22 @@ struct dtype_of<bool> {
     static int32_t shim() { return aoti_torch_dtype_bool(); }
 };
 
+// The packed form's own leaves (below): sizes and Integer numbers as int64, strings as bytes.
+template <>
+struct dtype_of<int64_t> {
+    static constexpr ScalarType value = ScalarType::Long;
+    static constexpr const char* torch_name = "torch.int64";
+    static constexpr const char* ks_name = "Integer (packed)";
+    static int32_t shim() { return aoti_torch_dtype_int64(); }
+};
+template <>
+struct dtype_of<uint8_t> {
+    static constexpr ScalarType value = ScalarType::Byte;
+    static constexpr const char* torch_name = "torch.uint8";
+    static constexpr const char* ks_name = "String (packed)";
+    static int32_t shim() { return aoti_torch_dtype_uint8(); }
+};
+
 inline std::string dtype_text(ScalarType t) {
     switch (t) {
         case ScalarType::Float: return "torch.float32";
@@ -279,6 +295,124 @@ auto op_result(Leaves&& leaves) {
     } else {
         return std::forward<Leaves>(leaves);
     }
+}
+
+// ------------------------------------------------------------ packed values
+
+// A binding whose values no op schema can say (a tensor of tuples or of strings, a string
+// result...) is an op over Tensor[] both ways, its values packed depth first (the module's
+// Python layer packs and unpacks them: ksbind/torch_runtime.py, the same order):
+//   a tensor of scalars      one leaf, viewed as the kernel's parameters are
+//   Float, Bool              a 0-dim float32 / bool tensor
+//   Integer                  a 0-dim int64 tensor (its range checked here); int32 in results
+//   String                   a 1-d uint8 tensor of its UTF-8 bytes
+//   a tensor of anything else  a 1-d int64 leaf of its sizes, then each element, in order
+//   a tuple                  its elements, in order
+//   a value holding no scalar  nothing
+class Unpacker {
+  public:
+    Unpacker(ks::allocator* alloc, std::vector<Tensor>& leaves) : alloc_(alloc), leaves_(leaves) {}
+
+    template <class T>
+    T next(const std::string& where) {
+        if constexpr (holds_no_scalar<T>::value) {
+            return T{};
+        } else if constexpr (is_ks_tuple<T>::value) {
+            return [&]<class... Ts>(ks::Tuple<Ts...>*) {
+                return [&]<size_t... I>(std::index_sequence<I...>) {
+                    // Braced: the parts are read in order (a call's arguments are not).
+                    std::tuple<Ts...> parts{next<Ts>(where + "[" + std::to_string(I) + "]")...};
+                    return ks::make_Tuple(std::get<I>(parts)...);
+                }(std::index_sequence_for<Ts...>());
+            }(static_cast<T*>(nullptr));
+        } else if constexpr (is_ks_tensor<T>::value) {
+            return [&]<size_t D, class E>(ks::tensor<D, E>*) -> T {
+                if constexpr (std::is_arithmetic_v<E>) {
+                    return view<T>(take(where), where.c_str());
+                } else {
+                    Tensor& sizes = take(where);
+                    check_tensor<int64_t>(sizes, 1, where.c_str(), "sizes of a tensor (packed)");
+                    if (sizes.size(0) != static_cast<int64_t>(D))
+                        value_error(where, "expected " + std::to_string(D) + " sizes, got " +
+                                               std::to_string(sizes.size(0)));
+                    const int64_t* n = sizes.const_data_ptr<int64_t>();
+                    int64_t count = 1;
+                    for (size_t d = 0; d < D; ++d) {
+                        if (n[d] < 0 || n[d] > INT_MAX) value_error(where, "a size out of range");
+                        count *= n[d];
+                    }
+                    if (count > INT_MAX) value_error(where, "more than 2^31 elements");
+                    T out = create_tensor<T>(alloc_, ks_index<D>(n));
+                    for (int64_t i = 0; i < count; ++i) out.data()[i] = next<E>(where + "[" + std::to_string(i) + "]");
+                    return out;
+                }
+            }(static_cast<T*>(nullptr));
+        } else if constexpr (std::is_same_v<T, std::string>) {
+            Tensor& t = take(where);
+            check_tensor<uint8_t>(t, 1, where.c_str(), "String");
+            return std::string(reinterpret_cast<const char*>(t.const_data_ptr<uint8_t>()), static_cast<size_t>(t.numel()));
+        } else if constexpr (std::is_same_v<T, int>) {
+            Tensor& t = take(where);
+            check_tensor<int64_t>(t, 0, where.c_str(), "Integer");
+            return integer(*t.const_data_ptr<int64_t>(), where.c_str());
+        } else {
+            Tensor& t = take(where);
+            check_tensor<T>(t, 0, where.c_str(), dtype_of<T>::ks_name);
+            return *t.template const_data_ptr<T>();
+        }
+    }
+
+    // Every leaf read: more would mean the Python layer and the library disagree.
+    void finish() const {
+        if (next_ != leaves_.size())
+            value_error("leaves", std::to_string(leaves_.size()) + " packed leaves, " + std::to_string(next_) + " read");
+    }
+
+  private:
+    Tensor& take(const std::string& where) {
+        if (next_ >= leaves_.size()) value_error(where, "missing from the packed leaves");
+        return leaves_[next_++];
+    }
+
+    ks::allocator* alloc_;
+    std::vector<Tensor>& leaves_;
+    size_t next_ = 0;
+};
+
+inline void pack(float v, std::vector<Tensor>& out) { out.push_back(scalar_tensor(v)); }
+inline void pack(int v, std::vector<Tensor>& out) { out.push_back(scalar_tensor(v)); }
+inline void pack(bool v, std::vector<Tensor>& out) { out.push_back(scalar_tensor(v)); }
+inline void pack(const std::string& v, std::vector<Tensor>& out) {
+    Tensor t = new_tensor<uint8_t>({static_cast<int64_t>(v.size())});
+    if (!v.empty()) std::memcpy(t.mutable_data_ptr<uint8_t>(), v.data(), v.size());
+    out.push_back(t);
+}
+template <class... Ts>
+void pack(const ks::Tuple<Ts...>& v, std::vector<Tensor>& out);
+template <size_t D, class E>
+void pack(const ks::tensor<D, E>& v, std::vector<Tensor>& out) {
+    if constexpr (holds_no_scalar<E>::value) {
+        return;
+    } else if constexpr (std::is_arithmetic_v<E>) {
+        out.push_back(result_tensor(v));
+    } else {
+        std::vector<int64_t> shape = torch_sizes<D>(v.size());
+        Tensor sizes = new_tensor<int64_t>({static_cast<int64_t>(D)});
+        std::copy(shape.begin(), shape.end(), sizes.mutable_data_ptr<int64_t>());
+        out.push_back(sizes);
+        for (int i = 0; i < v.num_elements(); ++i) pack(v.data()[i], out);
+    }
+}
+template <class... Ts>
+void pack(const ks::Tuple<Ts...>& v, std::vector<Tensor>& out) {
+    [&]<size_t... I>(std::index_sequence<I...>) { (pack(ks::get<I>(v), out), ...); }(std::index_sequence_for<Ts...>());
+}
+
+template <class T>
+std::vector<Tensor> packed(const T& v) {
+    std::vector<Tensor> out;
+    pack(v, out);
+    return out;
 }
 
 // ------------------------------------------------------------ the loops' threads
