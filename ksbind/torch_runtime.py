@@ -1092,17 +1092,25 @@ def _bound(name: str, params: Sequence[str], args: tuple[Any, ...], kwargs: dict
 def _refused(name: str, leaves: Sequence[dict[str, Any]], flat: Sequence[Any], error: BaseException) -> BaseException:
     """What the dispatcher refused (a tensor no CPU kernel takes), with the argument named."""
     for x, v in zip(leaves, flat):
-        if isinstance(v, torch.Tensor):
-            if v.is_nested:
-                return ValueError(f"{name}(): argument '{x['where']}': expected a dense tensor, got a nested tensor "
-                                  f"(pass a list of its tensors: t.unbind())")
-            if v.device.type != "cpu":
-                return ValueError(f"{name}(): argument '{x['where']}': expected a CPU tensor, got a tensor on "
-                                  f"device '{v.device}'")
-            if v.layout != torch.strided:
-                return ValueError(f"{name}(): argument '{x['where']}': expected a dense (strided) tensor, got "
-                                  f"{v.layout}")
+        refusal = _refusal(name, x["where"], v)
+        if refusal is not None:
+            return refusal
     return error
+
+
+def _refusal(name: str, where: str, v: Any) -> BaseException | None:
+    """Why a kernel cannot view tensor v (nested, another device's, not strided), or None."""
+    if isinstance(v, torch.Tensor):
+        if v.is_nested:
+            return ValueError(f"{name}(): argument '{where}': expected a dense tensor, got a nested tensor "
+                              f"(pass a list of its tensors: t.unbind())")
+        if v.device.type != "cpu":
+            return ValueError(f"{name}(): argument '{where}': expected a CPU tensor, got a tensor on "
+                              f"device '{v.device}'")
+        if v.layout != torch.strided:
+            return ValueError(f"{name}(): argument '{where}': expected a dense (strided) tensor, got "
+                              f"{v.layout}")
+    return None
 
 
 def _register_stable_autograd(library: str, ops: Any, b: dict[str, Any]) -> None:
@@ -1190,8 +1198,6 @@ def _pack(spec: Any, value: Any, where: str, binding: str, out: list[torch.Tenso
     elif spec == "i":
         out.append(torch.tensor(_leaf_value({"kind": "int", "where": where}, value, binding), dtype=torch.int64))
     elif spec == "b":
-        if isinstance(value, torch.Tensor) and value.dim() == 0:
-            value = value.item()
         out.append(torch.tensor(_leaf_value({"kind": "bool", "where": where}, value, binding), dtype=torch.bool))
     elif spec == "s":
         text = _leaf_value({"kind": "str", "where": where}, value, binding)
@@ -1199,7 +1205,10 @@ def _pack(spec: Any, value: Any, where: str, binding: str, out: list[torch.Tenso
     elif spec[0] == "t":
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"{binding}(): argument '{where}': expected a torch.Tensor, got {type(value).__name__}")
-        out.append(value)  # the kernel checks it and views it
+        refusal = _refusal(binding, where, value)  # the op's kernel runs for every device and layout
+        if refusal is not None:
+            raise refusal
+        out.append(value)  # the kernel checks the rest and views it
     elif spec[0] == "v":
         if isinstance(value, torch.Tensor) and value.dim() > 0:
             items: Sequence[Any] = value.unbind(0)  # a stacked tensor: its rows (views)
@@ -1250,13 +1259,7 @@ def _packed_entry(ops: Any, name: str, params: Sequence[str], specs: Sequence[An
         leaves: list[torch.Tensor] = []
         for p, s, v in zip(params, specs, args):
             _pack(s, v, p, name, leaves)
-        try:
-            out = direct(leaves)
-        except NotImplementedError as e:
-            raise _refused(name, [{"where": "a packed argument"}] * len(leaves), leaves, e) from None
-        except (RuntimeError, ValueError, OverflowError) as e:
-            raise _translated(e, name) from None
-        return _unpack(result, iter(out))
+        return _unpack(result, iter(_translated_call(direct, (leaves,), name)))
 
     return entry
 

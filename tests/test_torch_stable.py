@@ -343,3 +343,10 @@ def test_packed_bad_arguments_name_the_argument(packed: tuple[ModuleType, list[s
         m.shout(b"x", 1)
     with pytest.raises(ValueError, match="CPU tensor"):
         m.pairsum([(1.0, torch.ones(2, device="meta"))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors are a prototype
+        nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    with pytest.raises(ValueError, match=r"argument '\w+\[0\]\[1\]': expected a dense tensor, got a nested tensor"):
+        m.pairsum([(1.0, nested)])
+    with pytest.raises(ValueError, match=r"argument '\w+\[0\]\[1\]': expected a dense \(strided\) tensor"):
+        m.pairsum([(1.0, torch.ones(2).to_sparse())])
