@@ -736,9 +736,10 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
             if vjp is not None:
                 namespace[b["vjp"]] = vjp
             continue
-        namespace[b["name"]] = _stable_function(library, ops, b)
+        ragged, ragged_vjp = _packed_calls(ops, b, b["ragged"], _RAGGED_PREFIX) if b.get("ragged") else (None, None)
+        namespace[b["name"]] = _stable_function(library, ops, b, ragged)
         if b["vjp"]:
-            namespace[b["vjp"]] = _stable_vjp_function(ops, b)
+            namespace[b["vjp"]] = _stable_vjp_function(ops, b, ragged_vjp)
     namespace["ops"] = ops
 
 
@@ -804,12 +805,20 @@ _TENSOR_LEAVES = ("tensor", "stacked", "zero_dim")
 _FLT_MAX = 3.4028234663852886e38
 
 
-def _leaf_value(leaf: dict[str, Any], value: Any, binding: str) -> Any:
-    """One argument leaf as its op takes it (a number for a 0-dim tensor leaf, a tensor for a list)."""
+class _ListGiven(Exception):
+    """A list (or tuple) given for a tensor of tensors, where the binding's packed op takes it as it is."""
+
+
+def _leaf_value(leaf: dict[str, Any], value: Any, binding: str, lists: str = "stack") -> Any:
+    """One argument leaf as its op takes it (a number for a 0-dim tensor leaf, a tensor for a list).
+    ``lists``: what a list given for a tensor of tensors becomes: "stack" (one stacked tensor, a
+    copy; ragged is a ValueError), or "packed" (_ListGiven: the caller takes the packed op)."""
     kind, where = leaf["kind"], leaf["where"]
     if kind in ("tensor", "stacked"):
         if isinstance(value, torch.Tensor):
             return value
+        if kind == "stacked" and lists == "packed" and isinstance(value, (list, tuple)):
+            raise _ListGiven
         if kind == "stacked" and isinstance(value, (list, tuple)) and all(isinstance(v, torch.Tensor) for v in value):
             try:
                 return torch.stack(list(value))  # a list of tensors has no one memory to view: stacked (a copy)
@@ -856,11 +865,13 @@ def _leaf_value(leaf: dict[str, Any], value: Any, binding: str) -> Any:
     return value
 
 
-def _flattener(binding: str, specs: Sequence[Any], leaves: Sequence[dict[str, Any]]) -> Callable[..., list[Any]]:
-    """args -> the op's leaves, by each argument's spec ("leaf", "empty" or a list of parts)."""
+def _flattener(binding: str, specs: Sequence[Any], leaves: Sequence[dict[str, Any]],
+               lists: str = "stack") -> Callable[..., list[Any]]:
+    """args -> the op's leaves, by each argument's spec ("leaf", "empty" or a list of parts);
+    ``lists`` as _leaf_value's."""
     def walk(spec: Any, value: Any, where: str, out: list[Any], it: Iterator[dict[str, Any]]) -> None:
         if spec == "leaf":
-            out.append(_leaf_value(next(it), value, binding))
+            out.append(_leaf_value(next(it), value, binding, lists))
         elif spec == "empty":
             return
         else:
@@ -874,7 +885,7 @@ def _flattener(binding: str, specs: Sequence[Any], leaves: Sequence[dict[str, An
         def tensors(args: Sequence[Any]) -> list[Any]:  # the common case: tensors only, checked cheaply
             if all(type(a) is torch.Tensor for a in args):
                 return list(args)
-            return [_leaf_value(x, a, binding) for x, a in zip(leaves, args)]
+            return [_leaf_value(x, a, binding, lists) for x, a in zip(leaves, args)]
         return tensors
 
     def flatten(args: Sequence[Any]) -> list[Any]:
@@ -955,9 +966,12 @@ def _stable_fake(mode: str, leaves: Sequence[dict[str, Any]], tree: dict[str, An
     return fake
 
 
-def _stable_function(library: str, ops: Any, b: dict[str, Any]) -> Callable[..., Any]:
+def _stable_function(library: str, ops: Any, b: dict[str, Any],
+                     ragged: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """A binding's function: its leaves to the op (through the dispatcher's autograd, when a
-    gradient or a torch.func transform needs it), and the op's tensors re-nested."""
+    gradient or a torch.func transform needs it), and the op's tensors re-nested. ``ragged``:
+    the binding's packed call, which an eager call takes for a list given for a tensor of
+    tensors or a tensor-of-tensors result (see _ragged_router)."""
     name, mode, leaves = b["name"], b["mode"], b["leaves"]
     op, direct = getattr(ops, name).default, getattr(ops, "_direct_" + name).default
     for qualname in (name, "_direct_" + name):
@@ -976,11 +990,16 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any]) -> Callable[...,
     compiling: Callable[[], bool] = torch.compiler.is_compiling
 
     tensor_leaves = [i for i, x in enumerate(leaves) if x["kind"] in _TENSOR_LEAVES]
+    route = _ragged_router(b, leaves, b["spec"], "result", tensor_leaves, ragged)
 
     def call(*args: Any, **kwargs: Any) -> Any:
         if kwargs or len(args) != len(params):
             args = _bound(name, params, args, kwargs)
-        flat = flatten(args)
+        routed = flatten(args) if route is None else route(args)
+        if routed is None:
+            assert ragged is not None
+            return ragged(*args)
+        flat = routed
         if _functorch_active() and _functorch_wrapped([flat[i] for i in tensor_leaves]):
             # torch.func (grad, vjp, jacrev, vmap): a Function with setup_context and a vmap rule, over
             # this function again (inside it the tensors are plain); the op's own autograd, which
@@ -1003,7 +1022,7 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any]) -> Callable[...,
     legacy = _legacy_binding(b)
     func_transforms = (autograd_function(legacy, call, _stable_vjp_function(ops, b)) if has_vjp
                        else forward_function(legacy, call))
-    fast = _fast_path(b, direct, call, grad_leaves)
+    fast = _fast_path(b, direct, call, grad_leaves) if not (ragged and _nested_result(b["ragged"]["result"])) else None
     function = fast if fast is not None else call
     function.__name__ = function.__qualname__ = name
     function.__doc__ = b["doc"]
@@ -1012,6 +1031,45 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any]) -> Callable[...,
         function.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
     return function
+
+
+def _nested_result(spec: Any) -> bool:
+    """Whether a packed spec holds a tensor of tensors ("v" over tensors of scalars)."""
+    if isinstance(spec, str):
+        return False
+    if spec[0] == "v":
+        return True
+    if spec[0] == "tuple":
+        return any(_nested_result(p) for p in spec[1])
+    return False
+
+
+def _ragged_router(b: dict[str, Any], leaves: Sequence[dict[str, Any]], specs: Sequence[Any], result: str,
+                   tensor_leaves: Sequence[int],
+                   ragged: Callable[..., Any] | None) -> Callable[[Sequence[Any]], list[Any] | None] | None:
+    """For a binding with packed ops beside its ops (``ragged``): args -> the op's leaves, or None
+    where the call takes the packed op instead. Eager calls do so for a list given for a tensor
+    of tensors (taken as it is: ragged or not, no stacking copy) and whenever the result holds a
+    tensor of tensors (a list when its rows differ in shape, as the torch target returns it). A
+    trace (torch.compile, torch.export: FakeTensors) takes the op, whose schema stacks them."""
+    if ragged is None:
+        return None
+    name = b["name"] if result == "result" else b["vjp"]
+    listing = _flattener(name, specs, leaves, "packed")
+    stacking = _flattener(name, specs, leaves)
+    nested = _nested_result(b["ragged"][result])
+    compiling: Callable[[], bool] = torch.compiler.is_compiling
+
+    def route(args: Sequence[Any]) -> list[Any] | None:
+        try:
+            flat = listing(args)
+        except _ListGiven:
+            return stacking(args) if compiling() else None
+        if nested and not compiling() and all(type(flat[i]) is torch.Tensor for i in tensor_leaves):
+            return None
+        return flat
+
+    return route
 
 
 def _fast_path(b: dict[str, Any], direct: Any, general: Callable[..., Any],
@@ -1163,18 +1221,26 @@ def _register_stable_autograd(library: str, ops: Any, b: dict[str, Any]) -> None
     torch.library.register_autograd(f"{library}::{name}", backward, setup_context=setup_context)
 
 
-def _stable_vjp_function(ops: Any, b: dict[str, Any]) -> Callable[..., Any]:
-    """A binding's vjp as a function: its arguments and dret to the vjp op, the gradients re-nested."""
+def _stable_vjp_function(ops: Any, b: dict[str, Any], ragged: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """A binding's vjp as a function: its arguments and dret to the vjp op, the gradients
+    re-nested; ``ragged``: its packed call, taken as _ragged_router says."""
     name = b["vjp"]
     direct = getattr(ops, "_direct_" + name).default
     params = [*b["params"], "dret"]
-    flatten = _flattener(name, b["vjp_spec"], b["vjp_leaves"])
+    vjp_leaves = b["vjp_leaves"]
+    flatten = _flattener(name, b["vjp_spec"], vjp_leaves)
     tree = b["vjp_result"]
+    tensor_leaves = [i for i, x in enumerate(vjp_leaves) if x["kind"] in _TENSOR_LEAVES]
+    route = _ragged_router(b, vjp_leaves, b["vjp_spec"], "vjp_result", tensor_leaves, ragged)
 
     def call(*args: Any, **kwargs: Any) -> Any:
         if kwargs or len(args) != len(params):
             args = _bound(name, params, args, kwargs)
-        return _rebuild(tree, _translated_call(direct, flatten(args), name))
+        flat = flatten(args) if route is None else route(args)
+        if flat is None:
+            assert ragged is not None
+            return ragged(*args)
+        return _rebuild(tree, _translated_call(direct, flat, name))
 
     call.__name__ = call.__qualname__ = name
     return call
@@ -1187,6 +1253,9 @@ def _stable_vjp_function(ops: Any, b: dict[str, Any]) -> Callable[..., Any]:
 # Unpacker reads them and its pack writes them. Specs: ksbind/codegen/targets/torch_stable.py,
 # pack_spec.
 _PACK_DTYPES = {"float32": torch.float32, "int32": torch.int32, "bool": torch.bool}
+#: The packed ops beside a binding's ops that has tensors of tensors (see _ragged_router):
+#: ksbind/codegen/targets/torch_stable.py's RAGGED_PREFIX.
+_RAGGED_PREFIX = "_packed_"
 
 
 def _pack(spec: Any, value: Any, where: str, binding: str, out: list[torch.Tensor]) -> None:
@@ -1251,9 +1320,9 @@ def _unpack(spec: Any, leaves: Iterator[torch.Tensor]) -> Any:
 
 
 def _packed_entry(ops: Any, name: str, params: Sequence[str], specs: Sequence[Any],
-                  result: Any) -> Callable[..., Any]:
-    """The packed op as a function of the binding's own values."""
-    direct = getattr(ops, "_direct_" + name).default
+                  result: Any, prefix: str = "") -> Callable[..., Any]:
+    """The packed op (``prefix + name``) as a function of the binding's own values."""
+    direct = getattr(ops, "_direct_" + prefix + name).default
 
     def entry(*args: Any) -> Any:
         leaves: list[torch.Tensor] = []
@@ -1264,13 +1333,15 @@ def _packed_entry(ops: Any, name: str, params: Sequence[str], specs: Sequence[An
     return entry
 
 
-def _packed_functions(ops: Any, b: dict[str, Any]) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
-    """A packed binding's function and its vjp's. Autograd and torch.func go through the torch
-    target's Function over the same calls (autograd_function: its vjp is the vjp op's function);
-    torch.compile does not trace them (the ops have no fake kernel)."""
-    name, vjp_name, params, packed = b["name"], b["vjp"], b["params"], b["packed"]
-    entry = _packed_entry(ops, name, params, packed["params"], packed["result"])
-    vjp = _packed_entry(ops, vjp_name, [*params, "dret"], packed["vjp_params"], packed["vjp_result"]) \
+def _packed_calls(ops: Any, b: dict[str, Any], packed: dict[str, Any],
+                  prefix: str = "") -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+    """A binding's function and its vjp's over its packed ops (``prefix + NAME``). Autograd and
+    torch.func go through the torch target's Function over the same calls (autograd_function:
+    its vjp is the vjp op's function); differentiating the vjp's result is the double-backward
+    error."""
+    name, vjp_name, params = b["name"], b["vjp"], b["params"]
+    entry = _packed_entry(ops, name, params, packed["params"], packed["result"], prefix)
+    vjp = _packed_entry(ops, vjp_name, [*params, "dret"], packed["vjp_params"], packed["vjp_result"], prefix) \
         if vjp_name else None
     legacy = {"name": name, "vjp": vjp_name, "mode": "plain",
               "params": [{"name": p, "batched": False} for p in params]}
@@ -1291,9 +1362,25 @@ def _packed_functions(ops: Any, b: dict[str, Any]) -> tuple[Callable[..., Any], 
     call.__doc__ = b["doc"]
     call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
-    reason = (f"ksbind: {name} is a packed op's function (its values have no op schema, so its op has no fake "
-              f"kernel to trace)")
+    if vjp is None:
+        return call, None
+    vjp_through = vjp_function(legacy, vjp)  # differentiating its result: the double-backward error
 
+    def vjp_call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) != len(params) + 1:
+            args = _bound(vjp_name, [*params, "dret"], args, kwargs)
+        return vjp_through(*args)
+
+    vjp_call.__name__ = vjp_call.__qualname__ = vjp_name
+    return call, vjp_call
+
+
+def _packed_functions(ops: Any, b: dict[str, Any]) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+    """A packed binding's function and its vjp's (_packed_calls), which torch.compile does not
+    trace (the ops have no fake kernel)."""
+    call, vjp_call = _packed_calls(ops, b, b["packed"])
+    reason = (f"ksbind: {b['name']} is a packed op's function (its values have no op schema, so its op has no "
+              f"fake kernel to trace)")
     untraced: Callable[..., Callable[..., Any]] = torch.compiler.disable  # torch leaves it untyped
 
     def disable(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -1302,19 +1389,7 @@ def _packed_functions(ops: Any, b: dict[str, Any]) -> tuple[Callable[..., Any], 
         except TypeError:  # a torch without the reason argument
             return untraced(f)
 
-    function = disable(call)
-    vjp_function_ = None
-    if vjp is not None:
-        vjp_through = vjp_function(legacy, vjp)  # differentiating its result: the double-backward error
-
-        def vjp_call(*args: Any, **kwargs: Any) -> Any:
-            if kwargs or len(args) != len(params) + 1:
-                args = _bound(vjp_name, [*params, "dret"], args, kwargs)
-            return vjp_through(*args)
-
-        vjp_call.__name__ = vjp_call.__qualname__ = vjp_name
-        vjp_function_ = disable(vjp_call)
-    return function, vjp_function_
+    return disable(call), disable(vjp_call) if vjp_call is not None else None
 
 
 __all__ = ["extension", "install", "autograd_function", "forward_function", "vmap_rule", "register_op",

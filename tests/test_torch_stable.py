@@ -246,6 +246,64 @@ def test_the_module_loads_in_a_fresh_process_without_ksbind_building(torch_stabl
     assert abs(float(out.stdout) - (2.0 - 2.0 / 3.0)) < 1e-6
 
 
+# ------------------------------------------------------------ tensors of tensors, ragged
+
+def _same_nested(a: Any, b: Any) -> None:
+    if isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), (a, b)
+        for p, q in zip(a, b):
+            _same_nested(p, q)
+        return
+    _same(a, b)
+
+
+def test_ragged_tensors_of_tensors_as_the_torch_target_takes_and_returns_them(
+        torch_stable: ModuleType, torch_ops: ModuleType) -> None:
+    """A list for a tensor of tensors (ragged or not, deeper nestings mixed) and a ragged result
+    take the binding's packed op: the same values and gradients as the torch target's."""
+    torch.manual_seed(5)
+    ragged = [torch.randn(2), torch.randn(3), torch.randn(0)]
+    for rows in (ragged, [torch.randn(3), torch.randn(3)], torch.randn(2, 3)):
+        _same(torch_stable.rowsums(rows), torch_ops.rowsums(rows))
+    cube = [torch.randn(2, 3), [torch.randn(1), torch.randn(4)]]
+    _same(torch_stable.cube_sum(cube), torch_ops.cube_sum(cube))
+    w = torch.randn(3)
+    _same(torch_stable.weighted(ragged, w, 2.0), torch_ops.weighted(ragged, w, 2.0))
+    v = torch.randn(4)
+    got = torch_stable.prefixes(v)
+    assert isinstance(got, list) and [t.shape[0] for t in got] == [1, 2, 3, 4]  # ragged: a list
+    _same_nested(got, torch_ops.prefixes(v))
+    assert torch_stable.prefixes(torch.randn(1)).shape == (1, 1)  # one shape: stacked, as the torch target
+    _same_nested(torch_stable.prefixes_vjp(v, got), torch_ops.prefixes_vjp(v, got))
+    _same_nested(torch_stable.rowsums_vjp(ragged, torch.ones(3)), torch_ops.rowsums_vjp(ragged, torch.ones(3)))
+    grads = []
+    for m in (torch_stable, torch_ops):
+        rows = [t.clone().requires_grad_() for t in ragged]
+        w = torch.ones(3, requires_grad=True)
+        (m.weighted(rows, w, 2.0) + sum(p.sum() for p in m.prefixes(rows[1]))).backward()
+        grads.append([*(t.grad for t in rows), w.grad])
+    for g, h in zip(*grads):
+        torch.testing.assert_close(g, h)
+    torch.testing.assert_close(torch.func.grad(lambda x: sum(p.sum() for p in torch_stable.prefixes(x)))(v),
+                               torch.tensor([4.0, 3.0, 2.0, 1.0]))
+    # The ks function sees the rows of a stacked tensor, not a copy (the packed op views them too).
+    stacked = torch.zeros(2, 3)
+    assert int(torch_stable.poke_rows(stacked, 7.0)) == 2 and stacked[:, 0].tolist() == [7.0, 7.0]
+
+
+def test_a_traced_tensor_of_tensors_takes_the_stacked_op(torch_stable: ModuleType) -> None:
+    """Under torch.compile the op (its schema stacks tensors of tensors) is traced; a ragged
+    result there is the op's ValueError."""
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: torch_stable.rowsums(x).sum(), fullgraph=True, backend="aot_eager")
+    x = torch.randn(3, 4, requires_grad=True)
+    compiled(x).backward()
+    torch.testing.assert_close(x.grad, torch.ones(3, 4))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="ragged"):
+        torch.compile(lambda v: torch_stable.prefixes(v), fullgraph=True, backend="aot_eager")(torch.randn(3))
+
+
 # ------------------------------------------------------------ packed bindings
 
 @pytest.fixture(scope="module")

@@ -75,9 +75,13 @@ def test_string_arguments_are_str_leaves() -> None:
 
 def test_tuple_results_are_one_tensor_per_leaf_and_stacked_tensors_of_tensors_one() -> None:
     files = _rendered(BindingSpec("stats"), BindingSpec("nested"))
-    stats, nested = _schemas(files)
+    stats, nested, packed_nested = _schemas(files)
     assert stats.endswith("-> (Tensor, Tensor, Tensor)") and nested.endswith("-> Tensor")
+    # A tensor of tensors also has a packed op, which eager calls take for lists and ragged results.
+    assert packed_nested == "_packed_nested(Tensor[] leaves) -> Tensor[]"
     bindings = _bindings(files)
+    assert bindings[0]["ragged"] is None and bindings[0]["packed"] is None
+    assert bindings[1]["ragged"]["params"] == [["v", ["t", 1, "float32"]]] and bindings[1]["packed"] is None
     assert bindings[0]["result"] == {"kind": "tuple", "parts": [
         {"kind": "leaf", "dtype": "float32", "rank": 0}, {"kind": "leaf", "dtype": "int32", "rank": 0},
         {"kind": "leaf", "dtype": "float32", "rank": 1}]}

@@ -108,6 +108,18 @@ def packed_reason(b: Binding) -> str | None:
     return None
 
 
+#: A plain binding with a tensor of tensors also has packed ops, ``_packed_NAME`` (and its vjp's):
+#: eager calls take them for a list given as such an argument (ragged or not: no stacking copy)
+#: and for such a result (a list when its rows differ in shape), as the torch target's values.
+RAGGED_PREFIX = "_packed_"
+
+
+def has_tensor_of_tensors(b: Binding) -> bool:
+    """Whether b's values (or its vjp's) hold a tensor of tensors (stacked in a schema)."""
+    decls = [b.decl, *((b.vjp_decl,) if b.vjp_decl else ())]
+    return any(torch_target.is_nested_tensor(sub) for d in decls for t, _ in _crossings(d) for sub in t.walk())
+
+
 def check_binding(b: Binding) -> None:
     """The torch target's checks. Its modes' rules already keep elementwise and vmap bindings to
     tensors and numbers, so only plain bindings are ever packed."""
@@ -331,7 +343,9 @@ class OpEntry:
         return ", ".join(f"{x.cpp}_b.step_elements()" for x in self.leaves if x.batched)
 
 
-def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = False) -> OpEntry:
+def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = False, prefix: str = "") -> OpEntry:
+    """The op of entry point e; ``prefix``: a second, packed op of it (its name prefixed; a failure's
+    message still names the binding)."""
     leaves: list[OpLeaf] = []
     args: list[KsArg] = []
     float_as_tensor = b.vjp_decl is not None and b.mode == "plain"
@@ -363,10 +377,12 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
         call = f"ks::{e.symbol}({', '.join(['alloc', *(f'p{i}' for i in range(len(ks_params)))])})"
     else:
         call = f"ks::{e.symbol}({', '.join(['alloc', *names])})"
-    entry_call = f"ke::{e.name}_ks({', '.join(['&g_alloc', *names])})"
+    name = prefix + e.name
+    entry_call = f"ke::{name}_ks({', '.join(['&g_alloc', *names])})"
     tree = ResultTree("empty") if packed else result_tree(result_type, b.mode)
-    return OpEntry(e.name, e.symbol, b.mode, tuple(leaves), tuple(args), tree,
-                   result_type.cpp, call, e.call_site, ks_params, entry_call, packed)
+    call_site = e.call_site.replace(f" {e.name}_site{{", f" {name}_site{{", 1)
+    return OpEntry(name, e.symbol, b.mode, tuple(leaves), tuple(args), tree,
+                   result_type.cpp, call, call_site, ks_params, entry_call, packed)
 
 
 @dataclass(frozen=True)
@@ -385,13 +401,14 @@ class StableBinding:
     vjp_spec: tuple[object, ...]     # the vjp's arguments (the binding's, then dret), as ``spec``
     doc: str
     packed: object = None            # a packed binding: how each value packs (see pack_spec), else None
+    ragged: object = None            # a binding with packed ops beside its ops (RAGGED_PREFIX): as packed
 
     def plain(self) -> dict[str, object]:
         return {"name": self.name, "mode": self.mode, "params": list(self.params), "spec": list(self.spec),
                 "leaves": [x.plain() for x in self.leaves], "result": self.result.plain(), "vjp": self.vjp,
                 "vjp_leaves": [x.plain() for x in self.vjp_leaves],
                 "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "vjp_spec": list(self.vjp_spec),
-                "doc": self.doc, "packed": self.packed}
+                "doc": self.doc, "packed": self.packed, "ragged": self.ragged}
 
 
 def pack_spec(t: KsType) -> object:
@@ -411,9 +428,12 @@ def pack_spec(t: KsType) -> object:
 
 
 def _packed(b: Binding) -> dict[str, object]:
+    """Pack specs of the binding's arguments and result, and of its vjp's: the vjp function takes
+    the binding's arguments one by one (the ks vjp, one Tuple of them), then dret."""
     vjp = b.vjp_decl
-    return {"params": [pack_spec(t) for t in b.decl.params], "result": pack_spec(b.decl.return_type),
-            "vjp_params": [pack_spec(t) for t in vjp.params] if vjp else [],
+    params = [pack_spec(t) for t in b.decl.params]
+    return {"params": params, "result": pack_spec(b.decl.return_type),
+            "vjp_params": [*params, pack_spec(vjp.params[-1])] if vjp else [],
             "vjp_result": pack_spec(vjp.return_type) if vjp else None}
 
 
@@ -444,6 +464,11 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         if b.vjp_name and b.vjp_decl:
             vjp = _op_entry(by_name[b.vjp_name], b, b.vjp_decl.return_type, bool(reason))
             ops.append(vjp)
+        ragged = not reason and b.mode == "plain" and has_tensor_of_tensors(b)
+        if ragged:
+            ops.append(_op_entry(by_name[b.name], b, b.decl.return_type, True, RAGGED_PREFIX))
+            if b.vjp_name and b.vjp_decl:
+                ops.append(_op_entry(by_name[b.vjp_name], b, b.vjp_decl.return_type, True, RAGGED_PREFIX))
         e = by_name[b.name]
 
         def spec(entry: EntryPoint, mode: Mode = b.mode) -> tuple[object, ...]:
@@ -452,7 +477,8 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         infos.append(StableBinding(
             b.name, b.mode, tuple(p.py_name for p in e.params), spec(e), primal.leaves, primal.result,
             b.vjp_name, vjp.leaves if vjp else (), vjp.result if vjp else None,
-            spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature, _packed(b) if reason else None))
+            spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature, _packed(b) if reason else None,
+            _packed(b) if ragged else None))
     moded = {name: torch_target._moded_entry(e, _torch_entry_for_stub(e, b))  # noqa: SLF001
              for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name)}
     namespace = options.torch_library or library_namespace(options)
@@ -510,5 +536,6 @@ TARGET = Target(
 )
 
 __all__ = ["NAME", "TARGET", "FILES", "LIB_SUFFIX", "TORCH_TARGET", "TORCH_TARGET_VERSION", "OpLeaf", "OpEntry",
-           "ResultTree", "StableBinding", "check_binding", "crossing", "extra_context", "lib_name",
+           "RAGGED_PREFIX", "ResultTree", "StableBinding", "check_binding",
+           "has_tensor_of_tensors", "crossing", "extra_context", "lib_name",
            "pack_spec", "packed_reason", "unsupported_reason"]
