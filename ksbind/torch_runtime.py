@@ -1,34 +1,20 @@
-"""Runtime support for torch-target modules: autograd and torch.library ops.
+"""Runtime support for torch-target modules: each binding a function over its ops.
 
-A torch-target build is two files: the compiled extension ``NAME_ext`` (raw
-entry points: tensors in, tensors out, no autograd) and the generated
-``NAME.py``, which calls :func:`install` with a table
-of its bindings (computed by ksbind/codegen/targets/torch.py at generation time).
+A torch-target build is the op library ``NAME_torchops.so`` (stable-ABI torch ops, one per
+binding and vjp: ksbind/codegen/targets/torch.py) and the generated ``NAME.py``, which
+calls :func:`install_stable` with a table of its bindings. That loads the library
+(``load_library``: once per process, refusing a torch older than the library needs) and
+gives each op, in Python, a fake kernel, autograd from its vjp op and a batching rule, and
+puts in the module, for each binding, a function that flattens its arguments into the op's
+leaves and re-nests the op's results (see install_stable).
 
-``install`` puts in the module, for each binding:
-
-- without ``torch_library``: the C++ entry point itself. For a binding with
-  a vjp and a float tensor result, the entry checks (in C++, at no cost to
-  calls without gradients) whether grad mode is on and a differentiable
-  argument requires grad; only then it calls ``NAME_Function.apply``, a
-  ``torch.autograd.Function`` whose backward calls the vjp entry. Calls
-  holding torch.func tensors (while a transform runs) go to that Function
-  too, or, for a binding without a vjp, to a forward-only one
-  (``forward_function``): both have a ``setup_context`` and a vmap rule
-  (``vmap_rule``), so torch.func.grad, vjp, jacrev and torch.vmap work.
-- with ``torch_library: NS``: the op ``torch.ops.NS.NAME`` (a
-  ``torch.library.custom_op``) with its autograd formula from the vjp (op
-  ``NS.NAME_vjp``) and a fake implementation, so it traces under
-  ``torch.compile(fullgraph=True)``; the module's NAME calls it and carries
-  the binding's signature and docstring (``documented_op``; ``.op`` is the op)
-  and a batching rule (``torch.library.register_vmap``) from ``vmap_rule``.
-
-The vjp binding itself is always the raw vjp entry. ``raw`` holds every raw
-entry point by name.
+torch.library's generated autograd has no ``setup_context``, so calls holding torch.func's
+tensors go to a ``torch.autograd.Function`` over the same ops instead
+(``autograd_function``; ``forward_function`` for a binding without a vjp), which has one and
+a vmap rule (``vmap_rule``), so torch.func.grad, vjp, jacrev and torch.vmap work.
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -36,57 +22,16 @@ import inspect
 import operator
 import os
 import re
-import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import torch
 from torch.torch_version import TorchVersion
 
-ALLOCATOR_FUNCTIONS = ("reset_allocator", "allocator_top", "allocator_peak", "logging", "arena_bytes",
-                       "set_arena_bytes")
-#: The CPU capability of the elementwise and vmap kernels (ksbind/cpu_capability.h).
-CPU_FUNCTIONS = ("cpu_capability", "cpu_capabilities", "_set_cpu_capability")
 #: torch leaves broadcast_shapes untyped.
 _broadcast_shapes: Callable[..., torch.Size] = torch.broadcast_shapes
 _DTYPES = {"float32": torch.float32, "int32": torch.int32, "bool": torch.bool}
-
-
-#: The torch an extension was built against, as its .so holds it (ksbind/torch_pybind.h).
-_BUILT_MARKER = re.compile(rb"ksbind-torch-built=([0-9][0-9A-Za-z.+]*);")
-
-
-def extension(name: str) -> ModuleType:
-    """The compiled extension: already imported by ksbind's build, else by name. An
-    extension that cannot load, or was built against a newer torch than this one,
-    is an ImportError naming both torches."""
-    mod = sys.modules.get(name)
-    if mod is None:
-        try:
-            mod = importlib.import_module(name)
-        except ImportError as e:
-            raise ImportError(load_failure(name, e), name=name) from e
-    check_torch(name, getattr(mod, "_torch_version", None))
-    return mod
-
-
-def check_torch(name: str, built: str | None, running: str | None = None) -> None:
-    """Refuse an extension built against a newer torch than the running one: its C++ calls
-    into torch's libraries, whose ABI PyTorch keeps for no release, and an older one lacks
-    what a newer one added. A newer torch is not refused: CI runs modules built under torch
-    2.13.0 on 2.14.1 (scripts/test_torch_compat.sh)."""
-    running = running or str(torch.__version__)
-    if built is not None and TorchVersion(running) < built:  # torch's own version order
-        raise ImportError(f"{name} was built against torch {built} and cannot run on an older torch; this "
-                          f"process has torch {running}: install torch {built} (or newer), or rebuild the module "
-                          f"under this torch", name=name)
-
-
-def built_against(path: str) -> str | None:
-    """The torch version an extension file was built against, read from its bytes (None: no mark)."""
-    return _marked(path, _BUILT_MARKER)
 
 
 def _marked(path: str, marker: re.Pattern[bytes]) -> str | None:
@@ -97,54 +42,6 @@ def _marked(path: str, marker: re.Pattern[bytes]) -> str | None:
     except OSError:
         return None
     return found.group(1).decode() if found else None
-
-
-def load_failure(name: str, error: ImportError) -> str:
-    """What an extension that did not load says: the torch it was built against and this one."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        spec = None
-    built = built_against(spec.origin) if spec is not None and spec.origin else None
-    needs = f"it was built against torch {built}" if built else "it was built against another torch"
-    return (f"{name}: the compiled extension did not load under torch {torch.__version__} ({needs}; install "
-            f"that torch, or rebuild the module under this one): {error}")
-
-
-def install(namespace: dict[str, Any], ext: ModuleType, bindings: Sequence[dict[str, Any]],
-            torch_library: str | None = None, signatures: type | None = None) -> None:
-    """Define the module's public names in ``namespace`` (the wrapper's globals).
-    ``signatures`` holds a function per torch.library op whose signature and
-    docstring the op's Python face takes (documented_op)."""
-    for fn in ALLOCATOR_FUNCTIONS + CPU_FUNCTIONS:
-        if hasattr(ext, fn):
-            namespace[fn] = getattr(ext, fn)
-    raw: dict[str, Callable[..., Any]] = {}
-    for b in bindings:
-        entry = getattr(ext, b["name"])
-        vjp = getattr(ext, b["vjp"]) if b["vjp"] else None
-        raw[b["name"]] = entry
-        if vjp is not None:
-            raw[b["vjp"]] = vjp
-            namespace[b["vjp"]] = vjp
-        if torch_library is not None and b["op"]:
-            op = register_op(torch_library, b, entry, vjp)
-            shown = getattr(signatures, b["name"], None)
-            namespace[b["name"]] = documented_op(op, shown) if shown is not None else op
-        elif b["autograd"]:
-            # The C++ entry checks grad mode and requires_grad itself and calls
-            # Function.apply only when a gradient is needed.
-            function = autograd_function(b, entry, vjp)
-            ext._set_autograd(b["name"], function)
-            namespace[b["name"]] = entry
-            namespace[f"{b['name']}_Function"] = function.Function  # type: ignore[attr-defined]
-        else:
-            if b["params"] and not b["op"]:
-                # The entry routes only torch.func's tensors here (torch.vmap).
-                ext._set_autograd(b["name"], forward_function(b, entry))
-            namespace[b["name"]] = entry
-    namespace["raw"] = SimpleNamespace(**raw)
-    namespace["extension"] = ext
 
 
 # ------------------------------------------------------------ gradients
@@ -158,23 +55,6 @@ def _split(args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
 
 def _join(tensors: Sequence[Any], others: Sequence[Any]) -> list[Any]:
     return [t if t is not None else o for t, o in zip(tensors, others)]
-
-
-def _op_input_grads(b: dict[str, Any], args: Sequence[Any], grads: Any) -> tuple[Any, ...]:
-    """One gradient (or None) per argument from the library vjp op's result,
-    which holds the differentiable arguments' gradients only (a single value
-    when there is one)."""
-    params = b["params"]
-    diff = [i for i, p in enumerate(params) if p["differentiable"]]
-    if len(diff) == 1:
-        grads = (grads,)
-    out: list[Any] = [None] * len(params)
-    for slot, i in enumerate(diff):
-        g, a = grads[slot], args[i]
-        if b["mode"] == "elementwise" and isinstance(a, torch.Tensor) and g.shape != a.shape:
-            g = g.sum_to_size(a.shape)  # the argument was broadcast
-        out[i] = g
-    return tuple(out)
 
 
 # Arguments and results may nest tensors in lists and tuples (tensors of
@@ -550,65 +430,7 @@ def _looped(fn: Callable[..., Any], spec: Any, box: _Box, moved: Sequence[torch.
     return [torch.stack(parts) for parts in zip(*steps)]
 
 
-# ------------------------------------------------------------ torch.library
-
-def register_op(namespace: str, b: dict[str, Any], entry: Callable[..., Any],
-                vjp: Callable[..., Any] | None) -> Any:
-    """Register ``torch.ops.NAMESPACE.NAME`` (and ``NAME_vjp``); returns the op."""
-    name = b["name"]
-    qualname = f"{namespace}::{name}"
-    if hasattr(getattr(torch.ops, namespace), name):
-        raise RuntimeError(f"torch.ops.{namespace}.{name} is already registered in this process; "
-                           f"give this module another torch_library namespace")
-
-    def impl(*args: Any) -> Any:
-        out = entry(*args)
-        for part in out if isinstance(out, tuple) else (out,):
-            if not isinstance(part, torch.Tensor):  # a tensor of tensors whose inner shapes differ
-                raise ValueError(f"torch.ops.{namespace}.{name}: the result is ragged (a list of tensors of different "
-                                 f"shapes); a torch.library op returns tensors: call the module's raw.{name}")
-        return out
-
-    op = torch.library.custom_op(qualname, impl, mutates_args=(), schema=b["schema"])
-    op.register_fake(_fake(b, vjp=False))
-    if b["autograd"] and vjp is not None:
-        diff = [i for i, p in enumerate(b["params"]) if p["differentiable"]]
-        single = len(b["params"]) == 1
-
-        result = b["result"]
-        tuple_result = result["kind"] == "tuple"
-
-        def vjp_impl(*args: Any) -> Any:
-            if tuple_result:  # dret arrives as a list of tensors; discrete parts have the tangent ()
-                dret = tuple(g if p.get("dtype") == "float32" else () for g, p in zip(args[-1], result["parts"]))
-                args = (*args[:-1], dret)
-            grads = vjp(*args)
-            if single:
-                return grads
-            picked = tuple(grads[i] for i in diff)
-            return picked[0] if len(picked) == 1 else picked
-
-        vjp_op = torch.library.custom_op(f"{namespace}::{b['vjp']}", vjp_impl, mutates_args=(),
-                                         schema=b["vjp_schema"])
-        vjp_op.register_fake(_fake(b, vjp=True))
-
-        def setup_context(ctx: Any, inputs: Sequence[Any], output: Any) -> None:
-            tensors, ctx.others = _split(inputs)
-            ctx.save_for_backward(*tensors)
-
-        def backward(ctx: Any, *grads: torch.Tensor) -> Any:
-            saved = ctx.saved_tensors
-            if (torch.is_grad_enabled() and _needs_grad([*saved, *grads]) and not _functorch_active()
-                    and not _functorch_wrapped([*saved, *grads])):
-                raise double_backward_error(name, b["vjp"])
-            args = _join(saved, ctx.others)
-            dret = list(grads) if tuple_result else grads[0]
-            return _op_input_grads(b, args, vjp_op(*args, dret))
-
-        op.register_autograd(backward, setup_context=setup_context)
-    op.register_vmap(_op_vmap(b, getattr(getattr(torch.ops, namespace), name)))
-    return getattr(getattr(torch.ops, namespace), name)
-
+# ------------------------------------------------------------ ops: batching rules and fake kernels
 
 def _op_vmap(b: dict[str, Any], op: Any) -> Callable[..., Any]:
     """The op's batching rule (torch.vmap without torch's slow per-sample fallback):
@@ -624,49 +446,6 @@ def _op_vmap(b: dict[str, Any], op: Any) -> Callable[..., Any]:
     return rule
 
 
-def documented_op(op: Any, shown: Callable[..., Any]) -> Callable[..., Any]:
-    """A function that calls ``op`` (an OpOverloadPacket, whose ``__doc__`` is None
-    and whose help() is the packet class's) with ``shown``'s name, docstring and
-    signature, for help(), IDEs and inspect.signature. torch.compile traces
-    through it to the op. ``.op`` is the op itself (``.default`` its overload)."""
-
-    @functools.wraps(shown)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return op(*args, **kwargs)
-
-    call.__qualname__ = call.__name__
-    call.op = op  # type: ignore[attr-defined]
-    call.default = op.default  # type: ignore[attr-defined]
-    return call
-
-
-def _fake(b: dict[str, Any], vjp: bool) -> Callable[..., Any]:
-    """Shape inference: exact where the mode fixes shapes, unbacked sizes otherwise."""
-    params, mode = b["params"], b["mode"]
-    diff = [i for i, p in enumerate(params) if p["differentiable"]]
-
-    def fake(*args: Any) -> Any:
-        tensors = [a for a in args[:len(params)] if isinstance(a, torch.Tensor)]
-        device = tensors[0].device if tensors else torch.device("cpu")
-        if vjp:
-            if mode == "elementwise":
-                shape = _broadcast_shapes(*(t.shape for t in tensors))
-                outs = [torch.empty(shape, dtype=torch.float32, device=device) for _ in diff]
-            else:
-                outs = [torch.empty_like(args[i], memory_format=torch.contiguous_format) for i in diff]
-            return outs[0] if len(outs) == 1 else tuple(outs)
-        if mode == "elementwise":
-            return torch.empty(_broadcast_shapes(*(t.shape for t in tensors)), dtype=torch.float32,
-                               device=device)
-        batch = next((args[i].shape[0] for i, p in enumerate(params) if p["batched"]), None)
-        result = b["result"]
-        parts = result["parts"] if result["kind"] == "tuple" else [result]
-        outs = [_fake_tensor(p, batch, device) for p in parts]
-        return tuple(outs) if result["kind"] == "tuple" else outs[0]
-
-    return fake
-
-
 def _fake_tensor(part: dict[str, Any], batch: Any, device: torch.device) -> torch.Tensor:
     ctx = torch.library.get_ctx()
     rank = part["rank"]
@@ -677,7 +456,7 @@ def _fake_tensor(part: dict[str, Any], batch: Any, device: torch.device) -> torc
     return torch.empty(sizes, dtype=_DTYPES[part["dtype"]], device=device)
 
 
-# ------------------------------------------------------------ the torch_stable target
+# ------------------------------------------------------------ loading the op library; the bindings
 
 #: A TypeError from a stable-ABI kernel (ksbind/torch_stable.h): the stable ABI has no such exception.
 _TYPE_ERROR = "ksbind.TypeError: "
@@ -1392,5 +1171,4 @@ def _packed_functions(ops: Any, b: dict[str, Any]) -> tuple[Callable[..., Any], 
     return disable(call), disable(vjp_call) if vjp_call is not None else None
 
 
-__all__ = ["extension", "install", "autograd_function", "forward_function", "vmap_rule", "register_op",
-           "install_stable", "load_library", "torch_needed"]
+__all__ = ["autograd_function", "forward_function", "vmap_rule", "install_stable", "load_library", "torch_needed"]

@@ -126,5 +126,4 @@ from tests.e2e_support import (  # noqa: E402,F401
     runtime,
     torch_lib,
     torch_ops,
-    torch_stable,
 )

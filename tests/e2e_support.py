@@ -51,7 +51,6 @@ FIXTURE_MODULES: dict[str, tuple[str, str | None]] = {
     "relu3_ks": ("relu3.yaml", None),
     "torch_ops": ("torch_ops.yaml", "torch_ops"),
     "torch_lib": ("torch_ops.yaml", "torch_ops_lib"),
-    "torch_stable": ("torch_stable.yaml", None),
     "relu3_torch": ("relu3_torch.yaml", None),
     "rownorm_fast": ("torch_rownorm_fast.yaml", None),
 }
@@ -296,7 +295,6 @@ py_calls = _module_fixture("py_calls", "examples/calls on the python target: wha
 relu3_ks = _module_fixture("relu3_ks", "relu3 on the ks target (configs/relu3.yaml).")
 torch_ops = _module_fixture("torch_ops", "The torch target's operators (configs/torch_ops.yaml).")
 torch_lib = _module_fixture("torch_lib", "The torch target's operators as a torch.library (configs/torch_ops.yaml).")
-torch_stable = _module_fixture("torch_stable", "The same operators on the torch_stable target (configs/torch_stable.yaml).")
 relu3_torch = _module_fixture("relu3_torch", "relu3 on the torch target (configs/relu3_torch.yaml).")
 rownorm_fast = _module_fixture("rownorm_fast", "rownorm (vmap) compiled with fast_math: true, on the bundled runtime.")
 

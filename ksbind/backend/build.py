@@ -37,13 +37,9 @@ def _kind(spec: ModuleSpec) -> BuildKind[Any]:
     """The build kind of ``spec``'s target (``Target.build``, one of record.py's BUILD_KINDS)."""
     build = get_target(spec.target).build
     if build == "torch":
-        from ksbind.backend.torch_build import TORCH  # torch is imported only for torch modules
+        from ksbind.backend.torch_build import TORCH  # torch only for torch modules
 
         return TORCH
-    if build == "torch_stable":
-        from ksbind.backend.torch_stable_build import STABLE  # torch's headers only for its modules
-
-        return STABLE
     if build == "jax":
         from ksbind.backend.jax_build import JAX  # jax is imported only for jax modules
 

@@ -12,17 +12,19 @@ from ksbind.codegen.targets import jax as jax_target
 from ksbind.codegen.targets import ks as ks_target
 from ksbind.codegen.targets import python as python_target
 from ksbind.codegen.targets import torch as torch_target
-from ksbind.codegen.targets import torch_stable as torch_stable_target
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import ConfigError, Location, closest
 
 TARGETS: dict[str, Target] = {t.name: t for t in (ks_target.TARGET, python_target.TARGET, torch_target.TARGET,
-                                                  torch_stable_target.TARGET, jax_target.TARGET)}
+                                                  jax_target.TARGET)}
+#: Other names a config may give: ``torch_stable`` was the torch target's name while it was a
+#: preview beside the pybind11 one it replaced.
+ALIASES: dict[str, str] = {"torch_stable": "torch"}
 
 
 def get_target(name: str, where: Location | None = None) -> Target:
     try:
-        return TARGETS[name]
+        return TARGETS[ALIASES.get(name, name)]
     except KeyError:
         raise ConfigError(
             f"unknown target {name!r}{closest(str(name), TARGETS)}; expected one of {', '.join(TARGETS)}",
@@ -30,4 +32,4 @@ def get_target(name: str, where: Location | None = None) -> Target:
         ) from None
 
 
-__all__ = ["Target", "TARGETS", "get_target"]
+__all__ = ["ALIASES", "Target", "TARGETS", "get_target"]

@@ -19,9 +19,9 @@ from ksbind.spec import Binding, Layout, ModuleOptions, TargetName
 ExtraContext = Callable[[Sequence[Binding], ModuleOptions], dict[str, Any]]
 
 #: The backend builds a target's modules by one of these kinds (ksbind/backend/build.py):
-#: pybind11 and Python's C API modules by the native build, torch extensions by the torch build,
+#: pybind11 and Python's C API modules by the native build, torch op libraries by the torch build,
 #: jax FFI libraries by the jax build.
-BUILD_KINDS = ("pybind11", "python-capi", "torch", "torch_stable", "jax")
+BUILD_KINDS = ("pybind11", "python-capi", "torch", "jax")
 
 
 def no_extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:

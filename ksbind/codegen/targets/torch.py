@@ -1,625 +1,534 @@
-"""The ``torch`` target: torch.Tensor in and out.
+"""The ``torch`` target: ks functions as PyTorch ops, on PyTorch's LibTorch stable ABI.
 
-Tensor arguments are viewed, not copied, when CPU, contiguous and of the
-matching dtype (Float: float32, Integer: int32, Bool: bool); tensor results
-are copied out of the arena once. Other ks values cross as Python scalars and
-tuples: the entry point takes and returns plain C++ values (``at::Tensor``,
-``std::tuple``, scalars) that pybind11 converts in the module's translation
-unit, so the entry points themselves compile against ATen's core headers only.
+Every binding and every vjp is a dispatcher op, ``torch.ops.NS.NAME`` (NS: the module's
+name, or the config's ``torch_library``), defined in C++ with ``STABLE_TORCH_LIBRARY``
+and a schema, in a library that includes nothing of torch's full C++ API, of
+libtorch_python, of pybind11 or of Python: one build runs on every torch from 2.10 on and
+every CPython. The generated ``NAME.py`` loads it and gives each op, in Python
+(ksbind/torch_runtime.py, ``install_stable``), a fake kernel, autograd from the vjp and a
+batching rule. (Its files keep the ``torch_stable_`` prefix of the preview target it was.)
 
-Modes (per binding): ``plain`` calls the function once; ``elementwise`` maps
-a scalar ``Float -> Float`` (or ``(Float, Float) -> Float``) function over
-every element of float32 tensors of any (broadcast) shape; ``vmap`` maps a
-function over the leading dimension of its tensor arguments. Signatures that
-do not fit a mode are a BindingError at generation time.
+An op's arguments are leaves: the wrapper flattens tuples into their elements (the
+schema has no tuple arguments) and re-nests tuple results from the op's tensors.
 
-The generated Python wrapper (``NAME.py``) adds autograd from each vjp and,
-with ``torch_library``, registers torch.ops; it reads the plain values built
-by ``extra_context`` here (see ksbind/torch_runtime.py).
+=====================================  ==========================================
+ks type                                schema type of its leaf (C++ parameter)
+=====================================  ==========================================
+(Tensor N Float/Integer/Bool)          ``Tensor`` (viewed, no copy)
+(Tensor 1 (Tensor M ... S))            ``Tensor``: one stacked tensor, rows viewed
+Float                                  ``float`` (``Tensor``, 0-dim, in a binding with a vjp)
+Integer / Bool                         ``int`` / ``bool``
+(Tuple ...)                            its elements' leaves, in order
+a type holding no scalar               no leaf (``()`` in Python)
+=====================================  ==========================================
+
+String arguments are ``str`` leaves. Results: tensors, scalars (0-dim tensors) and tuples
+of them. Which types have a torch form at all, and each mode's rules, are
+torch_values.py's.
+
+A plain-mode binding whose values no schema can say (a string result, a tensor of tuples:
+a list in Python) is **packed**: its op takes and returns ``Tensor[]``, each
+value packed depth first into tensors (ksbind/torch_stable.h's ``Unpacker`` and ``pack``;
+ksbind/torch_runtime.py packs and unpacks in the same order). It has no fake kernel, so
+it is a plain function of the module, which torch.compile does not trace; generating it
+is a KsbindWarning that names the binding and the type. Autograd and torch.func work on
+it through the vjp, as on every binding. Elementwise and vmap bindings take tensors and
+numbers only (torch_values.py's mode rules), so only plain bindings are packed. A plain
+binding holding a tensor of tensors has packed ops beside its ops, for ragged values
+(``RAGGED_PREFIX``).
 """
 from __future__ import annotations
 
 import pprint
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal
 
-from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for, runtime_copy_import
-from ksbind.codegen.targets.ks import SCALAR_PY
+from ksbind.codegen.targets import torch_values as values
+from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for
 from ksbind.codegen.targets.record import Target
-from ksbind.errors import BindingError, warn
+from ksbind.errors import warn
 from ksbind.lang.identifiers import cpp_string
-from ksbind.lang.types import (
-    FLOAT,
-    KsType,
-    ScalarType,
-    TensorType,
-    TupleType,
-)
-from ksbind.spec import TENSOR_ELEMENTS, Binding, Mode, ModuleOptions, TargetName
+from ksbind.lang.model import FunctionDecl
+from ksbind.lang.types import FLOAT, STRING, KsType, ScalarType, TensorType, TupleType
+from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 
 NAME: TargetName = "torch"
-# "{module}" in a file name is replaced by the module's name: NAME.py (the wrapper
-# users import) and NAME.pyi (its stub) sit next to the extension NAME_ext.
-FILES = {"entry_points.h": "torch_entry_points.h.j2", "entry_points.cpp": "torch_entry_points.cpp.j2",
-         "module.cpp": "torch_module.cpp.j2", "{module}.py": "torch_wrapper.py.j2"}
-SINGLE_FILE = {"module.cpp": "torch_single_file.cpp.j2", "{module}.py": "torch_wrapper.py.j2"}
-FILES["{module}.pyi"] = SINGLE_FILE["{module}.pyi"] = "stub.pyi.j2"  # the typed stub, named after the module
-#: The compiled extension is ``NAME + EXT_SUFFIX``; ``NAME.py`` wraps it.
-EXT_SUFFIX = "_ext"
-TORCH_DTYPES = {"Float": "float32", "Integer": "int32", "Bool": "bool"}
-SCHEMA_SCALARS = {"Float": "float", "Integer": "int", "Bool": "bool", "String": "str"}
-ENTRY_SCALARS = {"Float": "ks::Float", "Integer": "ks::Integer", "Bool": "ks::Bool", "String": "ks::String"}
+FILES = {"torch_stable_entries.h": "torch_stable_entries.h.j2",
+         "torch_stable_entries.cpp": "torch_stable_entries.cpp.j2",
+         "torch_stable_ops.cpp": "torch_stable_ops.cpp.j2", "{module}.py": "torch_stable_wrapper.py.j2",
+         "{module}.pyi": "stub.pyi.j2"}
+SINGLE_FILE = FILES
+#: The op library is ``NAME + LIB_SUFFIX + ".so"``, beside the wrapper ``NAME.py``.
+LIB_SUFFIX = "_torchops"
+#: The oldest torch the library runs on, as the stable ABI spells it (-DTORCH_TARGET_VERSION):
+#: major, minor and patch bytes, then zeros (0x0210... would mean 2.16).
+TORCH_TARGET = (2, 10)
+TORCH_TARGET_VERSION = f"0x{TORCH_TARGET[0]:02x}{TORCH_TARGET[1]:02x}000000000000"
+DTYPES = {"Float": "float32", "Integer": "int32", "Bool": "bool"}
 
 
-def ext_name(module_name: str) -> str:
-    return module_name + EXT_SUFFIX
+def lib_name(module_name: str) -> str:
+    return module_name + LIB_SUFFIX
 
 
-#: A standalone module's copy of ksbind/torch_runtime.py, beside it: NAME + this.
-RUNTIME_SUFFIX = "_ksbind_runtime"
+# ------------------------------------------------------------ what crosses
 
-
-def runtime_module_name(module_name: str) -> str:
-    return module_name + RUNTIME_SUFFIX
-
-
-def wrapper_imports(options: ModuleOptions) -> dict[str, str]:
-    """How the generated wrapper imports its runtime support and its extension:
-    from ksbind and by top-level name in ksbind's cache; standalone (a wheel),
-    from its own copy of the runtime beside it and the extension by its full name."""
-    ext = ext_name(options.name)
-    if not options.standalone:
-        return {"torch_runtime_import": "from ksbind import torch_runtime as _runtime", "ext_import": ext}
-    return {"torch_runtime_import": runtime_copy_import(options, runtime_module_name(options.name)),
-            "ext_import": f"{options.package}.{ext}" if options.package else ext}
-
-
-# ------------------------------------------------------------ crossing rules
-#
-#   (Tensor N S), S Float/Integer/Bool     at::Tensor (a view of the caller's tensor)
-#   (Tensor 1 (Tensor M ... S))            Nested<...>: one stacked tensor (rows viewed) or a list
-#   (Tensor 1 X), X any other element      std::vector<X's entry type> (a list)
-#   Float/Integer/Bool argument            ScalarArg<...>: a Python number or a 0-dim tensor
-#   Float/Integer/Bool result              a 0-dim tensor, as torch.sum returns
-#   a type holding no scalar at all        std::tuple<> (the tangent of discrete values: ``()``)
-#   (Tuple ...)                            std::tuple of the elements' entry types
-
-#: An entry point's side of a crossing: what it takes (a parameter) or returns (a result or gradients).
-TorchSide = Literal["param", "result"]
-
-
-def is_scalar_tensor(t: KsType) -> bool:
-    return isinstance(t, TensorType) and isinstance(t.element, ScalarType) and t.element.name in TENSOR_ELEMENTS
-
-
-def is_nested_tensor(t: KsType) -> bool:
-    """(Tensor 1 (Tensor M ... S)): a tensor of tensors, stackable into one tensor."""
-    return (isinstance(t, TensorType) and t.rank == 1 and isinstance(t.element, TensorType)
-            and (is_scalar_tensor(t.element) or is_nested_tensor(t.element)))
-
-
-def stacked_rank(t: KsType) -> int:
-    """The rank of the one tensor a (nested) tensor of scalars stacks into."""
-    return t.rank + stacked_rank(t.element) if isinstance(t, TensorType) else 0
-
-
-def leaf_element(t: KsType) -> str:
-    while isinstance(t, TensorType):
-        t = t.element
-    return cast(ScalarType, t).name
-
-
-def holds_no_scalar(t: KsType) -> bool:
-    """Types built of tuples and tensors only: the tangents of discrete values (``()``)."""
-    return not t.contains(lambda x: isinstance(x, ScalarType))
-
-
-def unsupported_reason(t: KsType) -> str | None:
-    """Why a value of type t cannot cross the torch boundary, or None."""
-    if holds_no_scalar(t):
+def unsupported_reason(t: KsType, role: Literal["param", "result"] = "param") -> str | None:
+    """Why a value of type t is not (yet) expressed as op leaves (an argument's, or a result's),
+    or None. A String argument is a ``str`` leaf; a result cannot be one (a fake kernel could
+    not say what it is)."""
+    if values.holds_no_scalar(t):
         return None
     for sub in t.walk():
-        if not isinstance(sub, TensorType) or is_scalar_tensor(sub):
-            continue
-        if isinstance(sub.element, ScalarType):  # Tensor of String
-            return (f"{sub} is a tensor of {sub.element}; torch tensors cannot hold it "
-                    f"(use the python target for string tensors)")
-        if sub.rank != 1:
-            return (f"{sub} is a rank-{sub.rank} tensor of {sub.element}; the torch target takes tensors of "
-                    f"tensors or tuples as rank-1 (lists, or one stacked tensor); use the python target")
+        if isinstance(sub, ScalarType) and sub.name not in DTYPES and not (role == "param" and sub == STRING):
+            what = "return" if role == "result" else "take"
+            if sub is t:
+                return f"a {t} result, which an op's schema cannot {what}"
+            return f"{t} holds a {sub.name}, which an op's schema cannot {what}"
+        crosses = values.is_scalar_tensor(sub) or values.is_nested_tensor(sub)
+        if isinstance(sub, TensorType) and not crosses:
+            return f"{sub} is a tensor of {sub.element}, a list in Python, which an op's schema cannot say"
     return None
-
-
-def py_type(t: KsType, role: TorchSide = "param") -> str:
-    if holds_no_scalar(t):
-        return "tuple[()]"
-    if isinstance(t, ScalarType):
-        if t.name in TENSOR_ELEMENTS:
-            return f"{SCALAR_PY[t.name]} | torch.Tensor" if role == "param" else "torch.Tensor"
-        return SCALAR_PY[t.name]
-    if is_nested_tensor(t):
-        inner = py_type(t.element, role)  # type: ignore[attr-defined]
-        return f"torch.Tensor | Sequence[{inner}]" if role == "param" else f"torch.Tensor | list[{inner}]"
-    if isinstance(t, TensorType) and not is_scalar_tensor(t):
-        inner = py_type(t.element, role)
-        return f"Sequence[{inner}]" if role == "param" else f"list[{inner}]"
-    if isinstance(t, TensorType):
-        return "torch.Tensor"
-    if isinstance(t, TupleType):
-        return "tuple[" + (", ".join(py_type(e, role) for e in t.elements) or "()") + "]"
-    return "object"
-
-
-def entry_type(t: KsType, role: TorchSide = "param") -> str:
-    """The C++ type an entry point takes (role "param") or returns for t (pybind11 converts it)."""
-    if holds_no_scalar(t):
-        return "std::tuple<>"
-    if is_scalar_tensor(t):
-        return "at::Tensor"
-    if is_nested_tensor(t):
-        return f"ksbind::torch_target::Nested<{entry_type(t.element, role)}>"  # type: ignore[attr-defined]
-    if isinstance(t, TensorType):
-        return f"std::vector<{entry_type(t.element, role)}>"
-    if isinstance(t, TupleType):
-        return "std::tuple<" + ", ".join(entry_type(e, role) for e in t.elements) + ">"
-    if isinstance(t, ScalarType) and t.name in TENSOR_ELEMENTS:
-        return f"ksbind::torch_target::ScalarArg<{ENTRY_SCALARS[t.name]}>" if role == "param" else "at::Tensor"
-    if isinstance(t, ScalarType):
-        return ENTRY_SCALARS[t.name]
-    return t.cpp
-
-
-def _converts(t: KsType) -> bool:
-    """Whether the value needs a torch converter (anything but strings and their tuples)."""
-    return holds_no_scalar(t) or t.contains(
-        lambda x: isinstance(x, TensorType) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS))
 
 
 def crossing(t: KsType, role: CrossingRole) -> Crossing:
-    side: TorchSide = "param" if role == "param" else "result"
-    if not _converts(t):
-        return Crossing(t.cpp, "", py_type(t, side))  # strings and their tuples: pybind11 converts them
-    if side == "param":
-        return Crossing(entry_type(t, side), f"ksbind::torch_target::from_torch<{t.cpp}>", py_type(t, side))
-    return Crossing(entry_type(t, side), "ksbind::torch_target::to_torch", py_type(t, side))
+    """Stubs and docs see the torch target's Python types; the kernels convert leaves themselves."""
+    return Crossing(t.cpp, "", values.py_type(t, "param" if role == "param" else "result"))
 
 
-# ------------------------------------------------------------ mode checks
+def _crossings(d: FunctionDecl) -> list[tuple[KsType, Literal["param", "result"]]]:
+    return [*((t, "param") for t in d.params), (d.return_type, "result")]
 
-def _fail(b: Binding, message: str) -> None:
-    raise BindingError(f"binding {b.name!r} ({b.decl.name}): {message}", b.location)
+
+def packed_reason(b: Binding) -> str | None:
+    """Why the binding's op is packed (its values cross as ``Tensor[]``), or None."""
+    for t, role in [*_crossings(b.decl), *(_crossings(b.vjp_decl) if b.vjp_decl else ())]:
+        reason = unsupported_reason(t, role)
+        if reason:
+            return reason
+    return None
+
+
+#: A plain binding with a tensor of tensors also has packed ops, ``_packed_NAME`` (and its vjp's):
+#: eager calls take them for a list given as such an argument (ragged or not: no stacking copy)
+#: and for such a result (a list when its rows differ in shape), as the torch target's values.
+RAGGED_PREFIX = "_packed_"
+
+
+def has_tensor_of_tensors(b: Binding) -> bool:
+    """Whether b's values (or its vjp's) hold a tensor of tensors (stacked in a schema)."""
+    decls = [b.decl, *((b.vjp_decl,) if b.vjp_decl else ())]
+    return any(values.is_nested_tensor(sub) for d in decls for t, _ in _crossings(d) for sub in t.walk())
 
 
 def check_binding(b: Binding) -> None:
-    """Every way a binding can fail to fit the torch target or its mode."""
-    d = b.decl
-    for t in list(d.params) + [d.return_type]:
-        reason = unsupported_reason(t)
-        if reason:
-            _fail(b, reason)
-    if b.mode == "elementwise":
-        if not 1 <= len(d.params) <= 2 or any(p != FLOAT for p in d.params) or d.return_type != FLOAT:
-            _fail(b, f"mode elementwise needs a scalar function Float -> Float or (Float, Float) -> Float; "
-                     f"this one is {d.signature}")
-    elif b.mode == "vmap":
-        if not any(is_scalar_tensor(p) for p in d.params):
-            _fail(b, f"mode vmap maps over the leading dimension of tensor arguments, and {d.signature} "
-                     f"takes no tensor")
-        for p in d.params:
-            if not (is_scalar_tensor(p) or isinstance(p, ScalarType)):
-                _fail(b, f"mode vmap takes tensors (batched) and scalars (shared by every step); "
-                         f"argument type {p} is neither")
-            if b.vjp_decl is not None and p == FLOAT:
-                _fail(b, "mode vmap with a vjp: a Float argument shared by every step would need its gradient "
-                         "summed over the batch; pass it as a tensor instead")
-        r = d.return_type
-        parts = r.elements if isinstance(r, TupleType) else (r,)
-        ok = all(is_scalar_tensor(x) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS) for x in parts)
-        if not ok or (isinstance(r, TupleType) and (not parts or b.vjp_decl is not None)):
-            _fail(b, f"mode vmap stacks each step's result: it must be a tensor of Float/Integer/Bool, one of "
-                     f"those scalars{'' if b.vjp_decl is not None else ', or a tuple of them'}; found {r}")
+    """The torch target's checks. Its modes' rules already keep elementwise and vmap bindings to
+    tensors and numbers, so only plain bindings are ever packed."""
+    values.check_binding(b)
 
 
-# ------------------------------------------------------------ template values
+# ------------------------------------------------------------ leaves
 
-#: How the wrapper passes an argument: a tensor (viewed), a nested list of tensors, a list, a scalar, a tuple.
-TorchParamKind = Literal["tensor", "nested", "list", "scalar", "tuple"]
-#: What a result is in Python: a tensor, one stacked tensor (or a list when ragged), ``()``, a list,
-#: a tuple, or a Python scalar (a string).
-TorchResultKind = Literal["tensor", "nested", "empty", "list", "tuple", "scalar"]
-
-
-def _joined(items: Iterable[str]) -> str:
-    return ", ".join(items)
+#: What one leaf is: a tensor viewed as a ks tensor, a stacked tensor of tensors, a 0-dim
+#: tensor holding a differentiable Float, or a number.
+LeafKind = Literal["tensor", "stacked", "zero_dim", "float", "int", "bool", "str", "packed"]
+_SCHEMA = {"tensor": "Tensor", "stacked": "Tensor", "zero_dim": "Tensor", "float": "float", "int": "int",
+           "bool": "bool", "str": "str", "packed": "Tensor[]"}
+_CPP = {"tensor": "torch::stable::Tensor", "stacked": "torch::stable::Tensor", "zero_dim": "torch::stable::Tensor",
+        "float": "double", "int": "int64_t", "bool": "bool", "str": "std::string",
+        "packed": "std::vector<torch::stable::Tensor>"}
 
 
 @dataclass(frozen=True)
-class TorchParam:
-    """How the wrapper and the mode loops treat one argument."""
+class OpLeaf:
+    """One argument of an op: its schema name, kind, and what autograd and vmap need of it."""
 
-    name: str            # C++ parameter name (arg0...)
-    py_name: str
-    ks_value: str        # the ks value's C++ name
-    cpp_type: str        # its ks C++ type
-    kind: TorchParamKind
-    batched: bool        # vmap: sliced along the leading dimension
-    differentiable: bool  # autograd gives it a gradient (it holds a Float; tensors only for ops and vmap)
-    schema: str          # torch.library schema type
-    rank: int            # rank of the (stacked) tensor (0 for scalars)
+    name: str            # its schema and C++ name
+    where: str           # its Python name in messages: x, or x[1][0] inside a tuple
+    kind: LeafKind
+    cpp_type: str        # the ks C++ type it becomes
+    float_valued: bool   # it holds Floats: autograd gives it a gradient
+    batched: bool = False  # vmap mode: mapped over its leading dimension
+    rank: int = 0        # tensor, stacked: the tensor's rank
 
     @property
-    def converted(self) -> bool:
-        """The entry point converts it into a ks value of its own (``ks_value``, not ``name``)."""
-        return self.ks_value != self.name
+    def schema(self) -> str:
+        return f"{_SCHEMA[self.kind]} {self.name}"
 
+    @property
+    def cpp(self) -> str:
+        """Its C++ parameter's name (prefixed: a Python name may be a C++ keyword or a local's)."""
+        return f"a_{self.name}"
 
-@dataclass(frozen=True)
-class TorchEntry:
-    """One entry point as the mode loops (torch_entry_points.cpp.j2) print it."""
-
-    name: str
-    mode: Mode
-    is_vjp: bool
-    params: tuple[TorchParam, ...]
-    result_cpp: str      # ks C++ type of what the ks function returns
-    out_count: int       # elementwise: outputs per element
-    out_is_tuple: bool
-    call: str = ""       # the ks call, with ``alloc`` as its allocator (the loops' own)
-    #: The C++ lists the loops print, made from the fields when first read (``--dump-context`` shows them).
-    DERIVED: ClassVar[tuple[str, ...]] = ("param_addresses", "py_name_list", "float_params", "out_names",
-                                          "out_pointers", "batch_sizes", "step_elements")
-
-    @cached_property
-    def param_addresses(self) -> str:
-        """``&arg0, &arg1``: the elementwise loop's inputs."""
-        return _joined(f"&{p.name}" for p in self.params)
-
-    @cached_property
-    def py_name_list(self) -> str:
-        """``"x", "y"``: the arguments' Python names as C++ strings (for messages)."""
-        return _joined(cpp_string(p.py_name) for p in self.params)
-
-    @cached_property
-    def float_params(self) -> str:
-        """``, ks::Float arg0, ...``: the elementwise lambda's parameters after its allocator."""
-        return "".join(f", ks::Float {p.ks_value}" for p in self.params)
-
-    @cached_property
-    def out_names(self) -> str:
-        """``out0, out1``: the elementwise outputs."""
-        return _joined(f"out{k}" for k in range(self.out_count))
-
-    @cached_property
-    def out_pointers(self) -> str:
-        """``out0.data_ptr<float>(), ...``: where the elementwise loop writes."""
-        return _joined(f"out{k}.data_ptr<float>()" for k in range(self.out_count))
-
-    @cached_property
-    def batch_sizes(self) -> str:
-        """``{ arg0_b.batch, "x" }, ...``: each batched argument's leading size, named (vmap)."""
-        return _joined(f"{{ {p.name}_b.batch, {cpp_string(p.py_name)} }}" for p in self.params if p.batched)
-
-    @cached_property
-    def step_elements(self) -> str:
-        """``arg0_b.step_elements(), ...``: the elements one step reads (vmap)."""
-        return _joined(f"{p.name}_b.step_elements()" for p in self.params if p.batched)
-
-
-@dataclass(frozen=True)
-class TorchResult:
-    """What the wrapper (fake implementations, autograd) knows of a result: a tree of these."""
-
-    kind: TorchResultKind
-    dtype: str = ""      # tensor, nested: the torch dtype's name (float32, int32, bool)
-    rank: int = -1       # tensor, nested: its rank (-1: any, an elementwise result)
-    element: TorchResult | None = None   # list: its elements
-    parts: tuple[TorchResult, ...] = ()  # tuple: its elements
-    type: str = ""       # scalar: its ks type
+    @property
+    def cpp_param(self) -> str:
+        return f"{_CPP[self.kind]} {self.cpp}"
 
     def plain(self) -> dict[str, object]:
-        """The result as the wrapper's ``BINDINGS`` spells it (ksbind/torch_runtime.py reads it)."""
-        if self.kind in ("tensor", "nested"):
-            return {"kind": self.kind, "dtype": self.dtype, "rank": self.rank}
-        if self.kind == "list" and self.element is not None:
-            return {"kind": self.kind, "element": self.element.plain()}
-        if self.kind == "tuple":
-            return {"kind": self.kind, "parts": [p.plain() for p in self.parts]}
-        if self.kind == "scalar":
-            return {"kind": self.kind, "type": self.type}
-        return {"kind": self.kind}
+        return {"name": self.name, "where": self.where, "kind": self.kind, "float": self.float_valued,
+                "batched": self.batched, "rank": self.rank}
 
 
-@dataclass(frozen=True)
-class TorchWrapperParam:
-    """One argument as the wrapper sees it (ksbind/torch_runtime.py)."""
-
-    name: str            # its Python name
-    kind: TorchParamKind
-    differentiable: bool
-    batched: bool
-    schema: str
-    rank: int
-
-
-@dataclass(frozen=True)
-class TorchBinding:
-    """What ksbind/torch_runtime.py needs to wrap one binding."""
-
-    name: str
-    vjp: str | None
-    mode: Mode
-    params: tuple[TorchWrapperParam, ...]
-    result: TorchResult
-    autograd: bool
-    op: bool             # registered as a torch.library op
-    schema: str | None
-    vjp_schema: str | None
-
-    def plain(self) -> dict[str, object]:
-        """The binding as the wrapper's ``BINDINGS`` spells it: plain values only."""
-        return {"name": self.name, "vjp": self.vjp, "mode": self.mode, "params": tuple(asdict(p) for p in self.params),
-                "result": self.result.plain(), "autograd": self.autograd, "op": self.op, "schema": self.schema,
-                "vjp_schema": self.vjp_schema}
-
-
-def _param_kind(t: KsType) -> TorchParamKind:
-    if is_scalar_tensor(t):
-        return "tensor"
-    if is_nested_tensor(t):
-        return "nested"
-    if isinstance(t, TensorType):
-        return "list"
-    return "tuple" if isinstance(t, TupleType) else "scalar"
-
-
-def _holds_float(t: KsType) -> bool:
-    return t.contains(lambda x: x == FLOAT)
-
-
-def _torch_params(e: EntryPoint, mode: Mode, as_op: bool) -> tuple[TorchParam, ...]:
-    """as_op: the binding is a torch.library op, whose schema differentiates tensors only."""
-    out = []
-    for p in e.params:
-        t = p.ks_type
-        kind = _param_kind(t)
-        batched = mode == "vmap" and (kind == "tensor" or (e.is_vjp and p is e.params[-1]))
-        if mode == "elementwise":
-            kind = "tensor"
-            differentiable = True
-        elif mode == "vmap":
-            differentiable = kind == "tensor" and isinstance(t, TensorType) and t.element == FLOAT
-        elif as_op:
-            differentiable = kind in ("tensor", "nested") and leaf_element(t) == "Float"
-        else:  # plain: every Float anywhere in the argument gets its gradient
-            differentiable = _holds_float(t)
-        if kind in ("tensor", "nested"):
-            schema = "Tensor"
-        else:
-            schema = SCHEMA_SCALARS.get(str(t), "") if kind == "scalar" else ""
-        out.append(TorchParam(p.name, p.py_name, p.ks_value, p.cpp_type, kind, batched, differentiable, schema,
-                              stacked_rank(t)))
-    return tuple(out)
-
-
-def _mode_entry_type(t: KsType, mode: Mode) -> str:
-    """Entry type of a param or result after the mode's batching."""
+def _leaves(t: KsType, name: str, where: str, out: list[OpLeaf], float_as_tensor: bool, batched: bool) -> str:
+    """Append t's leaves to out; return the C++ that rebuilds the ks value from them."""
+    if values.holds_no_scalar(t):
+        return f"{t.cpp}{{}}"
     if isinstance(t, TupleType):
-        return "std::tuple<" + ", ".join(_mode_entry_type(x, mode) for x in t.elements) + ">"
-    if mode == "elementwise" and t == FLOAT:
-        return "at::Tensor"
-    if mode == "vmap":
-        if isinstance(t, TensorType) or (isinstance(t, ScalarType) and t.name in TENSOR_ELEMENTS):
-            return "at::Tensor"
-    return entry_type(t)
-
-
-def _result_info(t: KsType, mode: Mode) -> TorchResult:
-    """What the wrapper (fake implementations, autograd) needs to know of a result."""
-    def one(x: KsType) -> TorchResult:
-        if mode != "plain" and (isinstance(x, TensorType) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS)):
-            rank = (x.rank if isinstance(x, TensorType) else 0) + (1 if mode == "vmap" else 0)
-            return TorchResult("tensor", TORCH_DTYPES[leaf_element(x)], rank if mode == "vmap" else -1)
-        if holds_no_scalar(x):
-            return TorchResult("empty")
-        if is_scalar_tensor(x) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS):
-            return TorchResult("tensor", TORCH_DTYPES[leaf_element(x)], stacked_rank(x))
-        if is_nested_tensor(x):  # one stacked tensor, or a list when ragged
-            return TorchResult("nested", TORCH_DTYPES[leaf_element(x)], stacked_rank(x))
-        if isinstance(x, TensorType):
-            return TorchResult("list", element=one(x.element))
-        if isinstance(x, TupleType):
-            return TorchResult("tuple", parts=tuple(one(e) for e in x.elements))
-        return TorchResult("scalar", type=str(x))
-    return one(t)
-
-
-def _schema_type(info: TorchResult) -> str | None:
-    """The torch.library schema of a result, or None where a schema cannot say it."""
-    if info.kind in ("tensor", "nested"):
-        return "Tensor"
-    if info.kind == "tuple" and info.parts:
-        parts = [_schema_type(p) for p in info.parts]
-        return None if None in parts else "(" + ", ".join(p for p in parts if p) + ")"
-    return None
-
-
-def library_problem(b: Binding, params: Sequence[TorchParam], result: TorchResult) -> str | None:
-    """Why torch.library cannot express binding b as an op, or None."""
-    for p in params:
-        if not p.schema:
-            return (f"argument {p.py_name!r} ({p.kind}) has no torch.library schema type "
-                    f"(ops take tensors, numbers and strings)")
-    if _schema_type(result) is None:
-        return (f"its result {b.decl.return_type} has no torch.library schema type "
-                f"(ops return tensors, numbers as 0-dim tensors, or a tuple of them)")
-    return None
-
-
-def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
-    """Values only the torch templates use, computed once here."""
-    for b in bindings:
-        check_binding(b)
-    entries = {e.name: e for e in entry_points_for(list(bindings), crossing)}
-    torch_entries: dict[str, TorchEntry] = {}
-    infos: list[TorchBinding] = []
-    for b in bindings:
-        result = _result_info(b.decl.return_type, b.mode)
-        as_op = options.torch_library is not None
-        if as_op:
-            problem = library_problem(b, _torch_params(entries[b.name], b.mode, True), result)
-            if problem:
-                # Only this binding stays out of torch.library; the rest of the module is unaffected.
-                warn(f"{b.location}: binding {b.name!r} ({b.decl.name}) is not a torch.library op: {problem}; "
-                     f"it is bound as a plain function (torch.compile graph-breaks on it)")
-                as_op = False
-        for e in [entries[b.name]] + ([entries[b.vjp_name]] if b.vjp_name else []):
-            rt = (b.vjp_decl if e.is_vjp else b.decl).return_type  # type: ignore[union-attr]
-            parts = rt.elements if isinstance(rt, TupleType) else (rt,)
-            torch_entries[e.name] = TorchEntry(
-                name=e.name, mode=b.mode, is_vjp=e.is_vjp, params=_torch_params(e, b.mode, as_op),
-                result_cpp=rt.cpp, out_count=len(parts), out_is_tuple=isinstance(rt, TupleType),
-                call=e.call_with("alloc"))
-        primal = torch_entries[b.name]
-        params = tuple(TorchWrapperParam(p.py_name, p.kind, p.differentiable, p.batched, p.schema, p.rank)
-                       for p in primal.params)
-        if b.mode == "plain":  # any result: scalars are 0-dim tensors, nested and tuple results flatten
-            differentiable_result = True
-        else:
-            differentiable_result = result.kind == "tensor" and result.dtype == "float32"
-        autograd = b.vjp_name is not None and differentiable_result and any(p.differentiable for p in params)
-        if as_op and autograd:  # the op's backward needs a float result to take a gradient of
-            result_parts = result.parts if result.kind == "tuple" else (result,)
-            autograd = any(part.dtype == "float32" for part in result_parts)
-        schema = vjp_schema = None
-        if as_op:
-            args = ", ".join(f"{p.schema} {p.name}" for p in params)
-            schema = f"({args}) -> {_schema_type(result)}"
-            if autograd:
-                grads = [p for p in params if p.differentiable]
-                outs = "Tensor" if len(grads) == 1 else "(" + ", ".join("Tensor" for _ in grads) + ")"
-                dret = "Tensor[]" if result.kind == "tuple" else "Tensor"
-                vjp_schema = f"({args}, {dret} dret) -> {outs}"
-        infos.append(TorchBinding(b.name, b.vjp_name, b.mode, params, result, autograd, as_op, schema, vjp_schema))
-    # torch.library ops carry their own autograd and batching rule: no routing to a
-    # Python Function then. Every other binding with arguments has a Function
-    # (torch_runtime.autograd_function, or forward_function without a vjp: for torch.func).
-    slots = [b for b in infos if not b.op and (b.autograd or b.params)]
-    autograd_slots = {b.name: AutogradSlot(i, tuple(p.name for p in torch_entries[b.name].params if p.differentiable)
-                                           if b.autograd else (), tuple(p.name for p in torch_entries[b.name].params))
-                      for i, b in enumerate(slots)}
-    # In elementwise and vmap modes every Float/tensor argument and result is a
-    # tensor from Python: the stubs and docs see those types (the context builds
-    # its bindings and stub from these entry points).
-    moded = {name: _moded_entry(e, torch_entries[name]) for name, e in entries.items()}
-    return {
-        "entry_points": list(moded.values()),
-        "torch_autograd_slots": autograd_slots,
-        "torch_entries": torch_entries,
-        "torch_entry_types": {name: _entry_signature(e, entries[name], b_mode=e.mode)
-                              for name, e in torch_entries.items()},
-        "torch_bindings": infos,
-        # The Python signature line of each entry whose C++ returns pybind11::object (the
-        # autograd-routed ones): pybind11 would say "-> object" (torch_module.cpp.j2).
-        "torch_py_signatures": {name: f"{name}({', '.join(f'{p.py_name}: {p.py_type}' for p in e.params)}) -> "
-                                      f"{e.result.py_type}" for name, e in moded.items()},
-        # The bindings the wrapper exports as torch.library ops (help() gets their stub signature).
-        "torch_op_names": [i.name for i in infos if i.op],
-        "torch_bindings_literal": pprint.pformat([i.plain() for i in infos], indent=1, width=110, sort_dicts=False),
-        "ext_name": ext_name(options.name),
-        **wrapper_imports(options),
-    }
-
-
-def _moded_entry(e: EntryPoint, te: TorchEntry) -> EntryPoint:
-    if te.mode == "plain":
-        return e
-    params = tuple(replace(p, py_type="torch.Tensor") if te.mode == "elementwise" or tp.batched else p
-                   for p, tp in zip(e.params, te.params))
-    result = e.result
-    rt = result.ks_type
-    if isinstance(rt, TupleType):
-        py = "tuple[" + ", ".join("tuple[()]" if x == TupleType(()) else "torch.Tensor" for x in rt.elements) + "]"
-    else:
-        py = "torch.Tensor"
-    return replace(e, params=params, result=replace(result, py_type=py))
+        parts = [_leaves(e, f"{name}_{i}", f"{where}[{i}]", out, float_as_tensor, batched)
+                 for i, e in enumerate(t.elements)]
+        return f"ks::make_Tuple({', '.join(parts)})"
+    w = cpp_string(where)
+    c = f"a_{name}"
+    if isinstance(t, TensorType):
+        kind: LeafKind = "tensor" if values.is_scalar_tensor(t) else "stacked"
+        leaf = OpLeaf(name, where, kind, t.cpp, values.leaf_element(t) == "Float", batched,
+                      values.stacked_rank(t) + (1 if batched else 0))
+        out.append(leaf)
+        if batched:
+            return f"{c}_b.at(i)"
+        return f"tt::view<{t.cpp}>({c}, {w})" if kind == "tensor" else f"tt::stacked<{t.cpp}>(&g_alloc, {c}, {w})"
+    assert isinstance(t, ScalarType)
+    if batched:  # a vjp's dret of a scalar result, batched: a 1-d tensor
+        out.append(OpLeaf(name, where, "tensor", t.cpp, t == FLOAT, True, 1))
+        return f"{c}_b.at(i)"
+    if t == FLOAT:
+        kind = "zero_dim" if float_as_tensor else "float"
+        out.append(OpLeaf(name, where, kind, t.cpp, True))
+        return f"tt::zero_dim({c}, {w})" if float_as_tensor else f"tt::floating({c}, {w})"
+    if t.name == "Integer":
+        out.append(OpLeaf(name, where, "int", t.cpp, False))
+        return f"tt::integer({c}, {w})"
+    if t == STRING:  # ks::String is std::string: the leaf itself
+        out.append(OpLeaf(name, where, "str", t.cpp, False))
+        return c
+    out.append(OpLeaf(name, where, "bool", t.cpp, False))
+    return c
 
 
 @dataclass(frozen=True)
-class AutogradSlot:
-    """A binding whose C++ entry hands off to its Python autograd.Function when
-    grad mode is on and one of ``grad_params`` requires grad, or a parameter holds
-    a tensor of a torch.func transform (checked in C++, so plain calls without
-    gradients pay next to nothing)."""
+class ResultTree:
+    """How the wrapper re-nests an op's tensors: a leaf (a tensor; a number as a 0-dim one),
+    ``()`` (no leaf), or a tuple."""
 
-    index: int
-    grad_params: tuple[str, ...]  # C++ names of the differentiable tensor parameters
-    # C++ names of all parameters: a tensor of torch.func's (vmap, grad) in any
-    # of them routes the call to the Function too, whatever grad mode says.
-    tensor_params: tuple[str, ...] = ()
-    #: The C++ the module prints, made from the fields when first read (``--dump-context`` shows it).
-    DERIVED: ClassVar[tuple[str, ...]] = ("condition",)
+    kind: Literal["leaf", "empty", "tuple"]
+    dtype: str = ""
+    rank: int = -1       # leaf: its rank (-1: the broadcast shape's, elementwise)
+    parts: tuple[ResultTree, ...] = ()
 
-    @cached_property
-    def condition(self) -> str:
-        """The C++ bool expression under which the call goes to the Function."""
-        tt = "ksbind::torch_target::"
-        func = f"({tt}functorch_active() && ({' || '.join(f'{tt}functorch_wrapped({n})' for n in self.tensor_params)}))"
-        if not self.grad_params:
-            return func
-        grad = " || ".join(f"{tt}requires_grad({n})" for n in self.grad_params)
-        return f"(c10::GradMode::is_enabled() && ({grad})) || {func}"
+    def plain(self) -> dict[str, object]:
+        if self.kind == "leaf":
+            return {"kind": "leaf", "dtype": self.dtype, "rank": self.rank}
+        if self.kind == "tuple":
+            return {"kind": "tuple", "parts": [p.plain() for p in self.parts]}
+        return {"kind": "empty"}
+
+    def count(self) -> int:
+        return 1 if self.kind == "leaf" else sum(p.count() for p in self.parts)
+
+
+def result_tree(t: KsType, mode: Mode) -> ResultTree:
+    if values.holds_no_scalar(t):
+        return ResultTree("empty")
+    if isinstance(t, TupleType):
+        return ResultTree("tuple", parts=tuple(result_tree(e, mode) for e in t.elements))
+    dtype = DTYPES[values.leaf_element(t)]
+    if mode == "elementwise":
+        return ResultTree("leaf", dtype, -1)
+    return ResultTree("leaf", dtype, values.stacked_rank(t) + (1 if mode == "vmap" else 0))
+
+
+def _schema_result(n: int) -> str:
+    if n == 0:
+        return "Tensor[]"
+    return "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
 
 
 @dataclass(frozen=True)
-class EntrySignature:
-    """The entry point's C++ parameter and return types after the mode's batching."""
+class KsArg:
+    """One argument of the ks call: its C++ name, and the C++ making it from the leaves
+    (none for an elementwise lambda's parameter); batched: made per vmap step."""
 
-    result: str
-    params: tuple[tuple[str, str], ...]  # (entry type, name)
-    name: str = ""                       # the entry point's C++ name
-    #: The C++ the templates print, made from the fields when first read (``--dump-context`` shows them).
-    DERIVED: ClassVar[tuple[str, ...]] = ("param_list", "arg_list", "moved_arg_list", "declaration")
+    name: str
+    expr: str
+    batched: bool
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One op (a binding or its vjp) as the templates print it: a plain op's kernel (in
+    torch_stable_ops.cpp) calls ``NAME_ks``, defined beside the ks code
+    (torch_stable_entries.cpp); an elementwise or vmap op's kernel is there whole, so the ks
+    function inlines into its loop."""
+
+    name: str            # the op's name (and the kernel's)
+    symbol: str          # the ks function's C++ symbol
+    mode: Mode
+    leaves: tuple[OpLeaf, ...]
+    ks_args: tuple[KsArg, ...]  # each ks argument, rebuilt from the leaves
+    result: ResultTree
+    result_cpp: str      # the ks function's C++ result type
+    call: str            # the ks call with `alloc` (elementwise, vmap: the loops'), or NAME_ks's (plain)
+    call_site: str
+    ks_params: tuple[str, ...] = ()  # the ks function's C++ parameter types
+    entry_call: str = ""  # plain: NAME_ks called with the ks arguments and `&g_alloc`
+    packed: bool = False  # its values cross packed, as one Tensor[] each way
+    DERIVED: ClassVar[tuple[str, ...]] = ("schema", "param_list", "direct_schema", "py_names", "addresses",
+                                          "float_params", "batch_sizes", "step_elements", "return_cpp",
+                                          "declaration", "entry_declaration")
+
+    @property
+    def loops(self) -> bool:
+        return self.mode != "plain"
+
+    @property
+    def dispatch_key(self) -> str:
+        """Where its kernel is registered: CPU, or for an op with no tensor argument (the
+        dispatcher then has no device to go by) CompositeExplicitAutograd, as the support ops."""
+        if self.packed:  # the list may be empty; the kernel checks each tensor's device itself
+            return "CompositeExplicitAutograd"
+        return "CPU" if any(x.kind in ("tensor", "stacked", "zero_dim") for x in self.leaves) \
+            else "CompositeExplicitAutograd"
 
     @cached_property
-    def param_list(self) -> str:
-        """``T arg0, U arg1``: the C++ parameters."""
-        return _joined(f"{t} {n}" for t, n in self.params)
-
-    @cached_property
-    def arg_list(self) -> str:
-        """``arg0, arg1``: the parameters passed on."""
-        return _joined(n for _, n in self.params)
-
-    @cached_property
-    def moved_arg_list(self) -> str:
-        """``std::move(arg0), ...``: the parameters moved on."""
-        return _joined(f"std::move({n})" for _, n in self.params)
+    def return_cpp(self) -> str:
+        """What the kernel returns: one tensor, a tuple of them, or an empty list."""
+        n = self.result.count()
+        if n == 0 or self.packed:
+            return "std::vector<torch::stable::Tensor>"
+        return "torch::stable::Tensor" if n == 1 else "std::tuple<" + ", ".join(["torch::stable::Tensor"] * n) + ">"
 
     @cached_property
     def declaration(self) -> str:
-        """Its C++ signature: result type, name, parameters."""
-        return f"{self.result} {self.name}({self.param_list})"
+        """The kernel's C++ signature."""
+        return f"{self.return_cpp} {self.name}_kernel({self.param_list})"
+
+    @cached_property
+    def entry_declaration(self) -> str:
+        """``NAME_ks``: the ks call beside the ks code, over ks values only (plain ops)."""
+        params = "".join(f", {t} p{i}" for i, t in enumerate(self.ks_params))
+        return f"{self.result_cpp} {self.name}_ks(ks::allocator* alloc{params})"
+
+    @cached_property
+    def schema(self) -> str:
+        result = "Tensor[]" if self.packed else _schema_result(self.result.count())
+        return f"{self.name}({', '.join(x.schema for x in self.leaves)}) -> {result}"
+
+    @cached_property
+    def direct_schema(self) -> str:
+        """The same kernel without autograd or batching rule: what a call that needs neither runs."""
+        return "_direct_" + self.schema
+
+    @cached_property
+    def param_list(self) -> str:
+        return ", ".join(x.cpp_param for x in self.leaves)
+
+    @cached_property
+    def py_names(self) -> str:
+        return ", ".join(cpp_string(x.where) for x in self.leaves)
+
+    @cached_property
+    def addresses(self) -> str:
+        return ", ".join(f"&{x.cpp}" for x in self.leaves)
+
+    @cached_property
+    def float_params(self) -> str:
+        """The elementwise lambda's parameters after its allocator."""
+        return "".join(f", ks::Float {a.name}" for a in self.ks_args)
+
+    @cached_property
+    def batch_sizes(self) -> str:
+        return ", ".join(f"{{ {x.cpp}_b.batch, {cpp_string(x.where)} }}" for x in self.leaves if x.batched)
+
+    @cached_property
+    def step_elements(self) -> str:
+        return ", ".join(f"{x.cpp}_b.step_elements()" for x in self.leaves if x.batched)
 
 
-def _entry_signature(te: TorchEntry, e: EntryPoint, b_mode: Mode) -> EntrySignature:
-    if b_mode == "plain":
-        return EntrySignature(e.result.entry_type, tuple((p.entry_type, p.name) for p in e.params), e.name)
-    params = []
-    for p, tp in zip(e.params, te.params):
-        batched = b_mode == "elementwise" or tp.batched
-        params.append((_mode_entry_type(p.ks_type, b_mode) if batched else entry_type(p.ks_type), p.name))
-    return EntrySignature(_mode_entry_type(e.result.ks_type, b_mode), tuple(params), e.name)
+def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = False, prefix: str = "") -> OpEntry:
+    """The op of entry point e; ``prefix``: a second, packed op of it (its name prefixed; a failure's
+    message still names the binding)."""
+    leaves: list[OpLeaf] = []
+    args: list[KsArg] = []
+    float_as_tensor = b.vjp_decl is not None and b.mode == "plain"
+    if packed:
+        leaves.append(OpLeaf("leaves", "leaves", "packed", "", False))
+    for i, p in enumerate(e.params):
+        if packed:  # read from the one list, in order (ksbind/torch_stable.h's Unpacker)
+            args.append(KsArg(f"k{i}", f"packed_in.next<{p.ks_type.cpp}>({cpp_string(p.py_name)})", False))
+            continue
+        is_dret = e.is_vjp and i == len(e.params) - 1
+        if b.mode == "elementwise":
+            leaves.append(OpLeaf(p.py_name, p.py_name, "tensor", "ks::Float", True, False, -1))
+            args.append(KsArg(f"v{i}", "", False))  # the elementwise lambda's parameter
+            continue
+        batched = b.mode == "vmap" and (values.is_scalar_tensor(p.ks_type) or is_dret)
+        # A vjp's dret: autograd hands it over as tensors (0-dim for a Float result).
+        expr = _leaves(p.ks_type, p.py_name, p.py_name, leaves, float_as_tensor or is_dret, batched)
+        args.append(KsArg(f"k{i}", expr, batched))
+    names = [a.name for a in args]
+    # The ks call's arguments, as the entry point packs them (a vjp: the primal's as one Tuple).
+    if e.is_vjp:
+        primal_args, dret = names[:-1], names[-1]
+        primal = primal_args[0] if len(primal_args) == 1 else f"ks::make_Tuple({', '.join(primal_args)})"
+        names = [primal, dret]
+    decl = b.vjp_decl if e.is_vjp else b.decl
+    assert decl is not None
+    ks_params = tuple(t.cpp for t in decl.params)
+    if b.mode == "plain":
+        call = f"ks::{e.symbol}({', '.join(['alloc', *(f'p{i}' for i in range(len(ks_params)))])})"
+    else:
+        call = f"ks::{e.symbol}({', '.join(['alloc', *names])})"
+    name = prefix + e.name
+    entry_call = f"ke::{name}_ks({', '.join(['&g_alloc', *names])})"
+    tree = ResultTree("empty") if packed else result_tree(result_type, b.mode)
+    call_site = e.call_site.replace(f" {e.name}_site{{", f" {name}_site{{", 1)
+    return OpEntry(name, e.symbol, b.mode, tuple(leaves), tuple(args), tree,
+                   result_type.cpp, call, call_site, ks_params, entry_call, packed)
+
+
+@dataclass(frozen=True)
+class StableBinding:
+    """What ksbind/torch_runtime.py's install_stable needs to define one binding."""
+
+    name: str
+    mode: Mode
+    params: tuple[str, ...]          # the Python argument names
+    spec: tuple[object, ...]         # per argument: how it flattens into leaves (see _flat_spec)
+    leaves: tuple[OpLeaf, ...]
+    result: ResultTree
+    vjp: str | None
+    vjp_leaves: tuple[OpLeaf, ...]
+    vjp_result: ResultTree | None
+    vjp_spec: tuple[object, ...]     # the vjp's arguments (the binding's, then dret), as ``spec``
+    doc: str
+    packed: object = None            # a packed binding: how each value packs (see pack_spec), else None
+    ragged: object = None            # a binding with packed ops beside its ops (RAGGED_PREFIX): as packed
+
+    def plain(self) -> dict[str, object]:
+        return {"name": self.name, "mode": self.mode, "params": list(self.params), "spec": list(self.spec),
+                "leaves": [x.plain() for x in self.leaves], "result": self.result.plain(), "vjp": self.vjp,
+                "vjp_leaves": [x.plain() for x in self.vjp_leaves],
+                "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "vjp_spec": list(self.vjp_spec),
+                "doc": self.doc, "packed": self.packed, "ragged": self.ragged}
+
+
+def pack_spec(t: KsType) -> object:
+    """How a value of type t packs into tensors (ksbind/torch_stable.h's order): "none"; "f",
+    "i", "b", "s" (a number, a string); ["t", rank, dtype] (a tensor of scalars); ["v", inner]
+    (a rank-1 tensor of anything else: a list in Python); ["tuple", [parts]]."""
+    if values.holds_no_scalar(t):
+        return "none"
+    if isinstance(t, TupleType):
+        return ["tuple", [pack_spec(e) for e in t.elements]]
+    if isinstance(t, TensorType):
+        if isinstance(t.element, ScalarType):
+            return ["t", t.rank, DTYPES[t.element.name]]
+        return ["v", pack_spec(t.element)]
+    assert isinstance(t, ScalarType)
+    return {"Float": "f", "Integer": "i", "Bool": "b", "String": "s"}[t.name]
+
+
+def _packed(b: Binding) -> dict[str, object]:
+    """Pack specs of the binding's arguments and result, and of its vjp's: the vjp function takes
+    the binding's arguments one by one (the ks vjp, one Tuple of them), then dret."""
+    vjp = b.vjp_decl
+    params = [pack_spec(t) for t in b.decl.params]
+    return {"params": params, "result": pack_spec(b.decl.return_type),
+            "vjp_params": [*params, pack_spec(vjp.params[-1])] if vjp else [],
+            "vjp_result": pack_spec(vjp.return_type) if vjp else None}
+
+
+def _flat_spec(t: KsType) -> object:
+    """How the wrapper flattens a Python value of ks type t: "leaf", "empty", or a list of parts."""
+    if values.holds_no_scalar(t):
+        return "empty"
+    if isinstance(t, TupleType):
+        return [_flat_spec(e) for e in t.elements]
+    return "leaf"
+
+
+def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
+    for b in bindings:
+        check_binding(b)
+    by_name = {e.name: e for e in entry_points_for(list(bindings), crossing)}
+    ops: list[OpEntry] = []
+    infos: list[StableBinding] = []
+    for b in bindings:
+        reason = packed_reason(b)
+        if reason:
+            warn(f"{b.location}: binding {b.name!r} ({b.decl.name}) is not an op with a schema: {reason}; it is a "
+                 f"plain function over an op of packed tensors (no fake kernel: torch.compile does not trace it, and "
+                 f"its values are converted on each call)")
+        primal = _op_entry(by_name[b.name], b, b.decl.return_type, bool(reason))
+        ops.append(primal)
+        vjp = None
+        if b.vjp_name and b.vjp_decl:
+            vjp = _op_entry(by_name[b.vjp_name], b, b.vjp_decl.return_type, bool(reason))
+            ops.append(vjp)
+        ragged = not reason and b.mode == "plain" and has_tensor_of_tensors(b)
+        if ragged:
+            ops.append(_op_entry(by_name[b.name], b, b.decl.return_type, True, RAGGED_PREFIX))
+            if b.vjp_name and b.vjp_decl:
+                ops.append(_op_entry(by_name[b.vjp_name], b, b.vjp_decl.return_type, True, RAGGED_PREFIX))
+        e = by_name[b.name]
+
+        def spec(entry: EntryPoint, mode: Mode = b.mode) -> tuple[object, ...]:
+            return tuple("leaf" if mode == "elementwise" else _flat_spec(p.ks_type) for p in entry.params)
+
+        infos.append(StableBinding(
+            b.name, b.mode, tuple(p.py_name for p in e.params), spec(e), primal.leaves, primal.result,
+            b.vjp_name, vjp.leaves if vjp else (), vjp.result if vjp else None,
+            spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature, _packed(b) if reason else None,
+            _packed(b) if ragged else None))
+    moded = {name: values.moded_entry(e, b.mode)
+             for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name)}
+    namespace = options.torch_library or library_namespace(options)
+    return {
+        "entry_points": list(moded.values()),
+        "stable_ops": ops,
+        "stable_loops": any(op.loops for op in ops),
+        "stable_bindings": infos,
+        "stable_bindings_literal": pprint.pformat([i.plain() for i in infos], indent=1, width=110, sort_dicts=False),
+        "stable_namespace": namespace,
+        "stable_lib": lib_name(options.name),
+        # Standalone (a wheel): the library named as Python names an extension module (the build
+        # backends give it an extension suffix: .abi3.so), and the runtime's copy beside the wrapper.
+        "stable_lib_suffixes": "True" if options.standalone else "False",
+        "torch_runtime_import": values.runtime_import(options),
+        "stable_min_torch": ".".join(map(str, TORCH_TARGET)),
+    }
+
+
+def library_namespace(options: ModuleOptions) -> str:
+    """The ops' namespace without ``torch_library``: the module's name, or in a wheel its full
+    import name (``pkg.m`` -> ``pkg_m``): namespaces are process-wide, and two packages may
+    each have a module ``m``."""
+    if options.standalone and options.package:
+        return f"{options.package}.{options.name}".replace(".", "_")
+    return options.name
+
+
+def crossing_problem(d: FunctionDecl) -> str | None:
+    """Why default bindings skip d: a value no torch form holds (a packed op takes the rest)."""
+    for t, _ in _crossings(d):
+        reason = values.unsupported_reason(t)
+        if reason:
+            return reason
+    return None
 
 
 TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
     build="torch", tensors="torch.Tensor", release_gil_always=True, stub_imports=("import torch",),
-    torch_library=True, compiled_name=ext_name, runtime_copy="{module}" + RUNTIME_SUFFIX + ".py",
-    runtime_source="torch_runtime.py", cpu_kernels=True,
+    torch_library=True, compiled_name=lib_name, crossing_problem=crossing_problem, cpu_kernels=True,
+    runtime_copy="{module}" + values.RUNTIME_SUFFIX + ".py", runtime_source="torch_runtime.py",
+    # The library includes nothing of Python: one file for every CPython (a wheel tagged abi3).
+    limited_api=(3, 10),
 )
 
-
-__all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "EXT_SUFFIX", "crossing", "py_type", "entry_type", "check_binding",
-           "extra_context", "ext_name", "runtime_module_name", "wrapper_imports", "RUNTIME_SUFFIX"]
+__all__ = ["NAME", "TARGET", "FILES", "LIB_SUFFIX", "TORCH_TARGET", "TORCH_TARGET_VERSION", "OpLeaf", "OpEntry",
+           "RAGGED_PREFIX", "ResultTree", "StableBinding", "check_binding",
+           "has_tensor_of_tensors", "crossing", "extra_context", "lib_name",
+           "pack_spec", "packed_reason", "unsupported_reason"]

@@ -1,0 +1,164 @@
+"""The torch target's value rules, which its codegen (torch.py) and stubs apply.
+
+Which ks types have a torch form and what they are in Python: tensors of Float, Integer
+and Bool (float32, int32 and bool tensors); rank-1 tensors of tensors (one stacked
+tensor, or a list of them, ragged or not); rank-1 tensors of anything else (lists); tuples;
+Float/Integer/Bool scalars (numbers, or 0-dim tensors; results are 0-dim tensors); strings.
+Tensors of strings and rank-2-and-above tensors of tensors have none. Each mode's
+rules (``check_binding``): ``elementwise`` maps a scalar Float function over tensors,
+``vmap`` maps a function over the leading dimension of its tensor arguments.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal, cast
+
+from ksbind.codegen.targets.common import EntryPoint, runtime_copy_import
+from ksbind.codegen.targets.ks import SCALAR_PY
+from ksbind.errors import BindingError
+from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
+from ksbind.spec import TENSOR_ELEMENTS, Binding, Mode, ModuleOptions
+
+#: A standalone module's copy of ksbind/torch_runtime.py, beside it: NAME + this.
+RUNTIME_SUFFIX = "_ksbind_runtime"
+
+#: An entry point's side of a crossing: what it takes (a parameter) or returns (a result or gradients).
+TorchSide = Literal["param", "result"]
+
+
+def runtime_module_name(module_name: str) -> str:
+    return module_name + RUNTIME_SUFFIX
+
+
+def runtime_import(options: ModuleOptions) -> str:
+    """How the generated wrapper imports its runtime support: from ksbind, or standalone (a
+    wheel) from its own copy of the runtime beside it."""
+    if not options.standalone:
+        return "from ksbind import torch_runtime as _runtime"
+    return runtime_copy_import(options, runtime_module_name(options.name))
+
+
+# ------------------------------------------------------------ what has a torch form
+
+def is_scalar_tensor(t: KsType) -> bool:
+    return isinstance(t, TensorType) and isinstance(t.element, ScalarType) and t.element.name in TENSOR_ELEMENTS
+
+
+def is_nested_tensor(t: KsType) -> bool:
+    """(Tensor 1 (Tensor M ... S)): a tensor of tensors, stackable into one tensor."""
+    return (isinstance(t, TensorType) and t.rank == 1 and isinstance(t.element, TensorType)
+            and (is_scalar_tensor(t.element) or is_nested_tensor(t.element)))
+
+
+def stacked_rank(t: KsType) -> int:
+    """The rank of the one tensor a (nested) tensor of scalars stacks into."""
+    return t.rank + stacked_rank(t.element) if isinstance(t, TensorType) else 0
+
+
+def leaf_element(t: KsType) -> str:
+    while isinstance(t, TensorType):
+        t = t.element
+    return cast(ScalarType, t).name
+
+
+def holds_no_scalar(t: KsType) -> bool:
+    """Types built of tuples and tensors only: the tangents of discrete values (``()``)."""
+    return not t.contains(lambda x: isinstance(x, ScalarType))
+
+
+def unsupported_reason(t: KsType) -> str | None:
+    """Why a value of type t cannot cross the torch boundary, or None."""
+    if holds_no_scalar(t):
+        return None
+    for sub in t.walk():
+        if not isinstance(sub, TensorType) or is_scalar_tensor(sub):
+            continue
+        if isinstance(sub.element, ScalarType):  # Tensor of String
+            return (f"{sub} is a tensor of {sub.element}; torch tensors cannot hold it "
+                    f"(use the python target for string tensors)")
+        if sub.rank != 1:
+            return (f"{sub} is a rank-{sub.rank} tensor of {sub.element}; the torch target takes tensors of "
+                    f"tensors or tuples as rank-1 (lists, or one stacked tensor); use the python target")
+    return None
+
+
+def py_type(t: KsType, role: TorchSide = "param") -> str:
+    if holds_no_scalar(t):
+        return "tuple[()]"
+    if isinstance(t, ScalarType):
+        if t.name in TENSOR_ELEMENTS:
+            return f"{SCALAR_PY[t.name]} | torch.Tensor" if role == "param" else "torch.Tensor"
+        return SCALAR_PY[t.name]
+    if is_nested_tensor(t):
+        inner = py_type(t.element, role)  # type: ignore[attr-defined]
+        return f"torch.Tensor | Sequence[{inner}]" if role == "param" else f"torch.Tensor | list[{inner}]"
+    if isinstance(t, TensorType) and not is_scalar_tensor(t):
+        inner = py_type(t.element, role)
+        return f"Sequence[{inner}]" if role == "param" else f"list[{inner}]"
+    if isinstance(t, TensorType):
+        return "torch.Tensor"
+    if isinstance(t, TupleType):
+        return "tuple[" + (", ".join(py_type(e, role) for e in t.elements) or "()") + "]"
+    return "object"
+
+
+# ------------------------------------------------------------ mode checks
+
+def _fail(b: Binding, message: str) -> None:
+    raise BindingError(f"binding {b.name!r} ({b.decl.name}): {message}", b.location)
+
+
+def check_binding(b: Binding) -> None:
+    """Every way a binding can fail to fit the torch target or its mode."""
+    d = b.decl
+    for t in list(d.params) + [d.return_type]:
+        reason = unsupported_reason(t)
+        if reason:
+            _fail(b, reason)
+    if b.mode == "elementwise":
+        if not 1 <= len(d.params) <= 2 or any(p != FLOAT for p in d.params) or d.return_type != FLOAT:
+            _fail(b, f"mode elementwise needs a scalar function Float -> Float or (Float, Float) -> Float; "
+                     f"this one is {d.signature}")
+    elif b.mode == "vmap":
+        if not any(is_scalar_tensor(p) for p in d.params):
+            _fail(b, f"mode vmap maps over the leading dimension of tensor arguments, and {d.signature} "
+                     f"takes no tensor")
+        for p in d.params:
+            if not (is_scalar_tensor(p) or isinstance(p, ScalarType)):
+                _fail(b, f"mode vmap takes tensors (batched) and scalars (shared by every step); "
+                         f"argument type {p} is neither")
+            if b.vjp_decl is not None and p == FLOAT:
+                _fail(b, "mode vmap with a vjp: a Float argument shared by every step would need its gradient "
+                         "summed over the batch; pass it as a tensor instead")
+        r = d.return_type
+        parts = r.elements if isinstance(r, TupleType) else (r,)
+        ok = all(is_scalar_tensor(x) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS) for x in parts)
+        if not ok or (isinstance(r, TupleType) and (not parts or b.vjp_decl is not None)):
+            _fail(b, f"mode vmap stacks each step's result: it must be a tensor of Float/Integer/Bool, one of "
+                     f"those scalars{'' if b.vjp_decl is not None else ', or a tuple of them'}; found {r}")
+
+
+# ------------------------------------------------------------ stubs
+
+def moded_entry(e: EntryPoint, mode: Mode) -> EntryPoint:
+    """e as its mode makes it in Python (stubs, docs): elementwise and vmap bindings take their
+    Floats and tensors as tensors (batched), and return tensors."""
+    if mode == "plain":
+        return e
+    last = e.params[-1] if e.params else None
+
+    def batched(p: object, t: KsType) -> bool:
+        return mode == "elementwise" or is_scalar_tensor(t) or (e.is_vjp and p is last)
+
+    params = tuple(replace(p, py_type="torch.Tensor") if batched(p, p.ks_type) else p for p in e.params)
+    rt = e.result.ks_type
+    if isinstance(rt, TupleType):
+        py = "tuple[" + ", ".join("tuple[()]" if x == TupleType(()) else "torch.Tensor" for x in rt.elements) + "]"
+    else:
+        py = "torch.Tensor"
+    return replace(e, params=params, result=replace(e.result, py_type=py))
+
+
+__all__ = ["RUNTIME_SUFFIX", "TorchSide", "check_binding", "holds_no_scalar", "is_nested_tensor",
+           "is_scalar_tensor", "leaf_element", "moded_entry", "py_type", "runtime_import", "runtime_module_name",
+           "stacked_rank", "unsupported_reason"]
