@@ -74,11 +74,11 @@ class Result:
 
 
 def harness_flags() -> list[str]:
-    """The flags the torch target compiles gmm.cpp with (same unit as its entry points)."""
+    """The flags the torch target compiles gmm.cpp with (its unit of ks code and entries)."""
     from ksbind.backend.toolchain import RUNTIME_DIR
-    from ksbind.backend.torch_build import CFLAGS, TORCH_CFLAGS
+    from ksbind.backend.torch_build import CFLAGS
 
-    return [*TORCH_CFLAGS[1:], *CFLAGS, f"-I{RUNTIME_DIR}", f"-I{GMM}"]
+    return [*CFLAGS, f"-I{RUNTIME_DIR}", f"-I{GMM}"]
 
 
 def compile_harness(out: Path) -> Path:

@@ -1,24 +1,22 @@
-"""Build times of the torch_stable target (stable-ABI op libraries) against the torch
-target (pybind11 extensions), each against the compiler alone on the same user C++,
-side by side in one run: each repeat builds every case once, each build in a fresh
-process; the figures are medians.
+"""Build times of the torch target (stable-ABI op libraries), each against the compiler
+alone on the same user C++, in one run: each repeat builds every case once, each build
+in a fresh process; the figures are medians.
 
     python -m benchmarks.stable_builds [--repeats N]
 
-The rows, for each of the two targets:
+The rows:
 
 - ``gmm, second module``: ksc's GMM objective + vjp (``gmm.ks`` through ksc) as a
-  module never built before, in a cache where another module of the target was built
-  first (ksc's ``ex1.ks``: the shared parts, a precompiled header for the torch target,
-  are warm), against ``g++ alone``: the compiler (``CXX``) on the module's user C++
-  (ksc's output) with the flags the target gives it.
+  module never built before, in a cache where another torch module was built first
+  (ksc's ``ex1.ks``: the shared parts are warm), against ``g++ alone``: the compiler
+  (``CXX``) on the module's user C++ (ksc's output) with the flags the target gives it.
 - ``gmm, first build ever``: the same module in an empty cache, in a new process
   (build and import), against the same ``g++ alone``.
 - ``32 bindings, second module``: 32 one-line ks functions, each bound with its vjp,
   against g++ alone on that module's user C++.
 
 Needs ksc beside the repository, and torch. benchmarks/run.py does not run it (about
-3 minutes a repeat on 2 cores); docs/performance.md keeps its figures.
+1.5 minutes a repeat on 2 cores); docs/performance.md keeps its figures.
 """
 from __future__ import annotations
 
@@ -31,7 +29,8 @@ from benchmarks.scratch import scratch_dir
 from benchmarks.target_builds import GMM_CONFIG, WARMUP, compiler_alone, write
 from benchmarks.timing import Times, log, parser
 
-TARGETS = ("torch", "torch_stable")
+#: The targets timed (the rows are per target).
+TARGETS = ("torch",)
 #: How many one-line functions the many-bindings module binds.
 MANY = 32
 
@@ -74,7 +73,7 @@ def measure(work: Path, repeats: int) -> Times:
                 name=first, target=target, ks=GMM, ksc=KSC, runtime=RUNTIME, out=work / "out" / first)), cache, work))
             times.add(f"first_gxx_{target}", compiler_alone(cache, first, target))
             shutil.rmtree(cache, ignore_errors=True)
-            tag = f"m{target[-1]}{r}_"
+            tag = f"m_{target}{r}_"
             many = f"many_{target}_{r}"
             ks = write(work / f"{many}.ks", many_ks(tag))
             times.add(f"many_{target}", build(write(work / f"{many}.yaml", many_config(

@@ -1,16 +1,14 @@
-"""What a call through torch's dispatcher costs: the torch target's entry and the
-torch_stable target's op, against a hand-written stable-ABI op.
+"""What a call through torch's dispatcher costs: the torch target's op, against a
+hand-written stable-ABI op.
 
 A hand-written op on PyTorch's LibTorch stable ABI (benchmarks/stable_vrelu3.cpp:
 ``STABLE_TORCH_LIBRARY``, ``TORCH_BOX``; its result from ``torch::stable::empty_like``, or,
 as ``vrelu3_shim``, from the C shim's ``aoti_torch_empty_strided``), called as
 ``torch.ops.ksbind_bench_stable.vrelu3(x)``, against the same loop bound by ksbind's
-torch target (configs/torch_ops.yaml's ``vrelu3``, called as ``m.vrelu3(x)``: without
-``torch_library`` that is the pybind11 entry itself) and by the torch_stable target
-(configs/torch_stable.yaml, ``s.vrelu3(x)``: its op, called through the function the
-module writes for it), on 10 and on 100,000 float32 elements, timed side by side in
-alternating batches (benchmarks/timing.py). Also checks the op's values against the
-torch target's.
+torch target (configs/torch_ops.yaml's ``vrelu3``, called as ``m.vrelu3(x)``: its op,
+called through the function the module writes for it), on 10 and on 100,000 float32
+elements, timed side by side in alternating batches (benchmarks/timing.py). Also checks
+the op's values against the torch target's.
 
 The op is compiled with g++ against the running torch's stable headers, with
 ``-DTORCH_TARGET_VERSION=0x020a000000000000`` (the lowest torch it runs on: 2.10) and
@@ -24,6 +22,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -68,21 +68,19 @@ def main(argv: list[str] | None = None) -> int:
         torch.ops.load_library(str(build_stable_op(Path(d))))  # loaded: the file may go
     op, op_shim = torch.ops.ksbind_bench_stable.vrelu3, torch.ops.ksbind_bench_stable.vrelu3_shim
     m = ksbind.build(REPO / "configs" / "torch_ops.yaml", name="torch_ops", quiet=True)
-    s = ksbind.build(REPO / "configs" / "torch_stable.yaml", quiet=True)
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; seconds per call, medians "
-          f"of alternating batches. m: the torch target (pybind11); s: the torch_stable target (its ops)")
-    print(f"{'elements':>9} {'stable op':>11} {'shim alloc':>11} {'m.vrelu3':>11} {'s.vrelu3':>11} "
-          f"{'s / shim':>8} {'s / m':>6}")
+          f"of alternating batches. m: the torch target (its op, through the module's function)")
+    print(f"{'elements':>9} {'stable op':>11} {'shim alloc':>11} {'m.vrelu3':>11} {'m / shim':>8} {'m / op':>7}")
     for n in (10, 100_000):
         x = torch.randn(n)
-        for f in (op, op_shim, s.vrelu3):
+        for f in (op, op_shim):
             assert torch.allclose(f(x), m.vrelu3(x), atol=1e-6), "the stable op and the torch target disagree"
         number = (2_000 if quick else 20_000) if n == 10 else (50 if quick else 500)
-        t_op, t_shim, t_m, t_s = interleaved([lambda x=x: op(x), lambda x=x: op_shim(x), lambda x=x: m.vrelu3(x),
-                                              lambda x=x: s.vrelu3(x)], number, 5 if quick else 15)
-        print(f"{n:>9} {t_op * 1e6:>9.2f}us {t_shim * 1e6:>9.2f}us {t_m * 1e6:>9.2f}us {t_s * 1e6:>9.2f}us "
-              f"{t_s / t_shim:>8.2f} {t_s / t_m:>6.2f}")
+        sides: list[Callable[[], object]] = [partial(op, x), partial(op_shim, x), partial(m.vrelu3, x)]
+        t_op, t_shim, t_m = interleaved(sides, number, 5 if quick else 15)
+        print(f"{n:>9} {t_op * 1e6:>9.2f}us {t_shim * 1e6:>9.2f}us {t_m * 1e6:>9.2f}us "
+              f"{t_m / t_shim:>8.2f} {t_m / t_op:>7.2f}")
     return 0
 
 

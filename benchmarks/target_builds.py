@@ -10,7 +10,7 @@ The cases:
   for TARGET as a module never built before (its own name, so no object of it
   is cached), with the shared parts warm: other modules of the same target and
   toolchain were built first (ksc's ``ex1.ks``) and their shared precompiled
-  headers finished. Against ``g++ alone``: the compiler (``CXX``, default
+  headers finished (the python and ks targets'; the torch target has none). Against ``g++ alone``: the compiler (``CXX``, default
   g++) on the module's user C++ (ksc's output) with the flags the target gives
   that C++.
 - ``elementwise, torch``: one elementwise binding (relu3 over a tensor) on the
@@ -107,18 +107,11 @@ def cases() -> list[str]:
 def user_flags(target: str) -> list[str]:
     """The flags the target gives the module's user C++ (less include folders)."""
     from ksbind.backend.toolchain import BASE_FLAGS
+    from ksbind.backend.torch_build import CFLAGS
 
-    if target == "torch_stable":
-        from ksbind.backend.torch_stable_build import CFLAGS as STABLE_CFLAGS
-
-        return list(STABLE_CFLAGS)
-    if target != "torch":
-        return list(BASE_FLAGS)
-    import torch
-
-    from ksbind.backend.torch_build import CFLAGS, TORCH_CFLAGS
-    abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(bool(torch._C._GLIBCXX_USE_CXX11_ABI))}"
-    return [*TORCH_CFLAGS, abi, *CFLAGS]
+    # The torch target compiles the user's C++ in its unit of ks code (torch_stable_unit.cpp):
+    # its CFLAGS, no torch header before the user's code.
+    return list(CFLAGS) if target == "torch" else list(BASE_FLAGS)
 
 
 def compiler_alone(cache: Path, name: str, target: str) -> tuple[float, float]:

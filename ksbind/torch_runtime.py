@@ -509,17 +509,53 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
     if message:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
     namespace.update(_support_functions(ops))
+    lazy: dict[str, Callable[[], None]] = {}
     for b in bindings:
         if b.get("packed"):
-            namespace[b["name"]], vjp = _packed_functions(ops, b)
-            if vjp is not None:
-                namespace[b["vjp"]] = vjp
+            make = _lazy_packed(namespace, ops, b, lazy)
+            lazy[b["name"]] = make
+            if b["vjp"]:
+                lazy[b["vjp"]] = make
             continue
         ragged, ragged_vjp = _packed_calls(ops, b, b["ragged"], _RAGGED_PREFIX) if b.get("ragged") else (None, None)
-        namespace[b["name"]] = _stable_function(library, ops, b, ragged)
+        function = _stable_function(library, ops, b, ragged)
+        function.__module__ = namespace["__name__"]
+        namespace[b["name"]] = function
         if b["vjp"]:
             namespace[b["vjp"]] = _stable_vjp_function(ops, b, ragged_vjp)
+            namespace[b["vjp"]].__module__ = namespace["__name__"]
     namespace["ops"] = ops
+    if lazy:
+        namespace["__getattr__"] = _module_getattr(namespace, lazy)
+        namespace["__dir__"] = lambda: sorted({*namespace, *lazy})
+
+
+def _lazy_packed(namespace: dict[str, Any], ops: Any, b: dict[str, Any],
+                 lazy: dict[str, Callable[[], None]]) -> Callable[[], None]:
+    """Defines a packed binding's functions when the module's attribute is first read: they are
+    ``torch.compiler.disable``d, which imports torch._dynamo (seconds), so importing the module
+    does not."""
+    def make() -> None:
+        function, vjp = _packed_functions(ops, b)
+        for name, f in ((b["name"], function), (b["vjp"], vjp)):
+            if name and f is not None:
+                f.__module__ = namespace["__name__"]
+                namespace[name] = f
+                lazy.pop(name, None)
+
+    return make
+
+
+def _module_getattr(namespace: dict[str, Any], lazy: dict[str, Callable[[], None]]) -> Callable[[str], Any]:
+    """The wrapper module's ``__getattr__`` (PEP 562): a lazily defined binding on first use."""
+    def __getattr__(name: str) -> Any:
+        make = lazy.get(name)
+        if make is None:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        make()
+        return namespace[name]
+
+    return __getattr__
 
 
 def _library_file(namespace: dict[str, Any], lib: str, extension_suffix: bool) -> str:
@@ -730,14 +766,15 @@ def _stable_fake(mode: str, leaves: Sequence[dict[str, Any]], tree: dict[str, An
 
     def fake(*args: Any) -> Any:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        device = tensors[0].device if tensors else torch.device("cpu")  # meta tensors give meta results
         if mode == "elementwise":
             shape = _broadcast_shapes(*(t.shape for t in tensors))
-            outs = [torch.empty(shape, dtype=d) for d in dtypes]
+            outs = [torch.empty(shape, dtype=d, device=device) for d in dtypes]
         elif like is not None:
             outs = [torch.empty_like(args[i], memory_format=torch.contiguous_format) for i in like]
         else:
             batch = next((args[i].shape[0] for i, x in enumerate(leaves) if x["batched"]), None)
-            outs = [_fake_tensor(p, batch, torch.device("cpu")) for p in parts]
+            outs = [_fake_tensor(p, batch, device) for p in parts]
         if len(outs) == 1:
             return outs[0]
         return tuple(outs) if outs else []
@@ -792,10 +829,8 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
             run = direct
         try:
             out = run(*flat)
-        except NotImplementedError as e:  # (a RuntimeError)
-            raise _refused(name, leaves, flat, e) from None
         except (RuntimeError, ValueError, OverflowError) as e:
-            raise _translated(e, name) from None
+            raise _failure(name, leaves, flat, e) from None
         return out if single else _rebuild(tree, out)
 
     legacy = _legacy_binding(b)
@@ -874,15 +909,13 @@ def _fast_path(b: dict[str, Any], direct: Any, general: Callable[..., Any],
               f"    if {plain} and not ({needs}):\n"
               f"        try:\n"
               f"            return _ksbind_direct({args})\n"
-              f"        except NotImplementedError:\n"  # a tensor no CPU kernel takes: named there
-              f"            pass\n"
               f"        except _ksbind_errors as e:\n"
-              f"            raise _ksbind_translated(e, {b['name']!r}) from None\n"
+              f"            raise _ksbind_failure({b['name']!r}, _ksbind_leaves, ({args},), e) from None\n"
               f"    return _ksbind_general({args})\n")
     scope: dict[str, Any] = {
         "_ksbind_tensor": torch.Tensor, "_ksbind_functorch": torch._C._are_functorch_transforms_active,
         "_ksbind_grad": torch.is_grad_enabled,
-        "_ksbind_direct": direct, "_ksbind_general": general, "_ksbind_translated": _translated,
+        "_ksbind_direct": direct, "_ksbind_general": general, "_ksbind_failure": _failure, "_ksbind_leaves": leaves,
         "_ksbind_errors": (RuntimeError, ValueError, OverflowError)}
     try:
         exec(compile(source, f"<ksbind binding {b['name']}>", "exec"), scope)  # noqa: S102
@@ -924,6 +957,13 @@ def _bound(name: str, params: Sequence[str], args: tuple[Any, ...], kwargs: dict
     except TypeError as e:
         raise TypeError(f"{name}(): {e}") from None
     return tuple(bound.arguments[p] for p in params)
+
+
+def _failure(name: str, leaves: Sequence[dict[str, Any]], flat: Sequence[Any], error: Exception) -> BaseException:
+    """What a failed op call raises: a tensor argument no CPU kernel takes, named (the dispatcher's
+    NotImplementedError, or a meta tensor's fake-kernel error), else the kernel's error translated."""
+    refused = _refused(name, leaves, flat, error)
+    return refused if refused is not error else _translated(error, name)
 
 
 def _refused(name: str, leaves: Sequence[dict[str, Any]], flat: Sequence[Any], error: BaseException) -> BaseException:

@@ -65,12 +65,8 @@ def test_torch_target_calls_from_inside_its_conversions(torch_ops: ModuleType) -
 
     with pytest.raises(KeyboardInterrupt):
         ops.scale_add(a, b, Raises())
-    with pytest.raises(KeyError, match="mine"):
-        ops.pairsum([(Raises(), torch.ones(1))])
     with pytest.raises(OverflowError, match="int out of range for ks Integer"):
         ops.scale_add(a, b, 2**40)
-    with pytest.raises(OverflowError, match="int too large for ks Float"):
-        ops.pairsum([(10**400, torch.ones(1))])
 
     class Noisy(torch.Tensor):
         """A subclass whose __torch_function__ calls the module on every torch call."""
@@ -87,6 +83,39 @@ def test_torch_target_calls_from_inside_its_conversions(torch_ops: ModuleType) -
     w = ops.weighted(rows, torch.tensor([1.0, 10.0]), 1.0)
     assert float(w) == pytest.approx(ops.weighted([torch.tensor([1.0, 2.0]), torch.tensor([3.0])],
                                                   torch.tensor([1.0, 10.0]), 1.0).item())
+    assert ops.allocator_top() == 0
+
+
+@pytest.fixture(scope="module")
+def torch_packed() -> ModuleType:
+    """configs/torch_ops.yaml's torch_ops_packed (pairsum: a list of tuples, a packed op), built
+    here with its build's KsbindWarnings recorded (each packed binding warns; the suite's
+    filterwarnings would make them errors)."""
+    import warnings
+
+    from ksbind.errors import KsbindWarning
+    from tests.e2e_support import _build
+
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always", KsbindWarning)
+        return _build("torch_ops.yaml", "torch_ops_packed", "bundled")
+
+
+def test_torch_packed_calls_from_inside_its_conversions(torch_packed: ModuleType) -> None:
+    """A packed binding's list of tuples is read in Python (ksbind/torch_runtime.py packs it):
+    a number's conversion that raises, overflows or empties the list gives a clean result."""
+    import torch
+
+    m = torch_packed
+
+    class Raises:
+        def __float__(self) -> float:
+            raise KeyError("mine")
+
+    with pytest.raises(KeyError, match="mine"):
+        m.pairsum([(Raises(), torch.ones(1))])
+    with pytest.raises(OverflowError, match="int too large for ks Float"):
+        m.pairsum([(10**400, torch.ones(1))])
     pairs: list[Any] = []
 
     class Clears:  # empties the list of pairs while it is read
@@ -95,7 +124,5 @@ def test_torch_target_calls_from_inside_its_conversions(torch_ops: ModuleType) -
             return 1.5
 
     pairs.extend([(Clears(), torch.tensor([1.0, 2.0])), (2.0, torch.tensor([0.5]))])
-    # pybind11 reads a list item by item, holding each (owned references): the second pair,
-    # removed before it was read, is not seen (the python target reads a snapshot instead).
-    assert ops.pairsum(pairs).item() == pytest.approx(1.5 * 3.0)
-    assert ops.allocator_top() == 0
+    assert m.pairsum(pairs).item() == pytest.approx(PAIRSUM_AFTER_CLEAR)
+    assert m.allocator_top() == 0

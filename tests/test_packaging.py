@@ -43,10 +43,10 @@ WHEEL_FILES = {
 }
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 # Both modules keep to a stable ABI: the python-target one CPython's (one .abi3.so for every CPython
-# >= 3.10), the torch_stable one PyTorch's (no Python in it at all: .abi3.so too, every torch >= 2.10).
+# >= 3.10), the torch-target one PyTorch's (no Python in it at all: .abi3.so too, every torch >= 2.10).
 COMPILED = {"ks_softsign/_softsign.abi3.so", "ks_softsign/_softsign_torch_torchops.abi3.so"}
 MANYLINUX = re.compile(r"-cp3\d+-cp3\d+-manylinux_2_(\d+)_x86_64\.whl$")
-#: A wheel of python- and torch_stable-target modules only: for every CPython >= 3.10 (tests/test_abi3.py
+#: A wheel of python- and torch-target modules only: for every CPython >= 3.10 (tests/test_abi3.py
 #: runs a python-target one on each).
 ABI3_MANYLINUX = re.compile(r"-cp310-abi3-manylinux_2_(\d+)_x86_64\.whl$")
 KSC_ENV = {"KSC": str(KSC), "KSC_RUNTIME": str(RUNTIME)}
@@ -485,11 +485,11 @@ def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_
 
 
 
-STABLE_MODULE = ('name = "relu3"\ntarget = "TARGET"\nks = ["ks/relu3.ks"]\ncpp = ["ks/relu3.cpp"]\n'
+TORCH_MODULE = ('name = "relu3"\ntarget = "torch"\nks = ["ks/relu3.ks"]\ncpp = ["ks/relu3.cpp"]\n'
                  'bindings = [\n'
                  '  {name = "relu3", function = "[relu3 Float]", vjp = "relu3_vjp", mode = "elementwise"},\n'
                  '  {name = "vrelu3", function = "[vrelu3 (Tensor 1 Float)]", vjp = "vrelu3_vjp"},\n]\n')
-STABLE_CALLS = r"""
+TORCH_CALLS = r"""
 import json, sys, importlib
 import torch
 m = importlib.import_module("PKG.relu3")
@@ -498,7 +498,7 @@ g = x.clone().requires_grad_()
 m.vrelu3(g).sum().backward()
 out = {"file": m.__file__, "runtime": m._runtime.__file__, "relu3": m.relu3(x).tolist(), "vrelu3_grad": g.grad.tolist(),
        "vmap": torch.vmap(m.vrelu3)(x[:6].reshape(2, 3)).tolist(), "op": getattr(getattr(m.vrelu3, "op", None), "_qualified_op_name", ""),
-       "library": [m.extension.__file__] if hasattr(m, "extension") else sorted(m._runtime._libraries.values()),
+       "library": sorted(m._runtime._libraries.values()),
        "ksbind_modules": sorted(k for k in sys.modules if k.split(".")[0] == "ksbind")}
 try:
     import ksbind
@@ -509,14 +509,12 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.parametrize("target", ["torch_stable", "torch"])
-def test_a_torch_module_runs_from_its_wheel_without_ksbind(target: str, fresh_python: Path, tmp_path: Path) -> None:
-    """The wheel holds the wrapper, its stub, its copy of the torch runtime and the compiled part:
-    for torch_stable the op library named as a stable-ABI extension (``.abi3.so``: it holds no
-    Python), so the wheel is tagged abi3; for torch the pybind11 extension, for this CPython.
-    Installed where ksbind is not, the module computes, differentiates and vmaps (torch from
-    this environment)."""
-    package = f"ks_relu3_{target}"
+def test_a_torch_module_runs_from_its_wheel_without_ksbind(fresh_python: Path, tmp_path: Path) -> None:
+    """The wheel holds the wrapper, its stub, its copy of the torch runtime and the op library,
+    named as a stable-ABI extension (``.abi3.so``: it holds no Python), so the wheel is tagged
+    abi3. Installed where ksbind is not, the module computes, differentiates and vmaps (torch
+    from this environment)."""
+    package = "ks_relu3_torch"
     where = tmp_path / "project"
     (where / "ks").mkdir(parents=True)
     (where / package).mkdir()
@@ -527,19 +525,19 @@ def test_a_torch_module_runs_from_its_wheel_without_ksbind(target: str, fresh_py
         '[build-system]\nrequires = ["ksbind"]\nbuild-backend = "ksbind.build_meta"\n'
         f'[project]\nname = "{package.replace("_", "-")}"\nversion = "1.0"\n'
         f'[tool.ksbind]\npackage = "{package}"\n\n'
-        f"[[tool.ksbind.modules]]\n{STABLE_MODULE.replace('TARGET', target)}")
+        f"[[tool.ksbind.modules]]\n{TORCH_MODULE}")
     built_ok(run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
-                  "-w", "dist", "."], where), f"pip wheel ({target})")
+                  "-w", "dist", "."], where), "pip wheel (torch)")
     wheel = wheel_in(where / "dist")
-    compiled = "relu3_torchops.abi3.so" if target == "torch_stable" else f"relu3_ext{SUFFIX}"
-    assert (ABI3_MANYLINUX if target == "torch_stable" else MANYLINUX).search(wheel.name), wheel.name
+    compiled = "relu3_torchops.abi3.so"
+    assert ABI3_MANYLINUX.search(wheel.name), wheel.name
     names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith(f"{package}/") and not n.endswith("/")}
     assert names == {f"{package}/{n}" for n in ("__init__.py", "py.typed", "relu3.py", "relu3.pyi",
                                                   "relu3_ksbind_runtime.py", compiled)}
     with zipfile.ZipFile(wheel) as z:
         assert imports_of(z.read(f"{package}/relu3.py").decode()) == {"."}
     install(fresh_python, "--no-index", str(wheel))
-    out = call(fresh_python, STABLE_CALLS.replace("PKG", package), tmp_path)
+    out = call(fresh_python, TORCH_CALLS.replace("PKG", package), tmp_path)
     venv = str(fresh_python.parent.parent)
     assert out["ksbind"] is None and out["ksbind_modules"] == []
     assert str(out["file"]).startswith(venv) and str(out["runtime"]).startswith(venv)
@@ -549,7 +547,7 @@ def test_a_torch_module_runs_from_its_wheel_without_ksbind(target: str, fresh_py
     assert out["vrelu3_grad"] == pytest.approx([relu3_grad(x) for x in xs], rel=1e-6)
     assert out["vmap"] == [pytest.approx([relu3(x) for x in xs[:3]], abs=1e-7),
                            pytest.approx([relu3(x) for x in xs[3:6]], abs=1e-7)]
-    assert target != "torch_stable" or out["op"] == f"{package}_relu3::vrelu3"  # its full name: unique
+    assert out["op"] == f"{package}_relu3::vrelu3"  # its full name: unique
 
 
 def test_a_wheels_jax_wrapper_without_its_library_is_an_import_error_naming_the_folder(tmp_path: Path) -> None:
@@ -645,8 +643,8 @@ def test_an_extension_is_named_by_what_it_compiles(tmp_path: Path) -> None:
                                                        "ks_softsign._softsign_torch")
     assert top.name == "_softsign_torch_torchops"
     assert python.py_limited_api and torch_ext.py_limited_api  # setuptools names both NAME.abi3.so
-    pybind_torch = KsbindExtension(write_config(tmp_path / "t.yaml", "torch"), package="pkg")
-    assert pybind_torch.name == "pkg.relu3_ext" and not pybind_torch.py_limited_api
+    torch_pkg = KsbindExtension(write_config(tmp_path / "t.yaml", "torch"), package="pkg")
+    assert torch_pkg.name == "pkg.relu3_torchops" and torch_pkg.py_limited_api
     assert python.extra_files() == ["_softsign.pyi", "py.typed"]
     assert top.extra_files() == ["_softsign_torch.pyi", "_softsign_torch.py", "_softsign_torch_ksbind_runtime.py"]
 
@@ -675,8 +673,8 @@ def write_config(path: Path, target: str) -> Path:
 ])
 def test_a_standalone_wrapper_imports_nothing_from_ksbind(package: str | None, runtime_import: str,
                                                           library: str) -> None:
-    """The example's torch_stable wrapper: its runtime's copy, and its library found beside it by
-    extension suffix (a wheel's ``.abi3.so``)."""
+    """The example's torch-target wrapper: its runtime's copy, and its op library found beside it
+    by extension suffix (a wheel's ``.abi3.so``)."""
     from ksbind.pipeline import render_spec
 
     spec = KsbindExtension(EXAMPLE / "ksbind.yaml", module="_softsign_torch").spec
@@ -686,22 +684,6 @@ def test_a_standalone_wrapper_imports_nothing_from_ksbind(package: str | None, r
     assert "from ksbind" not in wrapper and "import ksbind" not in wrapper
     cached = render_spec(spec).files["_softsign_torch.py"]
     assert "from ksbind import torch_runtime as _runtime" in cached and "extension_suffix=False" in cached
-
-
-@pytest.mark.parametrize("package, runtime_import, ext_import", [
-    (None, "import relu3_ksbind_runtime as _runtime", "'relu3_ext'"),
-    ("pkg", "from . import relu3_ksbind_runtime as _runtime", "'pkg.relu3_ext'"),
-])
-def test_a_standalone_torch_target_wrapper_imports_nothing_from_ksbind(package: str | None, runtime_import: str,
-                                                                       ext_import: str, tmp_path: Path) -> None:
-    from ksbind.config import load_config
-    from ksbind.pipeline import render_spec
-
-    (spec,) = load_config(write_config(tmp_path / "t.yaml", "torch"))
-    wrapper = render_spec(spec, standalone=True, package=package).files["relu3.py"]
-    assert runtime_import in wrapper and f"_runtime.extension({ext_import})" in wrapper
-    assert "from ksbind" not in wrapper and "import ksbind" not in wrapper
-    assert "from ksbind import torch_runtime as _runtime" in render_spec(spec).files["relu3.py"]
 
 
 def imports_of(source: str) -> set[str]:

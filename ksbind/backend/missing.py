@@ -1,5 +1,5 @@
-"""Turning the dynamic loader's "undefined symbol: _ZN2ks9my_log$afE..." into the ks
-function a user must define.
+"""Turning the dynamic loader's "undefined symbol: _ZN2ks9my_log$afE..." (or the linker's
+"undefined reference to" it) into the ks function a user must define.
 
 A ks function the module needs (bound, or called by a bound one) whose C++ no
 compiled file defines only shows up when the module is imported. Its mangled
@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from ksbind.errors import BuildError, KsbindError, Location
 from ksbind.lang.model import FunctionDecl
 
-_UNDEFINED = re.compile(r"undefined symbol: (_ZN2ks(\d+)(\S+))")
+#: The dynamic loader's "undefined symbol: _ZN2ks...", or the linker's "undefined reference to
+#: `_ZN2ks...'" (a library linked with --no-undefined --no-demangle: the torch build's).
+_UNDEFINED = re.compile(r"undefined (?:symbol: |reference to [`'])(_ZN2ks(\d+)([^\s']+))")
 
 
 def missing_ks_symbol(message: str) -> str | None:

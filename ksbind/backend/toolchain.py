@@ -207,7 +207,9 @@ def first_error(output: str) -> str:
     """The compiler's first error line, or its first line when none says 'error'."""
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     for ln in lines:
-        if _ERROR_LINE.search(ln):
+        # A link's own error line comes last ("collect2: error: ld returned 1"); what it could not
+        # resolve is the line to show (ksbind/backend/missing.py reads the symbol off it).
+        if _ERROR_LINE.search(ln) or "undefined reference to" in ln:
             return ln
     return lines[0] if lines else ""
 

@@ -65,6 +65,10 @@ from ksbind.spec import ModuleSpec
 CFLAGS = ("-O3", "-std=c++20", "-fPIC", "-fvisibility=hidden", "-fno-trapping-math", "-fno-math-errno",
           "-ffp-contract=off", "-g0", "-DKSBIND_NO_PYTHON=1", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}",
           "-Wno-unused-variable", "-Wno-attributes", *KS_FLAGS)
+#: Link with every symbol resolved: the library needs nothing of Python's, so a symbol left
+#: undefined is a ks function no file defines (an edef without C++). The link names it, mangled,
+#: for ksbind/backend/missing.py to turn into the ks function, instead of an import failing later.
+NO_UNDEFINED = ("-Wl,--no-undefined", "-Wl,--no-demangle")
 UNIT = "torch_stable_unit.cpp"
 ENTRIES = "torch_stable_entries.cpp"
 OPS = "torch_stable_ops.cpp"
@@ -116,7 +120,7 @@ def toolchain(spec: ModuleSpec, plan: StablePlan) -> Toolchain:
     CPU library and c10, found at run time where torch's own are (rpath)."""
     lib = torch_dir() / "lib"
     return Toolchain("torch", compiler(), plan.cflags, ks_include_dirs(spec), (torch_dir() / "include",),
-                     libs=(f"-L{lib}", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{lib}"),
+                     libs=(f"-L{lib}", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{lib}", *NO_UNDEFINED),
                      key_parts=(("torch", plan.torch),))
 
 
