@@ -456,6 +456,9 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     ops: list[OpEntry] = []
     infos: list[StableBinding] = []
     for b in bindings:
+        if b.release_gil == "never":
+            warn(f"{b.location}: binding {b.name!r}: release_gil: never has no effect on the torch target: its "
+                 f"calls are torch ops, and torch's dispatcher releases the GIL for every op call")
         reason = packed_reason(b)
         if reason:
             warn(f"{b.location}: binding {b.name!r} ({b.decl.name}) is not an op with a schema: {reason}; it is a "
