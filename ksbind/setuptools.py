@@ -45,7 +45,7 @@ class KsbindExtension(Extension):
     Its ``name`` is the compiled module's full name: ``PACKAGE.NAME``, or
     ``PACKAGE.NAME_ext`` for the torch target (``PACKAGE.NAME_jaxffi``, a library
     of FFI handlers, for the jax target; ``PACKAGE.NAME_torchops``, a library of
-    torch ops, for the torch_stable target), whose ``PACKAGE.NAME`` is the
+    torch ops, for the torch target), whose ``PACKAGE.NAME`` is the
     generated Python wrapper around it (what users import).
     """
 

@@ -21,7 +21,8 @@ from ksbind.lang.model import FunctionDecl
 from ksbind.settings import Key
 
 #: The config's ``target:`` values. Only the type is written here; what a target does is its
-#: record's (ksbind/codegen/targets/), and tests/test_settings.py checks the two name the same targets.
+#: record's (ksbind/codegen/targets/), and tests/test_settings.py checks the two name the same targets
+#: (``torch_stable``: another name of ``torch``, the codegen package's ALIASES).
 TargetName = Literal["ks", "python", "torch", "torch_stable", "jax"]
 
 #: How a torch- or jax-target binding maps its function over tensors.

@@ -499,7 +499,7 @@ def load_library(path: str, namespace: str, running: str | None = None) -> Any:
 
 def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: Sequence[dict[str, Any]],
                    arena_bytes: int, logging: bool, extension_suffix: bool = False) -> None:
-    """Define a torch_stable module's names in ``namespace`` (its wrapper's globals): load
+    """Define a torch module's names in ``namespace`` (its wrapper's globals): load
     its op library ``lib`` (beside the wrapper), configure it, and make each binding a
     function over its ops ``torch.ops.LIBRARY.NAME`` (fake kernel, autograd from the vjp,
     batching rule) and ``_direct_NAME`` (the same kernel, for calls that need none of those).
@@ -639,7 +639,8 @@ def _leaf_value(leaf: dict[str, Any], value: Any, binding: str, lists: str = "st
                 return torch.stack(list(value))  # a list of tensors has no one memory to view: stacked (a copy)
             except RuntimeError as e:
                 raise ValueError(f"{binding}(): argument '{where}': a list of tensors of different shapes (ragged) "
-                                 f"is not taken on the torch_stable target: {e}") from None
+                                 f"cannot be stacked for a traced call (torch.compile, torch.export: the op takes "
+                                 f"one stacked tensor): {e}") from None
         raise TypeError(f"{binding}(): argument '{where}': expected a torch.Tensor, got {type(value).__name__}")
     if isinstance(value, torch.Tensor):
         if kind == "zero_dim":
@@ -1069,11 +1070,11 @@ def _stable_vjp_function(ops: Any, b: dict[str, Any], ragged: Callable[..., Any]
 
 # A binding whose values no op schema can say (a string result, a list of tuples...) has ops
 # over Tensor[] both ways; its values are packed depth first, as ksbind/torch_stable.h's
-# Unpacker reads them and its pack writes them. Specs: ksbind/codegen/targets/torch_stable.py,
+# Unpacker reads them and its pack writes them. Specs: ksbind/codegen/targets/torch.py,
 # pack_spec.
 _PACK_DTYPES = {"float32": torch.float32, "int32": torch.int32, "bool": torch.bool}
 #: The packed ops beside a binding's ops that has tensors of tensors (see _ragged_router):
-#: ksbind/codegen/targets/torch_stable.py's RAGGED_PREFIX.
+#: ksbind/codegen/targets/torch.py's RAGGED_PREFIX.
 _RAGGED_PREFIX = "_packed_"
 
 
