@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor  # torch imports it itself
 from torch.torch_version import TorchVersion
 
 #: torch leaves broadcast_shapes untyped.
@@ -651,6 +652,9 @@ def _leaf_value(leaf: dict[str, Any], value: Any, binding: str, lists: str = "st
                 raise TypeError(f"{binding}(): argument '{where}': expected a number or a 0-dimensional floating "
                                 f"tensor for ks Float, got a {value.dtype} tensor")
             return value if value.dtype == torch.float32 else value.to(torch.float32)  # differentiable
+        refusal = _refusal(binding, where, value)  # .item() of a meta or fake tensor has no value to give
+        if refusal is not None:
+            raise refusal
         value = value.item()
     if kind in ("zero_dim", "float"):
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _FLT_MAX:
@@ -988,6 +992,10 @@ def _refusal(name: str, where: str, v: Any) -> BaseException | None:
         if v.layout != torch.strided:
             return ValueError(f"{name}(): argument '{where}': expected a dense (strided) tensor, got "
                               f"{v.layout}")
+        if isinstance(v, FakeTensor) and torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is None:
+            return TypeError(f"{name}(): argument '{where}': expected a tensor with data, got a FakeTensor outside "
+                             f"its FakeTensorMode (call inside the mode, or trace the call with torch.compile or "
+                             f"torch.export)")
     return None
 
 
