@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ksbind.codegen.targets import TARGETS, get_target
+from ksbind.codegen.targets import ALIASES, TARGETS, get_target
 from ksbind.config import MODULE_NAME_PATTERN
 from ksbind.lang.identifiers import CPP_KEYWORDS
 from ksbind.lang.types import MAX_RANK
@@ -69,6 +69,7 @@ def schema_text() -> str:
 def _needs_target_with(key: str, flag: str) -> dict[str, Any]:
     """``key`` is allowed only when the module's target record sets ``flag``."""
     targets = [name for name, t in TARGETS.items() if getattr(t, flag)]
+    targets += [alias for alias, name in ALIASES.items() if name in targets]  # another name of one of them
     default = next(s.default for s in settings_of(ModuleSpec) if s.key == "target")
     then: dict[str, Any] = {"properties": {"target": {"enum": targets}}}
     if not getattr(get_target(default), flag):

@@ -191,7 +191,9 @@ class ModuleSpec:
         "identifier", "The Python module name. Letters, digits and `_`, not starting with a digit, not a C++ or "
         "Python keyword, no `__`.", required="the Python module name", label="module name", expected="a string")]
     config_path: Path
-    target: Annotated[TargetName, Key("choice", "How values cross into Python (below).")] = "ks"
+    target: Annotated[TargetName, Key("choice", "How values cross into Python (below). `torch_stable`: another "
+                                      "name of `torch` (its name as a preview).",
+                                      type_doc="`ks` | `python` | `torch` | `jax`")] = "ks"
     ks_files: Annotated[tuple[Path, ...], Key(
         "paths", "`.ks` or `.kso` files to read declarations from. Each must be a regular UTF-8 file. With "
         "`ksc:`, the `.ks` files are compiled by ksc instead (see [ksc.md](ksc.md)).", key="ks",
@@ -221,7 +223,8 @@ class ModuleSpec:
         "paths", "Template override directories, searched before the built-ins (see "
         "[templates.md](templates.md)). Each must exist.", must_exist="dir", type_doc="directory or list")] = ()
     torch_library: Annotated[str | None, Key(
-        "identifier", "torch target only: also register the bindings as `torch.ops.NAME.*`.",
+        "identifier", "torch target only: the namespace of the bindings' ops, `torch.ops.NAME.*` (default: the "
+        "module's name; in a wheel its full import name with `_` for `.`).",
         expected="an identifier")] = None
     arena_bytes: Annotated[int, Key(
         "count", "Size of the allocator arena ks functions allocate from. The environment variable "

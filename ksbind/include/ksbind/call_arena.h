@@ -113,7 +113,7 @@ using mark_t = decltype(std::declval<ks::allocator&>().mark());
 
 // An arena of some size, made again at another size only when nothing views
 // it. Each thread's call arena (ThreadArena, below) is one, and so is each of
-// ATen's worker threads' arena (ksbind/torch.h, worker_allocator).
+// ATen's worker threads' arena (ksbind/elementwise_loops.h).
 struct SizedArena {
     std::unique_ptr<ks::allocator> alloc;
     size_t bytes = 0;

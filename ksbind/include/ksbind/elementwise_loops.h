@@ -1,7 +1,7 @@
-// The torch targets' loops over raw pointers (ksbind/torch.h over ATen's tensors,
-// ksbind/torch_stable.h over the stable ABI's): the broadcast of the inputs' shapes, the
+// The torch target's loops over raw pointers (ksbind/torch_stable.h gives them the stable
+// ABI's tensors and its thread pool, parallel_chunks): the broadcast of the inputs' shapes, the
 // elementwise loops, the worker threads' arenas and the vmap mode's steps, which touch no
-// tensor. Each header gives its own thread pool (parallel_chunks). Plain C++: no tensor library.
+// tensor. Plain C++: no tensor library.
 #pragma once
 
 #include <knossos.h>

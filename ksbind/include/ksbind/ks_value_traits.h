@@ -1,6 +1,6 @@
-// What the torch targets' converters ask of a ks value's type (ksbind/torch.h, over ATen's
-// tensors; ksbind/torch_stable.h, over the stable ABI's): plain C++ over ks types, no
-// tensor library. Its own header so that each trait is defined once.
+// What the torch target's converters (ksbind/torch_stable.h, over the stable ABI's tensors) ask
+// of a ks value's type: plain C++ over ks types, no tensor library, kept apart from the tensor
+// code that uses it.
 #pragma once
 
 #include <knossos.h>

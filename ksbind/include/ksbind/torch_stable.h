@@ -1,7 +1,7 @@
-// The torch_stable target's C++: its ops are kernels on PyTorch's LibTorch stable ABI
+// The torch target's C++: its ops are kernels on PyTorch's LibTorch stable ABI
 // (torch/csrc/stable/, torch/headeronly/, the C shim), so the library needs no
 // libtorch_python, no pybind11 and no Python.h, and one build runs on every torch from
-// the one it targets (TORCH_TARGET_VERSION, set by ksbind/backend/torch_stable_build.py).
+// the one it targets (TORCH_TARGET_VERSION, set by ksbind/backend/torch_build.py).
 //
 //   view<T>(tensor, "name")          a ks tensor viewing a CPU tensor's own data (no copy)
 //                                    when its dtype and rank match; made contiguous first
@@ -11,7 +11,7 @@
 //   flat(value)                      a ks result as the op returns it: one Tensor per leaf,
 //                                    in a std::tuple (Python re-nests them, ksbind/torch_runtime.py)
 //
-// The elementwise and vmap loops are ksbind/torch.h's, over stable tensors, run on ATen's
+// The elementwise and vmap loops are elementwise_loops.h's, over stable tensors, run on ATen's
 // thread pool through torch::stable::parallel_for and compiled per CPU capability.
 //
 // Errors name the argument. torch turns the C++ exceptions into Python's: invalid_argument
