@@ -1,9 +1,10 @@
 """End to end: the torch target on structured values.
 
 Tensors of tensors (one stacked tensor, viewed row by row, or a ragged list),
-tensors of tuples (lists of tuples), numbers as 0-dim tensors, and autograd
-through all of it, on the functions of examples/nested (bound in both modules
-of configs/torch_ops.yaml, built once per session and runtime).
+numbers as 0-dim tensors, and autograd through all of it, on the functions of
+examples/nested (bound in the torch_ops and torch_ops_lib modules of
+configs/torch_ops.yaml, built once per session and runtime). Tensors of tuples
+(lists of tuples: packed ops) are in tests/test_torch_ops.py.
 """
 from __future__ import annotations
 
@@ -65,15 +66,6 @@ def test_rank_three_nesting(ops: ModuleType) -> None:
     assert ops.cube_sum(ragged).item() == 12.0
 
 
-def test_lists_of_tuples_in_and_out(ops: ModuleType) -> None:
-    pairs = [(2.0, torch.tensor([1.0, 2.0])), (torch.tensor(0.5), torch.tensor([3.0]))]
-    assert ops.pairsum(pairs).item() == pytest.approx(7.5)
-    numbered = ops.numbered([torch.ones(2), torch.zeros(1)])
-    assert isinstance(numbered, list) and len(numbered) == 2
-    index, row = numbered[1]
-    assert index.dtype == torch.int32 and index.dim() == 0 and index.item() == 1 and row.tolist() == [0.0]
-
-
 @pytest.mark.parametrize("call, error, words", [
     (lambda m: m.rowsums(torch.zeros(3, 4, dtype=torch.float64)), TypeError, ["torch.float32", "(Tensor 1 (Tensor 1 Float))"]),
     (lambda m: m.rowsums(torch.zeros(3)), ValueError, ["2-dimensional"]),
@@ -81,7 +73,6 @@ def test_lists_of_tuples_in_and_out(ops: ModuleType) -> None:
     (lambda m: m.rowsums([torch.zeros(2), "x"]), TypeError, ["rowsums"]),
     (lambda m: m.weighted(torch.zeros(2, 2), torch.zeros(2), torch.zeros(2)), ValueError, ["'arg2'", "0-dimensional"]),
     (lambda m: m.weighted(torch.zeros(2, 2), torch.zeros(2), torch.tensor(1)), TypeError, ["'arg2'", "floating"]),
-    (lambda m: m.pairsum([(1.0,)]), TypeError, ["pairsum"]),
 ])
 def test_bad_structured_arguments_raise(ops: ModuleType, call: Any, error: type, words: list[str]) -> None:
     with pytest.raises(error) as info:
@@ -137,8 +128,6 @@ def test_gradcheck_nested_tuple_and_ragged(ops: ModuleType) -> None:
     assert gradcheck32(ops.weighted, rows, w, a)
     r0, r1 = torch.randn(2, requires_grad=True), torch.randn(3, requires_grad=True)
     assert gradcheck32(lambda x, y: ops.rowsums([x, y]), r0, r1)
-    v0, s0 = torch.randn(3, requires_grad=True), torch.tensor(0.5, requires_grad=True)
-    assert gradcheck32(lambda v, s: ops.pairsum([(s, v), (1.0, v * 2)]), v0, s0)  # (Vec (Tuple Float (Vec Float)))
     assert gradcheck32(lambda v: sum(p.sum() * (i + 1) for i, p in enumerate(ops.prefixes(v))),
                        torch.randn(4, requires_grad=True))
     assert gradcheck32(ops.cube_sum, torch.randn(2, 2, 3, requires_grad=True))
@@ -162,7 +151,11 @@ def test_library_ops_for_scalar_tuple_and_nested_results(torch_lib: ModuleType, 
     total, running = ns.stats(torch.tensor([1.0, 2.0]))
     assert total.dim() == 0 and total.item() == 3.0 and running.tolist() == [1.0, 3.0]
     rows, w = torch.randn(3, 2, requires_grad=True), torch.rand(3, requires_grad=True)
-    for op, args in [(ns.weighted.default, (rows, w, 1.5)), (ns.cube_sum.default, (torch.randn(2, 3, 2, requires_grad=True),)),
+    # The op of a binding with a vjp takes a Float as a 0-dim tensor (schema `Tensor`), which
+    # autograd can give a gradient; m.weighted takes a number too.
+    a = torch.tensor(1.5, requires_grad=True)
+    torch.testing.assert_close(torch_lib.weighted(rows, w, 1.5), ns.weighted(rows, w, a))
+    for op, args in [(ns.weighted.default, (rows, w, a)), (ns.cube_sum.default, (torch.randn(2, 3, 2, requires_grad=True),)),
                      (ns.split_stats.default, (torch.randn(4, requires_grad=True),)),
                      (ns.stats.default, (torch.randn(3),))]:
         result = torch.library.opcheck(op, args)
@@ -170,18 +163,21 @@ def test_library_ops_for_scalar_tuple_and_nested_results(torch_lib: ModuleType, 
 
 
 def test_scalar_result_ops_under_torch_compile_fullgraph(torch_lib: ModuleType, ns: Any) -> None:
-    def f(rows: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    def f(rows: torch.Tensor, w: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
         total, count, twice = ns.split_stats(w)
-        return ns.weighted(rows, w, 2.0) + total * count + twice.sum() + ns.cube_sum(rows[None])
+        return (ns.weighted(rows, w, a) + torch_lib.weighted(rows, w, 2.0) + total * count + twice.sum()
+                + ns.cube_sum(rows[None]))
 
     torch._dynamo.reset()
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
     rows, w = torch.randn(3, 2, requires_grad=True), torch.rand(3, requires_grad=True)
-    r2, w2 = rows.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
-    out, expected = compiled(rows, w), f(r2, w2)
+    a = torch.tensor(2.0, requires_grad=True)
+    r2, w2, a2 = (t.detach().clone().requires_grad_() for t in (rows, w, a))
+    out, expected = compiled(rows, w, a), f(r2, w2, a2)
     assert out.dim() == 0
     torch.testing.assert_close(out, expected)
     out.backward()
     expected.backward()
     torch.testing.assert_close(rows.grad, r2.grad)
     torch.testing.assert_close(w.grad, w2.grad)
+    torch.testing.assert_close(a.grad, a2.grad)
