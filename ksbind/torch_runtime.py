@@ -1110,7 +1110,7 @@ def _pack(spec: Any, value: Any, where: str, binding: str, out: list[torch.Tenso
         if isinstance(value, torch.Tensor) and value.dim() > 0:
             items: Sequence[Any] = value.unbind(0)  # a stacked tensor: its rows (views)
         elif isinstance(value, (list, tuple)):
-            items = value
+            items = tuple(value)  # one snapshot: a conversion below may change the list
         else:
             raise TypeError(f"{binding}(): argument '{where}': expected a list (or a stacked tensor), got "
                             f"{type(value).__name__}")
