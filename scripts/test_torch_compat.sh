@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The torch targets' compatibility test: modules built on .venv (torch 2.13.0)
-# are imported and run, without rebuilding, from a venv with torch 2.14.1
-# (scripts/torch_compat.py says what is checked), and so is a hand-written
-# stable-ABI op built there; then examples/package's wheel (torch>=2.10) is
+# The torch target's compatibility test: its modules (op libraries on PyTorch's
+# stable ABI) built on .venv (torch 2.13.0) are imported and run, without
+# rebuilding, from a venv with torch 2.14.1 (scripts/torch_compat.py says what is
+# checked), and so is a hand-written stable-ABI op built there; then examples/package's wheel (torch>=2.10) is
 # installed in a fresh venv with torch 2.14.1 and run. The venv lives outside the
 # clone (KSBIND_TORCH_COMPAT_VENV, default ~/.cache/ksbind-ci/torch-2.14.1), so
 # a machine that runs CI again reuses it: torch 2.14.1 is a 5.5 GB CUDA build
@@ -22,14 +22,14 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # KSBIND_TORCH_COMPAT_CACHE: a build cache to build in (scripts/test.sh passes its
 # pytest session's, where the same modules are built already); else a new one.
-KSBIND_PCH=0 .venv/bin/python scripts/torch_compat.py build "$out" "${KSBIND_TORCH_COMPAT_CACHE:-$out/cache}"
+.venv/bin/python scripts/torch_compat.py build "$out" "${KSBIND_TORCH_COMPAT_CACHE:-$out/cache}"
 # A hand-written op on torch's stable ABI (benchmarks/stable_vrelu3.cpp), built for torch >= 2.10
 # against 2.13.0's headers: the check loads it under 2.14.1 too.
 .venv/bin/python -m benchmarks.stable_op --build-to "$out" >/dev/null
 # ksbind from this tree on sys.path for the wrappers' runtime (ksbind/torch_runtime.py);
 # nothing is built there.
 PYTHONPATH="$PWD" "$venv/bin/python" scripts/torch_compat.py check "$out"
-# examples/package's wheel (its torch module on the stable ABI, `torch>=2.10`), built here under
+# examples/package's wheel (its torch-target module, `torch>=2.10`), built here under
 # torch 2.13.0, installed with pip in a fresh venv whose one package is torch 2.14.1 (linked from
 # the venv above, by a .pth: no ksbind, no compiler needed there), and run.
 cp -r examples/package "$out/package"
