@@ -421,7 +421,7 @@ def test_bad_ksbind_jobs_is_a_build_error(tmp_path: Path, monkeypatch: pytest.Mo
 #: Every header name ksbind has or had: its own (ksbind/*.h) and the old flat ones,
 #: some of which ksc's runtime folder also has.
 OLD_HEADER_NAMES = ("knossos-entry-points.h", "knossos-pybind.h", "ksbind-python.h", "ksbind-torch.h",
-                    "knossos-entry-points-python.h", "knossos-entry-points-torch.h")
+                    "knossos-entry-points-python.h", "knossos-entry-points-torch.h", "torch.h", "torch_pybind.h")
 
 
 def _preprocessed_headers(cmd: list[str], src: Path) -> list[Path]:
@@ -437,10 +437,7 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
     ksbind header, old names included, each an #error: the generated code of every
     target still reaches only ksbind's own headers (included as <ksbind/...>). And
     ksbind's include folder holds nothing but ksbind/, so it shadows no runtime file."""
-    import sysconfig
-
     from ksbind.backend.native import compile_plan
-    from ksbind.backend.toolchain import KS_FLAGS
     from ksbind.codegen.output import write_generated
     from ksbind.pipeline import render_spec
     from ksbind.spec import RuntimeSpec
@@ -455,29 +452,18 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
     specs = {s.name: s for s in ksbind.load_config(REPO / "configs" / "examples.yaml")}
     torch_spec = next(s for s in ksbind.load_config(REPO / "configs" / "torch_ops.yaml") if s.name == "torch_ops")
     jax_spec = ksbind.load_config(REPO / "configs" / "relu3_jax.yaml")[0]
-    stable_spec = ksbind.load_config(REPO / "configs" / "torch_stable.yaml")[0]
     reached: set[Path] = set()
-    for spec in [specs["examples_ks"], specs["examples_python"], torch_spec, jax_spec, stable_spec]:
+    for spec in [specs["examples_ks"], specs["examples_python"], torch_spec, jax_spec]:
         spec = dataclasses.replace(spec, runtime=RuntimeSpec(False, (runtime,), ()), output=tmp_path / spec.name)
         generated = write_generated(spec.output, render_spec(spec))
         if spec.target == "torch":
             pytest.importorskip("torch")
-            from torch.utils import cpp_extension
+            from ksbind.backend.torch_build import stable_plan
+            from ksbind.backend.torch_build import toolchain as torch_toolchain
 
-            from ksbind.backend.torch_build import include_dirs_for
-
-            dirs = [*include_dirs_for(spec), *map(Path, cpp_extension.include_paths()),
-                    Path(sysconfig.get_paths()["include"])]
-            cmd = ["g++", "-std=c++17", *KS_FLAGS, *(f"-I{d}" for d in dirs)]
-            units = [p for p in generated if p.suffix == ".cpp"]
-        elif spec.target == "torch_stable":
-            pytest.importorskip("torch")
-            from ksbind.backend.torch_stable_build import stable_plan
-            from ksbind.backend.torch_stable_build import toolchain as stable_toolchain
-
-            tc = stable_toolchain(spec, stable_plan(spec))
-            assert tc.include_dirs[:2] == (runtime, INCLUDE_DIR)
-            cmd = ["g++", *tc.cflags, *tc.include_flags(), f"-I{spec.output}"]
+            tc = torch_toolchain(spec, stable_plan(spec))
+            assert tc.include_dirs[:2] == (runtime, INCLUDE_DIR)  # the runtime's folder first, then ksbind's
+            cmd = ["g++", *tc.cflags, *tc.include_flags()]
             units = [p for p in generated if p.suffix == ".cpp"]
         elif spec.target == "jax":
             pytest.importorskip("jax")

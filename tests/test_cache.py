@@ -28,7 +28,7 @@ import pytest
 from ksbind._version import __version__
 from ksbind.cache import entries, manifest
 from ksbind.cache.entries import CacheEntry
-from ksbind.cache.keys import extension_suffix, file_sha256
+from ksbind.cache.keys import file_sha256
 from ksbind.cache.locks import build_lock, try_lock
 from ksbind.cache.maintenance import DEFAULT_MAX_BYTES, cache_max_bytes, evict, format_size, scan
 from ksbind.cache.manifest import MANIFEST
@@ -50,8 +50,10 @@ def fresh_process_state(monkeypatch: pytest.MonkeyPatch) -> None:
 def fake_entry(root: Path, name: str, size: int = 10_000, days_unused: float = 0.0, target: str = "ks",
                extra: dict[str, str] | None = None) -> CacheEntry:
     """An entry installed the way the backends install one (lock, is_built,
-    files the build puts first, install), holding random bytes as its module."""
-    entry = CacheEntry(root, name, hashlib.sha256(name.encode()).hexdigest(), target=target)
+    files the build puts first, install), holding random bytes as its module
+    (a torch entry's: its op library, NAME_torchops.so)."""
+    suffix = ".so" if target == "torch" else None
+    entry = CacheEntry(root, name, hashlib.sha256(name.encode()).hexdigest(), suffix=suffix, target=target)
     built_file = root.parent / f"{name}.built"
     built_file.write_bytes(os.urandom(size))
     with entry.lock():
@@ -91,12 +93,12 @@ def test_manifest_lists_what_the_entry_installed(tmp_path: Path) -> None:
     (rewritten on every build) nor hidden temp files."""
     root = tmp_path / "cache"
     before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-    entry = fake_entry(root, "m_ext", target="torch",
-                       extra={"m.py": "import m_ext\n", "m.pyi": "def f() -> None: ...\n",
-                              "m_ext.pyi": "stub\n", ".m.py.123.tmp": "half"})
+    entry = fake_entry(root, "m_torchops", target="torch",
+                       extra={"m.py": "import torch\n", "m.pyi": "def f() -> None: ...\n",
+                              "m_torchops.pyi": "stub\n", ".m.py.123.tmp": "half"})
     manifest = json.loads(entry.manifest_path.read_text())
     assert manifest["format"] == 1
-    assert (manifest["module"], manifest["key"], manifest["target"]) == ("m_ext", entry.key, "torch")
+    assert (manifest["module"], manifest["key"], manifest["target"]) == ("m_torchops", entry.key, "torch")
     assert manifest["ksbind"] == __version__
     created = datetime.datetime.fromisoformat(manifest["created"])
     assert before <= created <= datetime.datetime.now(datetime.timezone.utc)
@@ -105,7 +107,7 @@ def test_manifest_lists_what_the_entry_installed(tmp_path: Path) -> None:
         data = (entry.dir / fname).read_bytes()
         assert info == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     assert entry.check() == ("ok", "")
-    (entry.dir / "m_ext.pyi").write_text("a new stub\n")  # not part of the entry's record
+    (entry.dir / "m_torchops.pyi").write_text("a new stub\n")  # not part of the entry's record
     assert entry.is_built()
 
 
@@ -407,7 +409,7 @@ def test_cache_list_and_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     root = tmp_path / "cache"
     monkeypatch.setenv("KSBIND_CACHE_DIR", str(root))
     old = fake_entry(root, "old_ext", days_unused=10)
-    new = fake_entry(root, "new_torch_ext", size=20_000, target="torch", extra={"new_torch.py": "x = 1\n"})
+    new = fake_entry(root, "new_torch_torchops", size=20_000, target="torch", extra={"new_torch.py": "x = 1\n"})
     ksc = root / "ksc-relu3-0123456789abcdef"
     ksc.mkdir()
     for name in ("ksc.json", "relu3.kso", "relu3.cpp"):
@@ -429,7 +431,7 @@ def test_cache_list_and_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["MODULE", "KEY", "KIND", "SIZE", "LAST", "USED"]
     rows = [line.split() for line in lines[1:-1]]
-    assert [r[:3] for r in rows] == [["new_torch_ext", new.key[:16], "torch"], ["old_ext", old.key[:16], "ks"],
+    assert [r[:3] for r in rows] == [["new_torch_torchops", new.key[:16], "torch"], ["old_ext", old.key[:16], "ks"],
                                      ["relu3", "0123456789abcdef", "ksc"],
                                      ["ks_fedcba9876543210", "fedcba9876543210", "load_ks"]]  # latest use first
     new_size = format_size(sum(f.stat().st_size for f in new.dir.iterdir()))
@@ -447,7 +449,7 @@ def test_cache_list_and_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
     assert main(["cache", "clean", "--all"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"removed {new.dir.name} (new_torch_ext, {new_size}, last used ")
+    assert out[0].startswith(f"removed {new.dir.name} (new_torch_torchops, {new_size}, last used ")
     assert out[-1].endswith(f"(1 entry removed) in {root}")
     assert list(root.iterdir()) == []
     assert main(["cache", "list"]) == 0
@@ -507,7 +509,10 @@ def private_copy(entry_dir: Path, cache: Path) -> CacheEntry:
     """A copy of a session cache entry in a cache of the test's own (never the session's files)."""
     shutil.copytree(entry_dir, cache / entry_dir.name)
     manifest = json.loads((cache / entry_dir.name / MANIFEST).read_text())
-    entry = CacheEntry(cache, manifest["module"], manifest["key"])
+    # The module's file names its suffix: an extension's, or a torch op library's .so.
+    [module_file] = [f for f in manifest["files"] if f.startswith(manifest["module"] + ".")
+                     and not f.endswith((".py", ".pyi"))]
+    entry = CacheEntry(cache, manifest["module"], manifest["key"], suffix=module_file[len(manifest["module"]):])
     os.utime(entry.manifest_path)  # used now, as the session's entry was
     assert entry.check() == ("ok", "")
     return entry
@@ -619,13 +624,12 @@ print(float(m.relu3(torch.tensor([2.0]))[0]))
 
 def test_torch_entries_are_verified_too(tmp_path: Path) -> None:
     """The torch backend's entry records its wrapper NAME.py and stub NAME.pyi with
-    the extension; an edited wrapper makes it rebuild (here: reach its compile)."""
+    the op library; an edited wrapper makes it rebuild (here: reach its compile)."""
     pytest.importorskip("torch")
     wrapper = Path(str(built("relu3_torch.yaml").__file__))
     manifest = json.loads((wrapper.parent / MANIFEST).read_text())
-    ext = f"relu3_torch_ext{extension_suffix()}"
-    assert set(manifest["files"]) == {"relu3_torch.py", "relu3_torch.pyi", ext}
-    assert (manifest["module"], manifest["target"]) == ("relu3_torch_ext", "torch")
+    assert set(manifest["files"]) == {"relu3_torch.py", "relu3_torch.pyi", "relu3_torch_torchops.so"}
+    assert (manifest["module"], manifest["target"]) == ("relu3_torch_torchops", "torch")
     cache = tmp_path / "cache"
     entry = private_copy(wrapper.parent, cache)
     code = TORCH_BUILD.format(repo=str(REPO), config=str(REPO / "configs" / "relu3_torch.yaml"), cache=str(cache))
@@ -637,7 +641,7 @@ def test_torch_entries_are_verified_too(tmp_path: Path) -> None:
         f.write("raise ImportError('a damaged wrapper')\n")
     damaged = run_python(code, cwd=tmp_path)
     assert damaged.returncode == 3 and damaged.stdout.strip() == "COMPILE", damaged.stderr
-    assert "relu3_torch_ext: the cached build" in damaged.stderr and "relu3_torch.py has" in damaged.stderr
+    assert "relu3_torch_torchops: the cached build" in damaged.stderr and "relu3_torch.py has" in damaged.stderr
     assert not entry.dir.exists()  # moved out of the way for the rebuild
 
 

@@ -187,8 +187,8 @@ def test_fast_math_rownorm_is_a_softmax_on_every_capability(rownorm_fast: Module
 
 
 def test_fast_math_flags_reach_only_the_users_ks_code(tmp_path: Path) -> None:
-    """The units holding the user's C++ get FAST_MATH_FLAGS; pybind11's and ksbind's
-    conversions (module.cpp, the python target's generated unit) never do."""
+    """The units holding the user's C++ get FAST_MATH_FLAGS; ksbind's conversions (the torch
+    target's op registration, the python target's generated unit) never do."""
     import dataclasses
 
     from ksbind import load_config
@@ -201,13 +201,14 @@ def test_fast_math_flags_reach_only_the_users_ks_code(tmp_path: Path) -> None:
     [spec] = load_config(REPO / "configs" / "torch_rownorm_fast.yaml")
     spec = dataclasses.replace(spec, output=tmp_path / "torch")
     generated = write_generated(spec.output, render_spec(spec))
-    tc = build_torch.toolchain(build_torch.include_dirs_for(spec), *build_torch.flags())
-    units = {u.source.name: u for u in build_torch.torch_units(spec, generated, tc, "m_ext", None)}
-    assert set(FAST_MATH_FLAGS) <= set(units["ks_unit.cpp"].flags)
-    assert not set(FAST_MATH_FLAGS) & set(units["module.cpp"].flags)
+    units = {u.source.name: u for u in build_torch.stable_units(spec, generated, None)}
+    assert set(FAST_MATH_FLAGS) <= set(units[build_torch.UNIT].flags)
+    assert not set(FAST_MATH_FLAGS) & set(units[build_torch.OPS].flags)
     strict = dataclasses.replace(spec, fast_math=False)
-    assert not any(set(FAST_MATH_FLAGS) & set(u.flags) for u in build_torch.torch_units(strict, generated, tc, "m_ext", None))
-    assert build_torch.module_key(spec, render_spec(spec)) != build_torch.module_key(strict, render_spec(strict))
+    assert not any(set(FAST_MATH_FLAGS) & set(u.flags) for u in build_torch.stable_units(strict, generated, None))
+    torch_plan = build_torch.stable_plan(spec)
+    assert (build_torch.cache_key(spec, render_spec(spec), torch_plan)
+            != build_torch.cache_key(strict, render_spec(strict), torch_plan))
 
     python = dataclasses.replace(spec, target="python", output=tmp_path / "python")
     plan = compile_plan(python, write_generated(python.output, render_spec(python)))

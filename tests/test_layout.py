@@ -167,10 +167,6 @@ def test_cpp_types_are_defined_once() -> None:
         for name in dict.fromkeys(definition.findall(h.read_text())):
             where.setdefault(name, []).append(h.name)
     twice = {n: hs for n, hs in where.items() if len(hs) > 1}
-    # The loops' tensor holders, over ATen's tensors (torch.h) and the stable ABI's (torch_stable.h):
-    # two while both torch targets exist; what holds no tensor is shared (ks_value_traits.h,
-    # elementwise_loops.h).
-    assert {n: hs for n, hs in twice.items() if hs != ["torch.h", "torch_stable.h"]} == {}
-    assert set(twice) <= {"BatchedScalar", "ScalarStacker"}, twice
+    assert twice == {}
     assert where["is_tensor"] == ["entry_points.h"]
     assert where["SizedArena"] == ["call_arena.h"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import ksbind
-from ksbind.errors import KsbindError
+from ksbind.errors import KsbindError, KsbindWarning
 from ksbind.lang.model import FunctionDecl, StructuredName
 from ksbind.lang.types import TensorType, TupleType
 from ksbind.pipeline import prepare
@@ -95,7 +96,8 @@ def test_singleton_tuple_quirk(name: str, t: ksbind.KsType) -> None:
 
 # ------------------------------------------------------------ random configs
 
-#: What the torch target carries: tensors of Float/Integer/Bool only (it rejects the rest clearly).
+#: What the torch target carries: tensors of Float/Integer/Bool only (it rejects the rest clearly),
+#: numbers, strings and tuples (a String result is a packed op, with a warning).
 torch_types = st.recursive(
     st.sampled_from([ksbind.parse_type(t) for t in ("Float", "Integer", "Bool", "String")])
     | st.builds(TensorType, st.integers(1, 4), st.sampled_from([ksbind.parse_type(t) for t in
@@ -136,7 +138,13 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_random_valid_configs_render(scratch: Path, config: dict) -> None:
     path = scratch / "random.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    [module] = prepare(path, out_dir=scratch / "out")  # renders everything in memory
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        [module] = prepare(path, out_dir=scratch / "out")  # renders everything in memory
+    # The only warning: a torch binding whose values no op schema can say (a String result) is packed.
+    said = [str(w.message) for w in caught]
+    assert all(issubclass(w.category, KsbindWarning) for w in caught) and all(
+        "is not an op with a schema" in m for m in said), said
     files = module.rendered.files
     assert files and all(text.strip() for text in files.values())
     for b in config.get("bindings", []):

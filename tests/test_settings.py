@@ -17,7 +17,7 @@ import yaml
 
 from ksbind import config, settings, spec
 from ksbind.cli import main
-from ksbind.codegen.targets import TARGETS
+from ksbind.codegen.targets import ALIASES, TARGETS
 from ksbind.errors import ConfigError
 from ksbind.schema import SCHEMA_FILE, TABLES, config_schema, schema_text, with_tables
 
@@ -71,8 +71,11 @@ def validator() -> jsonschema.Draft7Validator:
 
 
 def test_target_names_are_the_target_records() -> None:
-    """spec.TargetName is the type of ``target:``; the records are what each target is."""
-    assert typing.get_args(spec.TargetName) == tuple(TARGETS)
+    """spec.TargetName is the type of ``target:``: the records' names (what each target is) and
+    the other names a config may give one of them."""
+    names = typing.get_args(spec.TargetName)
+    assert tuple(n for n in names if n not in ALIASES) == tuple(TARGETS)
+    assert set(names) - set(TARGETS) == set(ALIASES) and set(ALIASES.values()) <= set(TARGETS)
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=lambda r: r.__name__)
@@ -119,7 +122,7 @@ def test_schema_names_every_key_and_choice() -> None:
     defs = config_schema()["definitions"]
     assert list(defs["module"]["properties"]) == list(config.MODULE_KEYS)
     assert list(defs["binding"]["properties"]) == list(config.BINDING_KEYS)
-    assert defs["module"]["properties"]["target"]["enum"] == list(TARGETS)
+    assert defs["module"]["properties"]["target"]["enum"] == list(typing.get_args(spec.TargetName))
     assert defs["binding"]["properties"]["mode"]["enum"] == list(spec.MODES)
     assert defs["module"]["properties"]["layout"]["default"] == "split"
 

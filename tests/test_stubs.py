@@ -243,7 +243,7 @@ def test_stub_declares_the_support_table(target: TargetName) -> None:
     assert ("this thread's arena" in (ast.get_docstring(fns["allocator_top"]) or "")) == (arena == "thread")
 
 
-@pytest.mark.parametrize("target", ["ks", "python", "torch"])
+@pytest.mark.parametrize("target", ["ks", "python"])
 def test_module_registers_the_support_table(target: TargetName) -> None:
     """The generated module registers each support function from the table: its C++ function for the
     target's arena and its doc (the built modules' docstrings: test_stub_matches_the_built_modules)."""
@@ -251,6 +251,24 @@ def test_module_registers_the_support_table(target: TargetName) -> None:
     for f in support_infos(get_target(target)):
         assert f"&{f.cpp}" in module_cpp and cpp_string(f.doc)[1:-1] in module_cpp, f.name
     assert RESERVED_NAMES == {f.name for f in SUPPORT_FUNCTIONS}
+
+
+def _torch_support_ops() -> tuple[set[str], set[str]]:
+    """The support ops a torch module's library defines and implements (ksbind/torch_stable.h's
+    macros), without their ``_ksbind_`` prefix."""
+    header = (REPO / "ksbind" / "include" / "ksbind" / "torch_stable.h").read_text(encoding="utf-8")
+    return (set(re.findall(r'm\.def\("_ksbind_(\w+)\(', header)),
+            set(re.findall(r'm\.impl\("_ksbind_(\w+)"', header)))
+
+
+def test_torch_library_registers_the_support_ops() -> None:
+    """A torch module's support functions are ops of its library: the generated op file expands the
+    header's registration, which defines and implements an op for each function of the table."""
+    ops_cpp = ksbind.render_module(DECLS, "mr", "torch", bindings=SPECS[:1]).files["torch_stable_ops.cpp"]
+    assert "KSBIND_STABLE_SUPPORT_SCHEMAS(m);" in ops_cpp and "KSBIND_STABLE_SUPPORT_IMPLS(m);" in ops_cpp
+    defined, implemented = _torch_support_ops()
+    assert defined == implemented
+    assert {f.name for f in SUPPORT_FUNCTIONS} <= defined
 
 
 @pytest.mark.parametrize("target", ["ks", "python", "torch", "jax"])
@@ -277,14 +295,18 @@ def test_jax_runtime_support_functions_are_the_tables() -> None:
 
 
 def test_torch_runtime_support_names_are_the_tables() -> None:
-    """The torch wrapper re-exports its extension's support functions by name (ksbind/torch_runtime.py,
-    which imports nothing of ksbind's): the table's names, the CPU-capability ones among them."""
+    """The torch wrapper defines its support functions over its library's support ops
+    (ksbind/torch_runtime.py's _support_functions, which imports nothing of ksbind's): the
+    table's names, the CPU-capability ones among them, each calling ops its library has."""
     tree = ast.parse((REPO / "ksbind" / "torch_runtime.py").read_text(encoding="utf-8"))
-    names = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-             for t in n.targets if isinstance(t, ast.Name) and t.id in ("ALLOCATOR_FUNCTIONS", "CPU_FUNCTIONS")}
-    assert set(names["ALLOCATOR_FUNCTIONS"]) == {f.name for f in SUPPORT_FUNCTIONS if not f.kernels_only}
-    public_cpu = {n for n in names["CPU_FUNCTIONS"] if not n.startswith("_")}
-    assert public_cpu == {f.name for f in SUPPORT_FUNCTIONS if f.kernels_only}
+    [made] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_support_functions"]
+    [table] = [n.value for n in ast.walk(made) if isinstance(n, ast.AnnAssign) and isinstance(n.value, ast.Dict)]
+    names = {ast.literal_eval(k) for k in table.keys if k is not None}
+    assert {n for n in names if not n.startswith("_")} == {f.name for f in SUPPORT_FUNCTIONS}
+    called = {n.attr.removeprefix("_ksbind_") for n in ast.walk(made)
+              if isinstance(n, ast.Attribute) and n.attr.startswith("_ksbind_")}
+    defined, _ = _torch_support_ops()
+    assert called and called <= defined, called - defined
 
 
 def test_docs_support_table_is_the_tables() -> None:

@@ -48,7 +48,7 @@ def test_target_facts() -> None:
     assert [t.torch_library for t in (ks, python, torch)] == [False, False, True]
     assert [t.stub_imports for t in (ks, python, torch)] == [(), (), ("import torch",)]
     assert [t.entry_headers for t in (ks, python, torch)] == [(), ("ksbind/python.h",), ()]
-    assert [t.compiled_name("m") for t in (ks, python, torch)] == ["m", "m", "m_ext"]
+    assert [t.compiled_name("m") for t in (ks, python, torch)] == ["m", "m", "m_torchops"]
     assert [t.beside("m") for t in (ks, python, torch)] == [["m.pyi"], ["m.pyi"],
                                                             ["m.pyi", "m.py", "m_ksbind_runtime.py"]]
     assert ks.extra_context([], ModuleOptions()) == {}

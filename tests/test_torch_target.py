@@ -1,19 +1,24 @@
-"""The torch target at generation time (no compiler): crossing rules, mode and
-torch_library checks (BindingError before anything is written), and what the
-rendered files include."""
+"""The torch target at generation time (no compiler): the Python types of its values, how
+values become op leaves and schemas, what it refuses (a BindingError before anything is
+written, naming the type) or packs (with a warning), what the rendered files include, and
+how the wrapper's runtime refuses a library it cannot load."""
 from __future__ import annotations
 
+import ast
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import ksbind
+from ksbind.codegen.targets import get_target
 from ksbind.codegen.targets import torch as torch_target
-from ksbind.errors import BindingError, ConfigError
+from ksbind.codegen.targets.common import Crossing
+from ksbind.errors import BindingError, ConfigError, KsbindWarning
 from ksbind.lang.types import parse_type
-from ksbind.spec import BindingSpec
+from ksbind.spec import BindingSpec, ModuleOptions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,101 +26,120 @@ DECLS = ksbind.parse_ks("""
 (edef relu3 Float (Float))
 (edef mulsin Float (Float Float))
 (edef vrelu3 (Vec Float) ((Vec Float)))
+(edef [sufrev vrelu3] (Vec Float) ((Vec Float) (Vec Float)))
 (edef sumsq Float ((Vec Float)))
 (edef scale (Vec Float) ((Vec Float) Float))
+(edef [sufrev scale] (Tuple (Vec Float) Float) ((Tuple (Vec Float) Float) (Vec Float)))
 (edef norm Float (Float))
-(edef count Integer (Integer))
+(edef tally Integer (Integer))
 (edef nested (Vec (Vec Float)) ((Vec (Vec Float))))
 (edef pair (Tuple Float (Vec Float)) ((Vec Float)))
 (edef texts (Vec String) (String))
-(edef pairarg Float ((Tuple (Vec Float) Float)))
 (edef grid (Tensor 2 (Vec Float)) ((Tensor 2 (Vec Float))))
-(edef tuparg Float ((Tuple (Vec Float) Float) Integer))
+(edef tsum Float ((Tuple (Vec Float) Float) Integer))
 (edef stats (Tuple Float Integer (Vec Float)) ((Vec Float)))
-(edef [sufrev stats] (Vec Float) ((Vec Float) (Tuple Float (Tuple) (Vec Float))))
-(edef [sufrev nested] (Vec (Vec Float)) ((Vec (Vec Float)) (Vec (Vec Float))))
+(edef shout String (String Integer))
+(edef count Integer (String String))
+(edef pairs Float ((Vec (Tuple Float Integer))))
+(edef wsum Float ((Vec Float) (Vec (Tuple Float Integer))))
 """, "decls.ks")
 
 
-def render(*specs: BindingSpec, torch_library: str | None = None) -> ksbind.RenderedModule:
-    return ksbind.render_module(DECLS, "m", "torch", bindings=list(specs), torch_library=torch_library)
+def render(*specs: BindingSpec, torch_library: str | None = None) -> dict[str, str]:
+    return dict(ksbind.render_module(DECLS, "m", "torch", bindings=list(specs), torch_library=torch_library).files)
 
 
-TT = "ksbind::torch_target::"
+def _rendered(*specs: BindingSpec, **options: object) -> dict[str, str]:
+    module = ModuleOptions("m", "torch", **options)  # type: ignore[arg-type]
+    return dict(ksbind.render_module(DECLS, bindings=list(specs), options=module).files)
 
 
-@pytest.mark.parametrize("text, entry, result_entry", [
-    ("(Vec Float)", "at::Tensor", "at::Tensor"),
-    ("(Tensor 3 Integer)", "at::Tensor", "at::Tensor"),
-    # Numbers in: a Python number or a 0-dim tensor; numbers out: 0-dim tensors.
-    ("Float", f"{TT}ScalarArg<ks::Float>", "at::Tensor"),
-    ("(Tuple Integer Bool)", f"std::tuple<{TT}ScalarArg<ks::Integer>, {TT}ScalarArg<ks::Bool>>",
-     "std::tuple<at::Tensor, at::Tensor>"),
-    ("(Tuple (Vec Bool) Float)", f"std::tuple<at::Tensor, {TT}ScalarArg<ks::Float>>",
-     "std::tuple<at::Tensor, at::Tensor>"),
-    # Tensors of tensors: stacked or a list; tensors of tuples: lists.
-    ("(Vec (Vec Float))", f"{TT}Nested<at::Tensor>", f"{TT}Nested<at::Tensor>"),
-    ("(Vec (Vec (Tensor 2 Integer)))", f"{TT}Nested<{TT}Nested<at::Tensor>>", f"{TT}Nested<{TT}Nested<at::Tensor>>"),
-    ("(Vec (Tuple (Vec Float) Float))", f"std::vector<std::tuple<at::Tensor, {TT}ScalarArg<ks::Float>>>",
-     "std::vector<std::tuple<at::Tensor, at::Tensor>>"),
-    # Tangents of discrete values hold nothing: ().
-    ("(Vec (Tuple))", "std::tuple<>", "std::tuple<>"),
-    ("(Tuple Float (Tuple))", f"std::tuple<{TT}ScalarArg<ks::Float>, std::tuple<>>", "std::tuple<at::Tensor, std::tuple<>>"),
-])
-def test_crossing_rules(text: str, entry: str, result_entry: str) -> None:
-    t = parse_type(text)
-    c = torch_target.crossing(t, "param")
-    assert (c.entry_type, c.converter) == (entry, f"{TT}from_torch<{t.cpp}>")
-    out = torch_target.crossing(t, "result")
-    assert (out.entry_type, out.converter) == (result_entry, f"{TT}to_torch")
+def _schemas(files: dict[str, str]) -> list[str]:
+    """The bindings' op schemas (not the kernels' `_direct_` twins or the support ops)."""
+    return [s for s in re.findall(r'm\.def\("([^"]+)"\);', files["torch_stable_ops.cpp"])
+            if not s.startswith(("_direct_", "_ksbind_"))]
 
 
-def test_strings_cross_as_python_strings() -> None:
-    for role in ("param", "result"):
-        c = torch_target.crossing(parse_type("(Tuple String String)"), role)
-        assert (c.entry_type, c.converter, c.py_type) == ("ks::Tuple<ks::String,ks::String>", "", "tuple[str, str]")
+def _bindings(files: dict[str, str]) -> list[dict[str, Any]]:
+    """The wrapper's BINDINGS table (what ksbind/torch_runtime.py's install_stable reads)."""
+    found = re.search(r"^BINDINGS = (\[.*?\])\n\n", files["m.py"], re.M | re.S)
+    assert found
+    table: list[dict[str, Any]] = ast.literal_eval(found.group(1))
+    return table
 
+
+def _namespace(files: dict[str, str]) -> str:
+    found = re.search(r"^STABLE_TORCH_LIBRARY\((\w+), m\)", files["torch_stable_ops.cpp"], re.M)
+    assert found
+    return found.group(1)
+
+
+def test_torch_stable_is_another_name_of_the_torch_target() -> None:
+    assert get_target("torch_stable") is get_target("torch")
+    files = _rendered(BindingSpec("vrelu3"))
+    aliased = ksbind.render_module(DECLS, "m", "torch_stable", bindings=[BindingSpec("vrelu3")]).files
+    assert set(aliased) == set(files)
+    assert all(aliased[name] == files[name] for name in files if name.endswith((".h", ".cpp")))
+
+
+# ------------------------------------------------------------ Python types
 
 @pytest.mark.parametrize("text, param, result", [
+    ("(Vec Float)", "torch.Tensor", "torch.Tensor"),
+    ("(Tensor 3 Integer)", "torch.Tensor", "torch.Tensor"),
+    # Numbers in: a Python number or a 0-dim tensor; numbers out: 0-dim tensors.
     ("Float", "float | torch.Tensor", "torch.Tensor"),
+    ("(Tuple Integer Bool)", "tuple[int | torch.Tensor, bool | torch.Tensor]", "tuple[torch.Tensor, torch.Tensor]"),
+    # Tensors of tensors: stacked or a list; tensors of tuples: lists.
     ("(Vec (Vec Float))", "torch.Tensor | Sequence[torch.Tensor]", "torch.Tensor | list[torch.Tensor]"),
     ("(Vec (Tuple Integer (Vec Float)))", "Sequence[tuple[int | torch.Tensor, torch.Tensor]]",
      "list[tuple[torch.Tensor, torch.Tensor]]"),
+    ("(Tuple String String)", "tuple[str, str]", "tuple[str, str]"),
+    # Tangents of discrete values hold nothing: ().
+    ("(Vec (Tuple))", "tuple[()]", "tuple[()]"),
     ("(Tuple)", "tuple[()]", "tuple[()]"),
 ])
 def test_stub_types(text: str, param: str, result: str) -> None:
+    """The kernels convert op leaves themselves: a crossing only names the ks type and its Python type."""
     t = parse_type(text)
-    assert torch_target.py_type(t, "param") == param
-    assert torch_target.py_type(t, "result") == result
+    assert torch_target.crossing(t, "param") == Crossing(t.cpp, "", param)
+    assert torch_target.crossing(t, "result") == Crossing(t.cpp, "", result)
 
 
-def test_plain_files_include_torch_headers_only_where_needed() -> None:
-    files = render(BindingSpec("vrelu3", "vrelu3", "vrelu3_vjp")).files
-    assert set(files) >= {"entry_points.h", "entry_points.cpp", "module.cpp", "m.py", "m.pyi"}
-    # The entry points see ATen's core headers (through ksbind/torch.h), not torch/extension.h.
-    assert '#include <ksbind/torch.h>' in files["entry_points.h"]
-    assert "torch/" not in files["entry_points.h"] + files["entry_points.cpp"]
-    assert "#include <torch/csrc/utils/pybind.h>" in files["module.cpp"]
-    assert "torch/extension.h" not in files["module.cpp"]
-    cpp = files["entry_points.cpp"]
-    assert 'from_torch<ks::tensor<1, ks::Float>>(&g_alloc, arg0, "arg0")' in cpp or "from_torch<ks::tensor<1, ks::Float>>" in cpp
-    assert "ksbind::CallArena arena;" in cpp and "to_torch(ret)" in cpp
-    # Autograd is routed from C++ only when grad mode is on and the tensor requires grad.
-    assert "c10::GradMode::is_enabled() && (ksbind::torch_target::requires_grad(arg0))" in files["module.cpp"]
-    assert "'autograd': True" in files["m.py"] and "torch_library=None" in files["m.py"]
+# ------------------------------------------------------------ the rendered files
+
+def test_only_the_op_file_and_looping_kernels_include_torchs_stable_headers() -> None:
+    """The library includes torch's stable ABI headers only, never torch/extension.h, pybind11 or
+    Python; the kernels' file (compiled with the config's C++) includes them only when an op loops."""
+    plain = render(BindingSpec("vrelu3", "vrelu3", "vrelu3_vjp"))
+    assert set(plain) == {"torch_stable_entries.h", "torch_stable_entries.cpp", "torch_stable_ops.cpp", "m.py",
+                          "m.pyi"}
+    assert "torch/" not in plain["torch_stable_entries.h"] + plain["torch_stable_entries.cpp"]
+    assert "#include <ksbind/torch_stable.h>" in plain["torch_stable_ops.cpp"]
+    looping = render(BindingSpec("relu3", "relu3", mode="elementwise"))
+    assert "#include <torch/csrc/stable/tensor.h>" in looping["torch_stable_entries.h"]
+    assert "#include <ksbind/torch_stable.h>" in looping["torch_stable_entries.cpp"]
+    for files in (plain, looping):
+        cpp = "".join(text for name, text in files.items() if name.endswith((".h", ".cpp")))
+        assert not re.search(r"#include <(torch/extension\.h|torch/csrc/utils/pybind\.h|pybind11/|Python\.h)", cpp)
+    # A plain op views its tensors as ks values and calls the kernels' file in an arena.
+    ops = plain["torch_stable_ops.cpp"]
+    assert 'tt::view<ks::tensor<1, ks::Float>>(a_arg0, "arg0")' in ops and "ksbind::CallArena arena;" in ops
+    assert "ke::vrelu3_ks(&g_alloc, k0)" in ops
+    assert "_runtime.install_stable(globals(), 'm_torchops', 'm', BINDINGS," in plain["m.py"]
 
 
 def test_elementwise_and_vmap_render_loops() -> None:
     files = render(BindingSpec("relu3", "relu3", "relu3_vjp", "elementwise"),
                    BindingSpec("mulsin", "mulsin", "mulsin_vjp", "elementwise"),
-                   BindingSpec("rows", "sumsq", "rows_vjp", "vmap")).files
-    cpp = files["entry_points.cpp"]
-    assert "tt::elementwise(bc, std::array<float*, 1>" in cpp and "tt::broadcast<2>" in cpp
-    # (the lambda's parameters are the ks values: arg0 or arg0_ks, as the entry names them)
-    assert re.search(r"ks::sufrev\$mulsin\$aff\(alloc, ks::make_Tuple\(arg0(_ks)?, arg1(_ks)?\), arg2(_ks)?\)", cpp)
-    assert "tt::elementwise(bc, std::array<float*, 2>" in cpp  # two gradients per element
+                   BindingSpec("rows", "sumsq", "rows_vjp", "vmap"))
+    cpp = files["torch_stable_entries.cpp"]
+    assert "tt::elementwise<1, 1>(" in cpp and "tt::elementwise<2, 1>(" in cpp
+    assert re.search(r"ks::sufrev\$mulsin\$aff\(alloc, ks::make_Tuple\(v0, v1\), v2\)", cpp)
+    assert "tt::elementwise<3, 2>(" in cpp  # two gradients per element
     assert "tt::Stacker<ks::Float> out(batch);" in cpp and "tt::parallel_steps(batch" in cpp
-    assert "at::Tensor rows_vjp(at::Tensor arg0, at::Tensor arg1)" in files["entry_points.h"]
+    assert ("torch::stable::Tensor rows_vjp_kernel(torch::stable::Tensor a_arg0, torch::stable::Tensor a_dret);"
+            in files["torch_stable_entries.h"])
     # The stub shows what Python passes in these modes: tensors.
     stub = files["m.pyi"]
     assert "def relu3(arg0: torch.Tensor) -> torch.Tensor:" in stub
@@ -124,9 +148,85 @@ def test_elementwise_and_vmap_render_loops() -> None:
     assert "def rows(arg0: torch.Tensor) -> torch.Tensor:" in stub
 
 
+def test_single_file_layout_is_the_split_one() -> None:
+    """The kernels' file is compiled with the config's C++ and the op file without it: two units
+    in either layout."""
+    spec = BindingSpec("relu3", "relu3", "relu3_vjp", "elementwise")
+    single = ksbind.render_module(DECLS, "m", "torch", bindings=[spec], layout="single").files
+    assert dict(single) == render(spec)
+
+
+def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
+    from ksbind.backend.torch_build import ENTRIES, unit_text
+
+    spec = ksbind.load_config(REPO / "configs" / "relu3_torch.yaml")[0]
+    text = unit_text(spec, tmp_path / ENTRIES)
+    lines = [ln for ln in text.splitlines() if ln.startswith("#include")]
+    assert lines == [f'#include "{(REPO / "examples" / "relu3" / "relu3.cpp").resolve()}"',
+                     f'#include "{(tmp_path / ENTRIES).resolve()}"']
+
+
+# ------------------------------------------------------------ leaves and schemas
+
+def test_tuples_flatten_into_leaves_and_floats_with_a_vjp_are_zero_dim_tensors() -> None:
+    files = _rendered(BindingSpec("tsum"), BindingSpec("scale", vjp="scale_vjp"), BindingSpec("vrelu3", vjp="vrelu3_vjp"))
+    schemas = _schemas(files)
+    assert re.fullmatch(r"tsum\(Tensor (\w+)_0, float \1_1, int (\w+)\) -> Tensor", schemas[0]), schemas[0]
+    # With a vjp, a Float argument is a 0-dim tensor (autograd gives it a gradient); the vjp op takes
+    # the primal's leaves then dret's, and returns one gradient per Float leaf.
+    assert re.fullmatch(r"scale\(Tensor \w+, Tensor \w+\) -> Tensor", schemas[1]), schemas[1]
+    assert re.fullmatch(r"scale_vjp\(Tensor \w+, Tensor \w+, Tensor dret\) -> \(Tensor, Tensor\)", schemas[2])
+    assert re.fullmatch(r"vrelu3\(Tensor (\w+)\) -> Tensor", schemas[3])
+    assert re.fullmatch(r"vrelu3_vjp\(Tensor \w+, Tensor dret\) -> Tensor", schemas[4])
+    ops = files["torch_stable_ops.cpp"]
+    assert all(f'm.def("_direct_{schema}");' in ops for schema in schemas)  # each op twice
+
+
+def test_torch_library_names_the_ops_namespace() -> None:
+    files = render(BindingSpec("vrelu3", "vrelu3", "vrelu3_vjp"),
+                   BindingSpec("mulsin", "mulsin", "mulsin_vjp", "elementwise"),
+                   BindingSpec("rows", "vrelu3", "rows_vjp", "vmap"), torch_library="my_ops")
+    assert _namespace(files) == "my_ops"
+    assert _schemas(files) == ["vrelu3(Tensor arg0) -> Tensor", "vrelu3_vjp(Tensor arg0, Tensor dret) -> Tensor",
+                               "mulsin(Tensor arg0, Tensor arg1) -> Tensor",
+                               "mulsin_vjp(Tensor arg0, Tensor arg1, Tensor dret) -> (Tensor, Tensor)",
+                               "rows(Tensor arg0) -> Tensor", "rows_vjp(Tensor arg0, Tensor dret) -> Tensor"]
+    # The wrapper loads its library and installs the ops of that namespace.
+    assert "_runtime.install_stable(globals(), 'm_torchops', 'my_ops', BINDINGS," in files["m.py"]
+
+
+def test_a_wheels_namespace_is_its_full_import_name() -> None:
+    assert _namespace(_rendered(BindingSpec("vrelu3"), standalone=True, package="pkg.sub")) == "pkg_sub_m"
+    assert _namespace(_rendered(BindingSpec("vrelu3"))) == "m"
+    assert _namespace(_rendered(BindingSpec("vrelu3"), torch_library="ns")) == "ns"
+
+
+def test_string_arguments_are_str_leaves() -> None:
+    (schema,) = _schemas(_rendered(BindingSpec("count")))
+    assert re.fullmatch(r"count\(str \w+, str \w+\) -> Tensor", schema), schema
+
+
+def test_tuple_results_are_one_tensor_per_leaf_and_stacked_tensors_of_tensors_one() -> None:
+    files = _rendered(BindingSpec("stats"), BindingSpec("nested"))
+    stats, nested, packed_nested = _schemas(files)
+    assert stats.endswith("-> (Tensor, Tensor, Tensor)") and nested.endswith("-> Tensor")
+    # A tensor of tensors also has a packed op, which eager calls take for lists and ragged results.
+    assert packed_nested == "_packed_nested(Tensor[] leaves) -> Tensor[]"
+    bindings = _bindings(files)
+    assert bindings[0]["ragged"] is None and bindings[0]["packed"] is None
+    assert bindings[1]["ragged"]["params"] == [["v", ["t", 1, "float32"]]] and bindings[1]["packed"] is None
+    assert bindings[0]["result"] == {"kind": "tuple", "parts": [
+        {"kind": "leaf", "dtype": "float32", "rank": 0}, {"kind": "leaf", "dtype": "int32", "rank": 0},
+        {"kind": "leaf", "dtype": "float32", "rank": 1}]}
+    assert [(x["kind"], x["rank"]) for x in bindings[1]["leaves"]] == [("stacked", 2)]
+    assert bindings[1]["result"] == {"kind": "leaf", "dtype": "float32", "rank": 2}
+
+
+# ------------------------------------------------------------ refused or packed
+
 @pytest.mark.parametrize("spec, words", [
     (BindingSpec("v", "vrelu3", None, "elementwise"), ["elementwise", "Float -> Float"]),
-    (BindingSpec("c", "count", None, "elementwise"), ["elementwise"]),
+    (BindingSpec("c", "tally", None, "elementwise"), ["elementwise"]),
     (BindingSpec("n", "norm", None, "vmap"), ["vmap", "takes no tensor"]),
     (BindingSpec("s", "scale", "s_vjp", "vmap"), ["vmap with a vjp", "shared"]),
     (BindingSpec("p", "pair", "p_vjp", "vmap"), ["vmap", "(Tuple Float (Tensor 1 Float))"]),
@@ -140,41 +240,49 @@ def test_signatures_that_do_not_fit_raise_binding_error(spec: BindingSpec, words
         assert w in str(info.value)
 
 
-def test_torch_library_warns_for_and_keeps_what_it_cannot_express() -> None:
-    """A binding torch.library cannot express is named in a warning and bound as
-    a plain function; the module's other bindings still become ops."""
-    with pytest.warns(ksbind.KsbindWarning, match=r"binding 'pa' \(.*tuparg.*\) is not a torch.library op") as got:
-        files = render(BindingSpec("pa", "tuparg"), BindingSpec("s", "sumsq"), BindingSpec("pr", "pair"),
-                       BindingSpec("st", "stats", "st_vjp"), BindingSpec("n", "nested", "n_vjp"),
-                       torch_library="ns").files
-    assert len(got) == 1
-    py = files["m.py"]
-    assert "'name': 'pa'," in py and "'op': False" in py
-    # Numbers come back as 0-dim tensors: scalar and tuple-of-scalar results are ops.
-    assert "'schema': '(Tensor arg0) -> Tensor'" in py
-    assert "'schema': '(Tensor arg0) -> (Tensor, Tensor)'" in py
-    assert "'schema': '(Tensor arg0) -> (Tensor, Tensor, Tensor)'" in py
-    # A tuple result's gradient reaches the vjp op as a list of tensors.
-    assert "'vjp_schema': '(Tensor arg0, Tensor[] dret) -> Tensor'" in py
-    # A tensor of tensors is one stacked tensor for an op.
-    assert "'vjp_schema': '(Tensor arg0, Tensor dret) -> Tensor'" in py
-    # Only the binding that is not an op routes to a Python Function (pa has no vjp: for
-    # torch.func's tensors alone); the ops carry their own autograd and batching rules.
-    assert "static PyObject* ksbind_autograd[1]" in files["module.cpp"]
-    assert 'if (name == "pa") slot = 0;' in files["module.cpp"]
-    assert "(c10::GradMode::is_enabled()" not in files["module.cpp"]
+@pytest.mark.parametrize("name, says", [
+    ("shout", "a String result, which an op's schema cannot return"),
+    ("pairs", "(Tensor 1 (Tuple Float Integer)) is a tensor of (Tuple Float Integer), a list in Python, which an op's "
+              "schema cannot say"),
+])
+def test_what_no_schema_can_say_is_a_packed_op_with_a_warning(name: str, says: str) -> None:
+    with pytest.warns(KsbindWarning, match=re.escape(says)):
+        files = _rendered(BindingSpec(name))
+    (schema,) = _schemas(files)
+    assert schema == f"{name}(Tensor[] leaves) -> Tensor[]"
+    (binding,) = _bindings(files)
+    assert binding["packed"]["params"] == {"shout": ["s", "i"], "pairs": [["v", ["tuple", ["f", "i"]]]]}[name]
+    ops = files["torch_stable_ops.cpp"]
+    assert "tt::Unpacker packed_in(&g_alloc, a_leaves);" in ops and "return tt::packed(ret);" in ops
+    # The dispatcher cannot choose a device by an empty list: registered as the tensorless ops are.
+    assert re.search(r"CompositeExplicitAutograd, m\) \{\n(    m\.impl\(.*\n)*    m\.impl\(\"" + name + '"', ops)
 
 
-def test_torch_library_schemas() -> None:
-    files = render(BindingSpec("vrelu3", "vrelu3", "vrelu3_vjp"),
-                   BindingSpec("mulsin", "mulsin", "mulsin_vjp", "elementwise"),
-                   BindingSpec("rows", "vrelu3", "rows_vjp", "vmap"), torch_library="my_ops").files
-    py = files["m.py"]
-    assert "'schema': '(Tensor t) -> Tensor'" in py or "'schema': '(Tensor arg0) -> Tensor'" in py
-    assert "(Tensor arg0, Tensor arg1, Tensor dret) -> (Tensor, Tensor)" in py
-    assert "torch_library='my_ops'" in py
-    # With torch.library the ops carry autograd: no C++ routing to a Python Function.
-    assert "_set_autograd" not in files["module.cpp"]
+def test_only_plain_bindings_are_packed() -> None:
+    with pytest.raises(BindingError, match=r"mode vmap takes tensors \(batched\) and scalars"):
+        render(BindingSpec("wsum", mode="vmap"))
+
+
+def test_a_tensor_of_strings_is_a_binding_error_and_default_bindings_skip_it(tmp_path: Path) -> None:
+    with pytest.raises(BindingError, match=re.escape("(Tensor 1 String) is a tensor of String; torch tensors cannot")):
+        render(BindingSpec("texts"))
+    from ksbind.pipeline import render_spec
+    from ksbind.resolve import resolve_spec
+
+    config = tmp_path / "m.yaml"
+    config.write_text("name: m\ntarget: torch\ndeclarations: |\n  (edef vrelu3 (Vec Float) ((Vec Float)))\n"
+                      "  (edef texts (Vec String) (String))\n  (edef pairs Float ((Vec (Tuple Float Integer))))\n")
+    (spec,) = ksbind.load_config(config)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        resolved = resolve_spec(spec, tmp_path / "cache")
+        files = render_spec(resolved).files
+    said = [str(w.message) for w in caught if issubclass(w.category, KsbindWarning)]
+    assert any("texts" in m and "torch tensors cannot hold it" in m for m in said), said
+    assert any("'pairs'" in m and "packed tensors" in m for m in said), said
+    assert [b.name for b in resolved.bindings] == ["vrelu3", "pairs"]
+    assert 'm.def("vrelu3(' in files["torch_stable_ops.cpp"] and 'm.def("pairs(Tensor[] leaves)' in files[
+        "torch_stable_ops.cpp"]
 
 
 def test_bad_binding_writes_nothing(tmp_path: Path) -> None:
@@ -201,73 +309,57 @@ def test_torch_library_needs_torch_target(tmp_path: Path) -> None:
 
 
 def test_shipped_torch_configs_render() -> None:
+    from ksbind.pipeline import prepare
+
     for config in sorted((REPO / "configs").glob("*torch*.yaml")):
         for spec in ksbind.load_config(config):
-            assert spec.target in ("torch", "torch_stable")
+            assert spec.target == "torch"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            assert ksbind.pipeline.prepare(config)
+            assert prepare(config)
         # The one module of packed bindings says so, once per binding; nothing else warns.
         said = [str(w.message) for w in caught]
         assert all("a plain function over an op of packed tensors" in m for m in said), said
-        assert len(said) == (3 if config.name == "torch_stable.yaml" else 0), said
+        packed = {re.search(r"binding '(\w+)'", m).group(1) for m in said}  # type: ignore[union-attr]
+        assert packed == ({"pairsum", "numbered", "shout"} if config.name == "torch_ops.yaml" else set()), said
+        assert len(said) == len(packed)
 
 
-def test_single_file_layout_holds_everything() -> None:
-    files = ksbind.render_module(DECLS, "m", "torch", bindings=[BindingSpec("relu3", "relu3", "relu3_vjp",
-                                                                            "elementwise")], layout="single").files
-    assert set(files) == {"module.cpp", "m.py", "m.pyi"}
-    cpp = files["module.cpp"]
-    assert '#include "entry_points.h"' not in cpp
-    assert cpp.index('#include <ksbind/torch.h>') < cpp.index("at::Tensor relu3(at::Tensor arg0) {") \
-        < cpp.index("PYBIND11_MODULE")
+# ------------------------------------------------------------ which torch a library runs on
+
+def _fake_library(folder: Path, marks: bytes) -> Path:
+    """A file the loader refuses (not a shared library, as one with an undefined torch symbol
+    would be refused), with the version marks a built library holds in its bytes."""
+    lib = folder / "fake_torchops.so"
+    lib.write_bytes(b"not an ELF file\0" + marks + b"\0")
+    return lib
 
 
-def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
-    from ksbind.backend.torch_build import unit_text
-
-    spec = ksbind.load_config(REPO / "configs" / "relu3_torch.yaml")[0]
-    text = unit_text(spec, tmp_path / "entry_points.cpp")
-    lines = [ln for ln in text.splitlines() if ln.startswith("#include")]
-    assert lines == [f'#include "{(REPO / "examples" / "relu3" / "relu3.cpp").resolve()}"',
-                     f'#include "{(tmp_path / "entry_points.cpp").resolve()}"']
-
-
-
-
-# ------------------------------------------------------------ which torch a module runs on
-
-def test_an_older_torch_is_refused_naming_both_versions() -> None:
+def test_an_older_torch_is_refused_naming_both_versions(tmp_path: Path) -> None:
     from ksbind import torch_runtime
 
-    with pytest.raises(ImportError, match=r"m_ext was built against torch 2\.13\.0 and cannot run on an older "
-                                          r"torch; this process has torch 2\.12\.1\+cpu"):
-        torch_runtime.check_torch("m_ext", "2.13.0", running="2.12.1+cpu")
-    with pytest.raises(ImportError, match=r"built against torch 2\.13\.0 .* this process has torch 2\.9\.1"):
-        torch_runtime.check_torch("m_ext", "2.13.0", running="2.9.1")  # 9 < 13 as numbers, not as text
-    for running in ("2.13.0", "2.13.0+cu130", "2.14.1", "2.100.0"):  # the same torch, or a newer one: loaded
-        torch_runtime.check_torch("m_ext", "2.13.0", running=running)
-    torch_runtime.check_torch("m_ext", None, running="1.0")  # no record (not a ksbind extension): no check
+    lib = _fake_library(tmp_path, b"ksbind-torch-min=2.13;ksbind-torch-built=2.13.0;")
+    assert torch_runtime.torch_needed(str(lib)) == "2.13"
+    with pytest.raises(ImportError, match=r"fake_torchops\.so needs torch 2\.13 or newer .*; this process has "
+                                          r"torch 2\.12\.1\+cpu"):
+        torch_runtime.load_library(str(lib), "ksbind_never_loaded", running="2.12.1+cpu")
+    with pytest.raises(ImportError, match=r"this process has torch 2\.9\.1"):  # 9 < 13 as numbers, not as text
+        torch_runtime.load_library(str(lib), "ksbind_never_loaded", running="2.9.1")
 
 
-def test_an_extension_that_does_not_load_names_the_torch_it_needs(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """An extension file that the loader refuses (here: not a shared library at all, as an undefined
-    torch symbol would be refused) is an ImportError naming the torch it was built against, read
-    from its bytes, and the running one."""
-    import importlib.machinery
-
+def test_a_library_that_does_not_load_names_the_torch_it_needs(tmp_path: Path) -> None:
+    """Past the version check (the running torch is new enough), the loader's refusal is an
+    ImportError naming the running torch and the one the library needs, with the loader's reason."""
     import torch
 
     from ksbind import torch_runtime
 
-    name = "ksbind_fake_torch_ext"
-    (tmp_path / (name + importlib.machinery.EXTENSION_SUFFIXES[0])).write_bytes(
-        b"not an ELF file\0ksbind-torch-built=2.99.0;\0")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    lib = _fake_library(tmp_path, b"ksbind-torch-min=2.10;ksbind-torch-built=2.99.0;")
     with pytest.raises(ImportError) as raised:
-        torch_runtime.extension(name)
+        torch_runtime.load_library(str(lib), "ksbind_never_loaded")
     text = str(raised.value)
-    assert text.startswith(f"{name}: the compiled extension did not load under torch {torch.__version__} "
-                           f"(it was built against torch 2.99.0; "), text
+    assert text.startswith(f"fake_torchops.so: the op library did not load under torch {torch.__version__} "
+                           f"(it needs torch 2.10 or newer): "), text
     assert raised.value.__cause__ is not None and str(raised.value.__cause__) in text
+    with pytest.raises(ImportError):  # nothing was registered for the namespace: still refused, not "loaded"
+        torch_runtime.load_library(str(lib), "ksbind_never_loaded")
