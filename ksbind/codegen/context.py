@@ -121,7 +121,7 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "ksbind_version": __version__,
         "module": options,
         "module_name": options.name,
-        "target": options.target,
+        "target": target.name,  # the record's name: another name (torch_stable) renders as its target
         "single_file": options.layout == "single",
         "files": files,
         "bindings": infos,
@@ -136,7 +136,7 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         # tensor size); ks/python entries only for calls with enough data.
         "release_gil_always": target.release_gil_always,
         "torch_library": options.torch_library,
-        "module_doc": f"ksbind {options.target}-target bindings for: "
+        "module_doc": f"ksbind {target.name}-target bindings for: "
                       + ", ".join(str(b.decl.name) for b in bindings),
     }
     # What the .pyi stub declares.
