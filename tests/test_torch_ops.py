@@ -297,6 +297,20 @@ def test_packed_gradients(packed: tuple[ModuleType, list[str]]) -> None:
         torch.autograd.grad(m.pairsum([(1.0, x)]), x, create_graph=True)
 
 
+def test_importing_a_module_with_packed_bindings_does_not_import_dynamo(
+        packed: tuple[ModuleType, list[str]]) -> None:
+    """A packed binding's function (torch.compiler.disable'd, which imports torch._dynamo, seconds)
+    is made when first used, not when the module is imported."""
+    m, _ = packed
+    code = ("import importlib, sys, torch; sys.path.insert(0, sys.argv[1]); m = importlib.import_module(sys.argv[2]); "
+            "before = 'torch._dynamo' in sys.modules; names = dir(m); text = m.shout('hi', 1); "
+            "print(before, 'shout' in names, 'pairsum_vjp' in names, text, 'torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(Path(str(m.__file__)).parent), m.__name__],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "True", "HI!", "True"]
+
+
 def test_packed_bindings_under_torch_compile_and_vmap(packed: tuple[ModuleType, list[str]]) -> None:
     m, _ = packed
     x = torch.randn(4, 3)
