@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,7 @@ from types import ModuleType
 
 from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text
 from ksbind.backend.kind import PreparedBuild, Steps
-from ksbind.backend.loader import import_wrapper
+from ksbind.backend.loader import import_meanwhile, import_wrapper
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import KS_FLAGS, Toolchain, compiler, hash_include_path, ks_include_dirs
 from ksbind.cache.entries import CacheEntry
@@ -71,7 +70,7 @@ def ffi_include_dir() -> Path:
     """The FFI headers jaxlib ships: ``jax.ffi.include_dir()``, found as it finds
     them (jaxlib's package folder, ``include/``) without importing jax, which
     costs a build more than a second (the module's wrapper imports it meanwhile:
-    ``_import_jax_meanwhile``)."""
+    ``import_meanwhile``)."""
     import jaxlib
 
     folder: str | None = os.path.dirname(os.path.abspath(jaxlib.__file__)) if jaxlib.__file__ else None
@@ -86,23 +85,6 @@ def jaxlib_version() -> str:
     import jaxlib
 
     return str(getattr(jaxlib, "__version__", "unknown"))
-
-
-def _import_jax_meanwhile() -> None:
-    """Start importing jax in a thread while the compilers run: the wrapper
-    imports it as soon as the library is built (Python's import lock makes
-    that import wait for this one, or raise its error); in a new process it
-    costs about as much as a second of compiling."""
-    if "jax" in sys.modules:
-        return
-
-    def run() -> None:
-        try:
-            import jax  # noqa: F401
-        except Exception:  # the wrapper's own import of jax raises it, attributed to the user's call
-            pass
-
-    threading.Thread(target=run, name="ksbind-import-jax", daemon=True).start()
 
 
 def flags() -> tuple[str, ...]:
@@ -196,7 +178,7 @@ def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, key
             with entry.lock():
                 if not entry.is_built():  # another process may have built it while we waited
                     if wrapper_key not in _loaded:
-                        _import_jax_meanwhile()
+                        import_meanwhile("jax")
                     _compile(spec, rendered, plan, entry, generated)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)

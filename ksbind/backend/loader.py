@@ -126,4 +126,22 @@ def versioned_spec(spec: ModuleSpec, key: str) -> ModuleSpec:
         output=spec.output / "versions" / (spec.name + suffix))
 
 
-__all__ = ["import_from_path", "import_wrapper", "needs_version", "note_loaded", "versioned_spec", "version_suffix"]
+def import_meanwhile(name: str) -> None:
+    """Start importing module ``name`` (torch, jax) on a thread while the compilers run: the
+    generated wrapper imports it next (Python's import lock makes that import wait for this one,
+    or raise its error), and the import (about a second in a new process) then costs only the CPU
+    the compilers leave."""
+    if name in sys.modules:
+        return
+
+    def run() -> None:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the wrapper's own import raises it, attributed to the user's call
+            pass
+
+    threading.Thread(target=run, name=f"ksbind-import-{name}", daemon=True).start()
+
+
+__all__ = ["import_from_path", "import_meanwhile", "import_wrapper", "needs_version", "note_loaded", "versioned_spec",
+           "version_suffix"]

@@ -38,7 +38,7 @@ from types import ModuleType
 
 from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text
 from ksbind.backend.kind import PreparedBuild, Steps
-from ksbind.backend.loader import import_wrapper
+from ksbind.backend.loader import import_meanwhile, import_wrapper
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import (
     DEBUG_FLAGS,
@@ -174,23 +174,6 @@ def stable_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | No
             *(Unit(Path(s), debug) for s in runtime_sources)]
 
 
-def _import_torch_meanwhile() -> None:
-    """Import torch on a thread while the units compile: the wrapper imports it next, and the
-    import (about a second) then costs nothing but the CPU the compiler leaves."""
-    import sys
-
-    if "torch" in sys.modules:
-        return
-
-    def run() -> None:
-        try:
-            import torch  # noqa: F401
-        except Exception:  # the wrapper's own import of torch raises it, attributed to the user's call
-            pass
-
-    threading.Thread(target=run, name="ksbind-import-torch", daemon=True).start()
-
-
 def _entry(root: Path, name: str, key: str) -> CacheEntry:
     return CacheEntry(root, lib_name(name), key, suffix=LIB_EXT, target="torch")
 
@@ -204,7 +187,7 @@ def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, 
         if not entry.is_built():
             with entry.lock():
                 if not entry.is_built():  # another process may have built it while we waited
-                    _import_torch_meanwhile()
+                    import_meanwhile("torch")
                     _compile(spec, rendered, plan, entry, generated)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
