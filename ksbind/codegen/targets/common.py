@@ -15,9 +15,13 @@ from typing import Any, ClassVar, Literal, Protocol
 from ksbind.errors import BindingError
 from ksbind.lang.identifiers import cpp_string, identifier_problem
 from ksbind.lang.model import FunctionDecl
-from ksbind.lang.types import EMPTY_TUPLE, KsType, TensorType, TupleType
+from ksbind.lang.types import EMPTY_TUPLE, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, GilPolicy, Mode, ModuleOptions
 
+
+def holds_no_scalar(t: KsType) -> bool:
+    """Types built of tuples and tensors only: the tangents of discrete values (``()`` in Python)."""
+    return not t.contains(lambda x: isinstance(x, ScalarType))
 
 @dataclass(frozen=True)
 class Crossing:
@@ -257,4 +261,4 @@ def entry_points_for(bindings: list[Binding], crossing: CrossingRule) -> list[En
 
 __all__ = ["runtime_copy_import", "Crossing", "CrossingRole", "CrossingRule",
            "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
-           "entry_points_for", "ks_call", "release_gil_cpp"]
+           "entry_points_for", "holds_no_scalar", "ks_call", "release_gil_cpp"]

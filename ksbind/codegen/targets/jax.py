@@ -31,7 +31,14 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
-from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for, runtime_copy_import
+from ksbind.codegen.targets.common import (
+    Crossing,
+    CrossingRole,
+    EntryPoint,
+    entry_points_for,
+    holds_no_scalar,
+    runtime_copy_import,
+)
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
 from ksbind.lang.identifiers import cpp_string
@@ -82,10 +89,6 @@ def wrapper_imports(options: ModuleOptions) -> dict[str, str]:
 
 
 # ------------------------------------------------------------ what crosses
-
-def holds_no_scalar(t: KsType) -> bool:
-    return not t.contains(lambda x: isinstance(x, ScalarType))
-
 
 def unsupported_reason(t: KsType) -> str | None:
     """Why a value of type t cannot cross as JAX arrays, or None."""

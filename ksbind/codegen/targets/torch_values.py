@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Literal, cast
 
-from ksbind.codegen.targets.common import EntryPoint, runtime_copy_import
+from ksbind.codegen.targets.common import EntryPoint, holds_no_scalar, runtime_copy_import
 from ksbind.codegen.targets.ks import SCALAR_PY
 from ksbind.errors import BindingError
 from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
@@ -59,11 +59,6 @@ def leaf_element(t: KsType) -> str:
     while isinstance(t, TensorType):
         t = t.element
     return cast(ScalarType, t).name
-
-
-def holds_no_scalar(t: KsType) -> bool:
-    """Types built of tuples and tensors only: the tangents of discrete values (``()``)."""
-    return not t.contains(lambda x: isinstance(x, ScalarType))
 
 
 def unsupported_reason(t: KsType) -> str | None:
