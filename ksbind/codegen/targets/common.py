@@ -154,8 +154,13 @@ class EntryPoint:
     def call_site(self) -> str:
         """The ``NAME_site`` declaration that names the binding and the ks function in a failure's
         message (ksbind/ks_failure.h)."""
+        return self.call_site_as(self.name)
+
+    def call_site_as(self, name: str) -> str:
+        """The call site declared as ``name``_site (a second op of this entry point, e.g. a packed
+        one), still naming this binding and ks function in a failure's message."""
         names = f"{cpp_string(self.name)}, {cpp_string(self.ks_name)}"
-        return f"static constexpr ksbind::CallSite {self.name}_site{{{names}}};"
+        return f"static constexpr ksbind::CallSite {name}_site{{{names}}};"
 
     def call_with(self, alloc: str) -> str:
         """The ks call with ``alloc`` (a C++ ``ks::allocator*``) as its allocator."""

@@ -383,9 +383,8 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
     name = prefix + e.name
     entry_call = f"ke::{name}_ks({', '.join(['&g_alloc', *names])})"
     tree = ResultTree("empty") if packed else result_tree(result_type, b.mode)
-    call_site = e.call_site.replace(f" {e.name}_site{{", f" {name}_site{{", 1)
     return OpEntry(name, e.symbol, b.mode, tuple(leaves), tuple(args), tree,
-                   result_type.cpp, call, call_site, ks_params, entry_call, packed)
+                   result_type.cpp, call, e.call_site_as(name), ks_params, entry_call, packed)
 
 
 @dataclass(frozen=True)
