@@ -246,6 +246,37 @@ def test_elementwise_random_shapes_and_broadcasts(ops: ModuleType) -> None:
         torch.testing.assert_close(ops.relu3(x.t() if rank == 2 else x), relu3_ref(x.t() if rank == 2 else x))
 
 
+def _copies_made(call: Callable[[], object]) -> list[str]:
+    """The copying aten ops that running call() dispatched."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        call()
+    return [e.key for e in prof.key_averages() if e.key in ("aten::contiguous", "aten::clone", "aten::copy_")]
+
+
+def test_elementwise_reads_expanded_inputs_in_place(ops: ModuleType) -> None:
+    """An expanded tensor (stride 0, e.g. the gradient autograd gives a sum's result)
+    is read in place by an elementwise op; a transposed one is still copied first."""
+    gen = torch.Generator().manual_seed(9)
+    x, y = torch.randn(5, 6, generator=gen), torch.randn(6, generator=gen)
+    for expanded in (y.expand(5, 6), torch.randn(5, 1, generator=gen).expand(5, 6),
+                     torch.tensor(2.5).expand(5, 6), torch.randn(1, 6, generator=gen).expand(5, 6)[1:]):
+        assert not expanded.is_contiguous()
+        want = x[:expanded.shape[0]] * torch.sin(expanded.contiguous())
+        torch.testing.assert_close(ops.mulsin(x[:expanded.shape[0]], expanded), want)
+        # the expanded side alone: the result takes its full (expanded) shape
+        torch.testing.assert_close(ops.relu3(expanded), relu3_ref(expanded))
+        assert ops.relu3(expanded).shape == expanded.shape
+        assert _copies_made(lambda e=expanded: ops.mulsin(x[:e.shape[0]], e)) == []
+    # The backward of a sum hands the vjp an expanded gradient: no copy of it either.
+    xg = torch.randn(1000, generator=gen).requires_grad_()
+    assert _copies_made(lambda: ops.relu3(xg).sum().backward()) == []
+    torch.testing.assert_close(xg.grad, torch.where(xg < 0, 0.0, torch.where(xg < 1, xg * xg, 1.0)).detach())
+    # Not dense (a transpose): copied, and still right.
+    t = torch.randn(6, 5, generator=gen).t()
+    assert _copies_made(lambda: ops.mulsin(x, t)) != []
+    torch.testing.assert_close(ops.mulsin(x, t), x * torch.sin(t))
+
+
 def test_vmap_matches_eager_on_random_shapes(ops: ModuleType) -> None:
     gen = torch.Generator().manual_seed(7)
     for batch, n in [(1, 1), (3, 5), (16, 2), (5, 0), (int(torch.randint(1, 9, (1,), generator=gen)),

@@ -29,8 +29,9 @@ std::string shape_text(const Sizes& sizes) {
 }
 
 // Float inputs broadcast against each other and read in place: no input is expanded into a
-// copy. Each input is contiguous; its element strides over the broadcast shape are 0 along
-// broadcast dimensions. Dimensions are merged wherever every input allows, so same-shaped
+// copy. Each input is dense but for dimensions of stride 0 (an expanded tensor, such as the
+// gradient autograd gives the result of a sum: `dense_but_expanded`); its element strides
+// over the broadcast shape are 0 along broadcast and expanded dimensions. Dimensions are merged wherever every input allows, so same-shaped
 // inputs are one flat dimension and (1000, 1) with (1, 1000) is two: 1000 rows of 1000, the
 // first input constant along each row.
 template <size_t N>
@@ -42,11 +43,27 @@ struct BroadcastShape {
     std::array<std::vector<int64_t>, N> strides;  // per input, per merged dimension
 };
 
-// The broadcast of N contiguous inputs (their sizes and data); a shape that does not
-// broadcast is std::invalid_argument (ValueError) naming the argument.
+// Whether a tensor of these sizes and element strides is read in place by the loops below:
+// each dimension of size above 1 has stride 0 or the stride a contiguous tensor of the
+// remaining dimensions would have. Contiguous tensors and expanded ones (of a contiguous
+// tensor) are; transposed and sliced ones are not (their caller copies them first).
+template <class Sizes>
+bool dense_but_expanded(const Sizes& sizes, const Sizes& strides) {
+    int64_t dense = 1;
+    for (size_t k = sizes.size(); k-- > 0;) {
+        if (sizes[k] == 1 || strides[k] == 0) continue;
+        if (strides[k] != dense) return false;
+        dense *= sizes[k];
+    }
+    return true;
+}
+
+// The broadcast of N inputs (their sizes, element strides and data; each input
+// `dense_but_expanded`); a shape that does not broadcast is std::invalid_argument
+// (ValueError) naming the argument.
 template <size_t N, class Sizes>
-void broadcast_into(BroadcastShape<N>& b, const std::array<Sizes, N>& sizes, const std::array<const float*, N>& data,
-                    const std::array<const char*, N>& names) {
+void broadcast_into(BroadcastShape<N>& b, const std::array<Sizes, N>& sizes, const std::array<Sizes, N>& element_strides,
+                    const std::array<const float*, N>& data, const std::array<const char*, N>& names) {
     for (size_t i = 0; i < N; ++i) {
         const Sizes& s = sizes[i];
         // Right-aligned broadcasting, as torch does.
@@ -67,12 +84,11 @@ void broadcast_into(BroadcastShape<N>& b, const std::array<Sizes, N>& sizes, con
     for (size_t i = 0; i < N; ++i) {
         b.data[i] = data[i];
         const Sizes& s = sizes[i];
+        const Sizes& st = element_strides[i];
         full[i].assign(rank, 0);
-        int64_t stride = 1;
         for (size_t k = 0; k < static_cast<size_t>(s.size()); ++k) {  // innermost first
-            int64_t size = s[s.size() - 1 - k];
-            full[i][rank - 1 - k] = size == 1 ? 0 : stride;
-            stride *= size;
+            const size_t at = s.size() - 1 - k;
+            full[i][rank - 1 - k] = s[at] == 1 ? 0 : st[at];
         }
     }
     // Merge dimension d into the one inside it when every input steps through both as

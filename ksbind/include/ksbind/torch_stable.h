@@ -143,7 +143,7 @@ inline std::string dtype_text(ScalarType t) {
 // already resolved negative and conjugate bits and lazy zeros (its fallbacks run before
 // a CPU kernel), and refused nested tensors and tensors of other devices' kernels.
 template <class E>
-void check_tensor(Tensor& t, int64_t rank, const char* where, const char* ks_type) {
+void check_tensor(Tensor& t, int64_t rank, const char* where, const char* ks_type, bool read_expanded = false) {
     if (!t.defined()) type_error(where, std::string("expected a tensor for ks ") + ks_type + ", got an undefined tensor");
     if (t.scalar_type() != dtype_of<E>::value)
         type_error(where, std::string("expected a ") + dtype_of<E>::torch_name + " tensor for ks " + ks_type +
@@ -155,7 +155,12 @@ void check_tensor(Tensor& t, int64_t rank, const char* where, const char* ks_typ
                                ", got shape " + shape_text(t.sizes()));
     if (t.numel() > INT_MAX)
         value_error(where, "tensor has " + std::to_string(t.numel()) + " elements; ks indexes with 32-bit ints");
-    if (!t.is_contiguous()) t = torch::stable::contiguous(t);
+    if (t.is_contiguous()) return;
+    // The elementwise loops read an expanded tensor (stride 0) in place: copying one,
+    // such as the gradient of a sum (a 0-dim tensor expanded to the result's shape),
+    // would write a full-size tensor only to read it once.
+    if (read_expanded && loops::dense_but_expanded(t.sizes(), t.strides())) return;
+    t = torch::stable::contiguous(t);
 }
 
 template <class T>
@@ -437,20 +442,22 @@ void parallel_chunks(int64_t begin, int64_t end, int64_t grain, Body& body) {
 
 // ------------------------------------------------------------ elementwise mode
 
-// Float32 inputs broadcast against each other and read in place (ksbind/elementwise_loops.h);
-// the kernel's parameters hold them (a contiguous copy where the caller's was not).
+// Float32 inputs broadcast against each other and read in place (ksbind/elementwise_loops.h),
+// expanded ones included; the kernel's parameters hold them (a contiguous copy where the
+// caller's was neither contiguous nor expanded).
 template <size_t N>
 loops::BroadcastShape<N> broadcast(std::array<Tensor*, N> args, const std::array<const char*, N>& names) {
     loops::BroadcastShape<N> b;
-    std::array<torch::headeronly::IntHeaderOnlyArrayRef, N> sizes;
+    std::array<torch::headeronly::IntHeaderOnlyArrayRef, N> sizes, strides;
     std::array<const float*, N> data;
     for (size_t i = 0; i < N; ++i) {
         Tensor& t = *args[i];
-        check_tensor<float>(t, t.defined() ? t.dim() : 0, names[i], "Float (elementwise)");
+        check_tensor<float>(t, t.defined() ? t.dim() : 0, names[i], "Float (elementwise)", /*read_expanded=*/true);
         sizes[i] = t.sizes();
+        strides[i] = t.strides();
         data[i] = t.template const_data_ptr<float>();
     }
-    loops::broadcast_into(b, sizes, data, names);
+    loops::broadcast_into(b, sizes, strides, data, names);
     return b;
 }
 
