@@ -210,6 +210,22 @@ def test_vmap_gradients(ops: ModuleType) -> None:
     assert gradcheck32(ops.vrelu3_rows, r)
 
 
+def test_logging_prints_each_ks_call_with_its_arguments(ops: ModuleType, capfd: pytest.CaptureFixture[str]) -> None:
+    """m.logging(True): a plain op's kernel writes the ks call (symbol and arguments) to stderr
+    before it runs; a tuple call's arguments are comma-separated; logging(False) stops it."""
+    ops.logging(True)
+    try:
+        ops.vrelu3(torch.tensor([1.0, -2.0, 3.0]))
+        ops.scale_add(torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0]), 4)
+    finally:
+        ops.logging(False)
+    ops.vrelu3(torch.tensor([5.0]))
+    err = capfd.readouterr().err
+    assert "vrelu3$aT1f(tensor[3](1, -2, 3))" in err.splitlines()
+    assert any(line.startswith("scale_add$a") and line.count(", ") >= 2 for line in err.splitlines()), err
+    assert "tensor[1](5)" not in err
+
+
 def test_no_graph_without_grad(ops: ModuleType) -> None:
     x = torch.randn(5, requires_grad=True)
     with torch.no_grad():

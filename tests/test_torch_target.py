@@ -125,7 +125,7 @@ def test_only_the_op_file_and_looping_kernels_include_torchs_stable_headers() ->
     # A plain op views its tensors as ks values and calls the kernels' file in an arena.
     ops = plain["torch_stable_ops.cpp"]
     assert 'tt::view<ks::tensor<1, ks::Float>>(a_arg0, "arg0")' in ops and "ksbind::CallArena arena;" in ops
-    assert "ke::vrelu3_ks(&g_alloc, k0)" in ops
+    assert "tt::call_entry(arena, vrelu3_site, \"vrelu3$aT1f\", &ke::vrelu3_ks, k0)" in ops
     assert "_runtime.install_stable(globals(), 'm_torchops', 'm', BINDINGS," in plain["m.py"]
 
 

@@ -273,6 +273,7 @@ class OpEntry:
     call_site: str
     ks_params: tuple[str, ...] = ()  # the ks function's C++ parameter types
     entry_call: str = ""  # plain: NAME_ks called with the ks arguments and `&g_alloc`
+    entry_args: tuple[str, ...] = ()  # plain: NAME_ks's arguments after the allocator
     packed: bool = False  # its values cross packed, as one Tensor[] each way
     DERIVED: ClassVar[tuple[str, ...]] = ("schema", "param_list", "direct_schema", "py_names", "addresses",
                                           "float_params", "batch_sizes", "step_elements", "return_cpp",
@@ -384,7 +385,7 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
     entry_call = f"ke::{name}_ks({', '.join(['&g_alloc', *names])})"
     tree = ResultTree("empty") if packed else result_tree(result_type, b.mode)
     return OpEntry(name, e.symbol, b.mode, tuple(leaves), tuple(args), tree,
-                   result_type.cpp, call, e.call_site_as(name), ks_params, entry_call, packed)
+                   result_type.cpp, call, e.call_site_as(name), ks_params, entry_call, tuple(names), packed)
 
 
 @dataclass(frozen=True)
