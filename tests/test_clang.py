@@ -52,9 +52,10 @@ def test_clang_builds_every_target_and_its_next_module_uses_the_pch(
     assert used_precompiled(unit, ".pch")
 
 
-def test_clang_builds_a_torch_module_of_two_units_and_no_precompiled_header(tmp_path: Path) -> None:
+def test_clang_builds_a_torch_module_of_two_units_and_its_ops_unit_uses_the_pch(tmp_path: Path) -> None:
     """The torch target's library: the user's C++ with the kernels, and the op registration,
-    each compiled by clang; its units include torch's stable-ABI headers, none precompiled."""
+    each compiled by clang; the first build leaves a precompiled header of torch's
+    stable-ABI headers (ksbind/torch_stable.h), which the next module's ops' unit loads."""
     pytest.importorskip("torch")
     cache = tmp_path / "cache"
     built = build_in_new_process(tmp_path, cache, "torch", "clang_torch", {"CXX": str(CLANG)})
@@ -63,7 +64,11 @@ def test_clang_builds_a_torch_module_of_two_units_and_no_precompiled_header(tmp_
         "torch_stable_ops.cpp", "torch_stable_unit.cpp"]
     assert all("clang++" in " ".join(cmd[:3]) and "-include" not in cmd for cmd in built.commands)
     wait_for_background_pch(cache)
-    assert not list(cache.glob("pch/*/*/ksbind_pch.h.*"))
+    assert len(list(cache.glob("pch/*/*/ksbind_pch.h.pch"))) == 1
+    second = build_in_new_process(tmp_path, cache, "torch", "clang_torch_b", {"CXX": str(CLANG)})
+    assert second.values == built.values and "refused" not in second.log
+    (unit,) = [c for c in second.commands if "-include" in c]
+    assert Path(unit[unit.index("-c") + 1]).name == "torch_stable_ops.cpp" and used_precompiled(unit, ".pch")
 
 
 def test_a_clang_precompiled_header_that_does_not_fit_costs_time_not_the_build(tmp_path: Path) -> None:

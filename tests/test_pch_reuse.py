@@ -1,7 +1,7 @@
 """The shared precompiled header (docs/building.md) is keyed by what its content depends
 on, never a module's name or folder, is built once per toolchain after a first
-build, and the next module of that toolchain, in another process, uses it. (Torch
-modules use none: their units include torch's stable-ABI headers only, docs/torch.md.)"""
+build, and the next module of that toolchain, in another process, uses it (a torch
+module's ops' unit too, over torch's stable-ABI headers, docs/torch.md)."""
 from __future__ import annotations
 
 import dataclasses
@@ -66,15 +66,22 @@ def test_the_second_module_uses_the_precompiled_header_built_after_the_first(tmp
     assert used_precompiled(unit, ".gch")
 
 
-def test_torch_modules_use_no_precompiled_header(tmp_path: Path) -> None:
-    """A torch module's units include torch's stable-ABI headers, not its full C++ API: nothing
-    to parse once and share."""
+def test_a_torch_modules_ops_unit_uses_the_precompiled_header_its_first_build_left(tmp_path: Path) -> None:
+    """The torch target's ops' unit parses ksbind/torch_stable.h (the stable headers, the C
+    shim, ksbind's and ks's) from the shared precompiled header; the user's unit, which
+    includes the user's C++ first, gets none."""
     pytest.importorskip("torch")
-    from ksbind.backend import torch_build
-
-    config = tmp_path / "m.yaml"
-    config.write_text(CONFIG.format(name="m", target="torch", relu3=RELU3, out=tmp_path / "out"))
-    (spec,) = load_config(config)
-    units = torch_build.stable_units(spec, write_generated(spec.output, render_spec(spec)), None)
-    assert units and not any(u.pch or u.pch_includes for u in units)
-    assert torch_build.toolchain(spec, torch_build.stable_plan(spec)).pch_includes == ()
+    cache = tmp_path / "cache"
+    first = build_in_new_process(tmp_path, cache, "torch", "tpch_first", {"CXX": "g++"})
+    assert first.values == pytest.approx([0.5 ** 3 / 3, 2 - 2 / 3], rel=1e-6)
+    assert included_headers(first) == {}
+    wait_for_background_pch(cache)
+    [gch] = cache.glob("pch/*/*/ksbind_pch.h.gch")
+    assert "#include <ksbind/torch_stable.h>" in (gch.parent / "ksbind_pch.h").read_text()
+    second = build_in_new_process(tmp_path, cache, "torch", "tpch_second", {"CXX": "g++"})
+    assert second.values == first.values
+    used = included_headers(second)
+    assert set(used) == {"torch_stable_ops.cpp"} and Path(used["torch_stable_ops.cpp"]).parent == gch.parent
+    assert "refused" not in second.log
+    unit = next(c for c in second.commands if "-include" in c)
+    assert used_precompiled(unit, ".gch")

@@ -17,8 +17,12 @@ depends on changed), as the jax target splits its own:
   the registration and the support ops, at -O2 (``GLUE_FLAGS``: no loop of ks code);
 - the runtime's own sources, if any.
 
-No precompiled header: the stable headers are small (the ops' unit compiles in
-about two seconds). It links libtorch_cpu and libc10 only: no libtorch_python,
+The ops' unit uses the shared precompiled header (ksbind/backend/pch.py) of
+``ksbind/torch_stable.h``: the stable headers, the C shim and ksbind's and ks's
+own, about a second of parsing per build without it (110 MB on disk per
+compiler, flags and torch; built in the background after a module's first
+build, as the other targets' headers are). The user's unit gets none: it
+includes the user's C++ first. It links libtorch_cpu and libc10 only: no libtorch_python,
 no pybind11, no Python. torch is imported on a thread while the units compile
 (the wrapper imports it: about a second that the compile hides).
 
@@ -74,6 +78,8 @@ ENTRIES = "torch_stable_entries.cpp"
 OPS = "torch_stable_ops.cpp"
 #: The ops' unit holds no loop of ks code: -O2, as the other targets' glue (after CFLAGS: it wins).
 GLUE_FLAGS = ("-O2",)
+#: What the ops' unit includes first: its precompiled header's one include.
+PCH_HEADER = "ksbind/torch_stable.h"
 LIB_EXT = ".so"
 
 _loaded: dict[str, ModuleType] = {}
@@ -121,7 +127,7 @@ def toolchain(spec: ModuleSpec, plan: StablePlan) -> Toolchain:
     lib = torch_dir() / "lib"
     return Toolchain("torch", compiler(), plan.cflags, ks_include_dirs(spec), (torch_dir() / "include",),
                      libs=(f"-L{lib}", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{lib}", *NO_UNDEFINED),
-                     key_parts=(("torch", plan.torch),))
+                     key_parts=(("torch", plan.torch),), pch_includes=(PCH_HEADER,))
 
 
 def unit_text(spec: ModuleSpec, entries: Path) -> str:
@@ -170,7 +176,7 @@ def stable_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | No
     ks_flags = (FAST_MATH_FLAGS if spec.fast_math else ()) + debug
     parts = tuple((copies[g], g) for g in sources)
     runtime_sources = [] if spec.runtime.bundled else list(spec.runtime.sources)
-    return [Unit(unit, ks_flags, parts=parts), Unit(copies[by_name[OPS]], GLUE_FLAGS + debug, parts=parts),
+    return [Unit(unit, ks_flags, parts=parts), Unit(copies[by_name[OPS]], GLUE_FLAGS + debug, pch=True, parts=parts),
             *(Unit(Path(s), debug) for s in runtime_sources)]
 
 
