@@ -143,6 +143,69 @@ def test_damaged_object_is_rebuilt(tmp_path: Path) -> None:
     assert ctypes.CDLL(str(link([again], tc, tmp_path / "a.so", a, tmp_path))).a_value() == 11
 
 
+def _as_a_new_process(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Forget what this process hashed (as a new process would) and record what is hashed from now on."""
+    from ksbind.cache import objects
+
+    monkeypatch.setattr(objects, "_digests", {})
+    monkeypatch.setattr(objects, "_checked", {})
+    hashed: list[str] = []
+    real = objects.file_sha256
+
+    def counting(path: Path | str, dir_fd: int | None = None) -> str:
+        hashed.append(Path(path).name)
+        return real(path, dir_fd)
+
+    monkeypatch.setattr(objects, "file_sha256", counting)
+    return hashed
+
+
+def test_a_new_process_trusts_recorded_identities_and_sees_every_write(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """deps.json records each header's and stored file's stat identity (size, mtime, ctime,
+    inode) when hashed; a lookup in a new process whose files still have them reads none of
+    them. A write that keeps the size and sets the mtime back still changes the ctime: the
+    header is hashed again (a miss), the damaged object found and rebuilt."""
+    src, inc, a = project(tmp_path)
+    cxx = logging_compiler(tmp_path)
+    tc = toolchain(inc, cxx)
+    cache = ObjectCache(tmp_path / "cache")
+
+    def objs() -> list[Path]:
+        return compile_objects([Unit(a)], tc, objects=cache, work=tmp_path, log_dir=tmp_path)
+
+    (first,) = objs()
+    record = json.loads((first.parent / DEPS).read_text())
+    assert {Path(p).name for p in record["identities"]["deps"]} >= {"a.h", "lib.h", "a.cpp"}
+    assert set(record["identities"]["files"]) == {"unit.o"}
+
+    hashed = _as_a_new_process(monkeypatch)
+    assert objs() == [first] and compiled(tmp_path) == ["a.cpp"] and hashed == []
+
+    def rewrite_keeping_size_and_mtime(path: Path, old: bytes, new: bytes) -> None:
+        st = path.stat()
+        data = path.read_bytes()
+        assert len(old) == len(new) and old in data
+        time.sleep(0.01)  # a ctime of its own, even on a coarse clock
+        with open(path, "r+b") as f:
+            f.write(data.replace(old, new, 1))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+    rewrite_keeping_size_and_mtime(src / "a.h", b"AVAL 10", b"AVAL 30")
+    hashed = _as_a_new_process(monkeypatch)
+    (second,) = objs()
+    assert "a.h" in hashed and second != first and compiled(tmp_path) == ["a.cpp"] * 2
+    assert ctypes.CDLL(str(link([second], tc, tmp_path / "a3.so", a, tmp_path))).a_value() == 31
+
+    rewrite_keeping_size_and_mtime(second, b"\x7fELF", b"\x7fELG")  # damaged in place
+    _as_a_new_process(monkeypatch)
+    with pytest.warns(KsbindWarning, match=r"is damaged \(unit\.o does not match its sha256\): rebuilding it"):
+        (again,) = objs()
+    assert compiled(tmp_path) == ["a.cpp"] * 3
+    assert ctypes.CDLL(str(link([again], tc, tmp_path / "a4.so", a, tmp_path))).a_value() == 31
+
+
 def test_precompiled_header_is_built_used_and_invalidated(tmp_path: Path) -> None:
     src, inc, a = project(tmp_path)
     cxx = logging_compiler(tmp_path)
