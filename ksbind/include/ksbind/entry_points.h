@@ -497,6 +497,12 @@ struct is_tensor : std::false_type {};
 template <size_t D, class T>
 struct is_tensor<ks::tensor<D, T>> : std::true_type {};
 
+// Whether T is a std::tuple (ksc's runtime may make ks::Tuple one, or a class of its own).
+template <class T>
+struct is_std_tuple : std::false_type {};
+template <class... Ts>
+struct is_std_tuple<std::tuple<Ts...>> : std::true_type {};
+
 // Arity of a ks::Tuple, whether the runtime's Tuple is std::tuple or its own class.
 template <class T>
 struct tuple_arity;

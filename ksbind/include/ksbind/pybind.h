@@ -222,20 +222,11 @@ void declare_tensor_6(pybind11::module_& m, const char* name) { ksbind::pybind::
 
 // pybind11 already converts std::tuple (ksbind's bundled ks::Tuple). ksc's own
 // runtime has a ks::Tuple class of its own: convert it through std::tuple.
-namespace ksbind {
-namespace pybind {
-template <class T>
-struct is_std_tuple : std::false_type {};
-template <class... Ts>
-struct is_std_tuple<std::tuple<Ts...>> : std::true_type {};
-}  // namespace pybind
-}  // namespace ksbind
-
 namespace pybind11 {
 namespace detail {
 
 template <class... Ts>
-class type_caster<ks::Tuple<Ts...>, std::enable_if_t<!ksbind::pybind::is_std_tuple<ks::Tuple<Ts...>>::value>> {
+class type_caster<ks::Tuple<Ts...>, std::enable_if_t<!ksbind::detail::is_std_tuple<ks::Tuple<Ts...>>::value>> {
     using Tup = ks::Tuple<Ts...>;
     using Std = std::tuple<Ts...>;
     make_caster<Std> inner;

@@ -655,11 +655,6 @@ inline std::string configure(int64_t arena, bool log) {
 
 // ------------------------------------------------------------ boxing the kernels
 
-template <class T>
-struct is_std_tuple : std::false_type {};
-template <class... T>
-struct is_std_tuple<std::tuple<T...>> : std::true_type {};
-
 // The stable ABI's boxing (torch/csrc/stable/library.h: unbox the stack's arguments, call,
 // box the results), as TORCH_BOX does it, but with the kernel as an argument: one instance
 // per kernel signature instead of one per kernel. TORCH_BOX(&kernel) makes the kernel a
@@ -672,7 +667,7 @@ struct SharedBox<R(P...)> {
     KSBIND_NOINLINE static void run(StableIValue* stack, uint64_t num_args, uint64_t num_outputs, R (*kernel)(P...)) {
         namespace d = torch::stable::detail;
         constexpr uint64_t outputs = [] {
-            if constexpr (is_std_tuple<R>::value) return std::tuple_size_v<R>;
+            if constexpr (ksbind::detail::is_std_tuple<R>::value) return std::tuple_size_v<R>;
             else return 1;
         }();
         STD_TORCH_CHECK(num_args == sizeof...(P), "Registered schema has ", num_args,
@@ -680,7 +675,7 @@ struct SharedBox<R(P...)> {
         STD_TORCH_CHECK(num_outputs == outputs, "Registered schema has ", num_outputs,
                         " outputs, but the kernel to box has ", outputs);
         std::tuple<d::unbox_type_t<P>...> args = d::unbox_to_tuple<d::unbox_type_t<P>...>(stack);
-        if constexpr (is_std_tuple<R>::value) {
+        if constexpr (ksbind::detail::is_std_tuple<R>::value) {
             d::box_from_tuple(stack, std::apply(kernel, std::move(args)));
         } else {
             stack[0] = d::from<R>(std::apply(kernel, std::move(args)));
