@@ -146,11 +146,11 @@ def test_damaged_object_is_rebuilt(tmp_path: Path) -> None:
 def _as_a_new_process(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Forget what this process hashed (as a new process would) and record what is hashed from now on."""
     from ksbind.cache import objects
+    from ksbind.cache.keys import file_sha256 as real
 
     monkeypatch.setattr(objects, "_digests", {})
     monkeypatch.setattr(objects, "_checked", {})
     hashed: list[str] = []
-    real = objects.file_sha256
 
     def counting(path: Path | str, dir_fd: int | None = None) -> str:
         hashed.append(Path(path).name)
