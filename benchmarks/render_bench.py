@@ -31,6 +31,7 @@ from ksbind.codegen.render import cpp_string
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import TupleType
 from ksbind.spec import Binding, BindingSpec
+from ksbind.support import SUPPORT_FUNCTIONS
 
 SIGNATURES = [  # (argument types, result type): a mix of scalars, tensors and tuples
     ("Float", "Float"),
@@ -118,12 +119,8 @@ def fstring_files(bindings: list[Binding], module_doc: str, tensor_types: list[t
     module = ("#include <ksbind/pybind.h>\n#include <ksbind/ks_scalars.h>\n#include \"entry_points.h\"\n\n"
               "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
               f"    m.doc() = {cpp_string(module_doc)};\n"
-              "    m.def(\"reset_allocator\", &ks::entry_points::reset_allocator);\n"
-              "    m.def(\"allocator_top\", &ks::entry_points::allocator_top);\n"
-              "    m.def(\"allocator_peak\", &ks::entry_points::allocator_peak);\n"
-              "    m.def(\"logging\", &ks::entry_points::logging);\n"
-              "    m.def(\"arena_bytes\", &ks::entry_points::arena_bytes);\n"
-              "    m.def(\"set_arena_bytes\", &ks::entry_points::set_arena_bytes);\n"
+              + "".join(f'    m.def("{f.name}", &{f.module_cpp}, {cpp_string(f.module_doc)});\n'
+                        for f in SUPPORT_FUNCTIONS if not f.kernels_only) +
               "    ksbind::configure_module(100000000, false);\n\n"
               + tensors + "\n" + "".join(line + "\n" for line in defs) + "}\n")
     return {"entry_points.h": header, "entry_points.cpp": source, "module.cpp": module}
