@@ -71,17 +71,22 @@ def _as_identity(recorded: object) -> Identity | None:
     return (recorded[0], recorded[1], recorded[2], recorded[3])
 
 
-def file_digest(path: str) -> str | None:
+def file_digest(path: str, recorded: tuple[object, str] | None = None) -> str | None:
     """sha256 of a file (None when it cannot be read); memoised per process by
-    its stat identity, so a header shared by many units is read once."""
+    its stat identity, so a header shared by many units is read once. ``recorded``:
+    an identity and the digest a record holds for the file (``deps.json``'s
+    ``identities``): while the file still has that identity, that digest, unread."""
     try:
         seen = file_identity(os.stat(path))
     except OSError:
         return None
     with _digests_lock:
         known = _digests.get(path)
-    if known is not None and known[0] == seen:
-        return known[1]
+        if known is not None and known[0] == seen:
+            return known[1]
+        if recorded is not None and _as_identity(recorded[0]) == seen:
+            _digests[path] = (seen, recorded[1])
+            return recorded[1]
     try:
         digest = file_sha256(Path(path))
     except OSError:
@@ -98,25 +103,6 @@ def hashed_identity(path: str, digest: str) -> Identity | None:
     with _digests_lock:
         known = _digests.get(path)
     return known[0] if known is not None and known[1] == digest else None
-
-
-def known_digest(path: str, digest: str, recorded: object) -> bool:
-    """Whether the file still has the content ``digest``, known without reading it: its
-    stat identity now is ``recorded`` (a list read from a record) or the one this process
-    hashed to that digest. A recorded one that holds is memoised as a hash would be."""
-    identity = _as_identity(recorded)
-    try:
-        now = file_identity(os.stat(path))
-    except OSError:
-        return False
-    with _digests_lock:
-        known = _digests.get(path)
-        if known is not None and known[0] == now:
-            return known[1] == digest
-        if identity is not None and now == identity:
-            _digests[path] = (now, digest)
-            return True
-    return False
 
 
 def parse_depfile(text: str) -> list[str]:
@@ -181,7 +167,6 @@ class Stored:
 
 #: Stored files this process found intact: path -> (size, mtime_ns, inode).
 _checked: dict[str, tuple[int, int, int, str]] = {}
-
 
 
 def damaged_file(folder: Path, files: dict[str, tuple[int, str]], record: str,
@@ -289,7 +274,7 @@ class ObjectCache:
             self._discard(d, f"{DEPS} is unreadable")
             return None
         for path, digest in deps:
-            if not known_digest(path, digest, dep_identities.get(path)) and file_digest(path) != digest:
+            if file_digest(path, (dep_identities.get(path), digest)) != digest:
                 return None
         why = damaged_file(d, files, DEPS, file_identities)
         if why is not None:
