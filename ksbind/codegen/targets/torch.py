@@ -272,12 +272,11 @@ class OpEntry:
     call: str            # the ks call with `alloc` (elementwise, vmap: the loops'), or NAME_ks's (plain)
     call_site: str
     ks_params: tuple[str, ...] = ()  # the ks function's C++ parameter types
-    entry_call: str = ""  # plain: NAME_ks called with the ks arguments and `&g_alloc`
     entry_args: tuple[str, ...] = ()  # plain: NAME_ks's arguments after the allocator
     packed: bool = False  # its values cross packed, as one Tensor[] each way
     DERIVED: ClassVar[tuple[str, ...]] = ("schema", "param_list", "direct_schema", "py_names", "addresses",
                                           "float_params", "batch_sizes", "step_elements", "return_cpp",
-                                          "declaration", "entry_declaration")
+                                          "declaration", "entry_declaration", "entry_call")
 
     @property
     def loops(self) -> bool:
@@ -310,6 +309,11 @@ class OpEntry:
         """``NAME_ks``: the ks call beside the ks code, over ks values only (plain ops)."""
         params = "".join(f", {t} p{i}" for i, t in enumerate(self.ks_params))
         return f"{self.result_cpp} {self.name}_ks(ks::allocator* alloc{params})"
+
+    @cached_property
+    def entry_call(self) -> str:
+        """Plain: ``NAME_ks`` called with ``&g_alloc`` and the ks arguments."""
+        return f"ke::{self.name}_ks({', '.join(['&g_alloc', *self.entry_args])})"
 
     @cached_property
     def schema(self) -> str:
@@ -382,10 +386,9 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
     else:
         call = f"ks::{e.symbol}({', '.join(['alloc', *names])})"
     name = prefix + e.name
-    entry_call = f"ke::{name}_ks({', '.join(['&g_alloc', *names])})"
     tree = ResultTree("empty") if packed else result_tree(result_type, b.mode)
     return OpEntry(name, e.symbol, b.mode, tuple(leaves), tuple(args), tree,
-                   result_type.cpp, call, e.call_site_as(name), ks_params, entry_call, tuple(names), packed)
+                   result_type.cpp, call, e.call_site_as(name), ks_params, tuple(names), packed)
 
 
 @dataclass(frozen=True)

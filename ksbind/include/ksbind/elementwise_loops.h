@@ -31,9 +31,9 @@ std::string shape_text(const Sizes& sizes) {
 // Float inputs broadcast against each other and read in place: no input is expanded into a
 // copy. Each input is dense but for dimensions of stride 0 (an expanded tensor, such as the
 // gradient autograd gives the result of a sum: `dense_but_expanded`); its element strides
-// over the broadcast shape are 0 along broadcast and expanded dimensions. Dimensions are merged wherever every input allows, so same-shaped
-// inputs are one flat dimension and (1000, 1) with (1, 1000) is two: 1000 rows of 1000, the
-// first input constant along each row.
+// over the broadcast shape are 0 along broadcast and expanded dimensions. Dimensions are
+// merged wherever every input allows, so same-shaped inputs are one flat dimension and
+// (1000, 1) with (1, 1000) is two: 1000 rows of 1000, the first input constant along each row.
 template <size_t N>
 struct BroadcastShape {
     std::array<const float*, N> data{};
