@@ -5,6 +5,9 @@ module's ops' unit too, over torch's stable-ABI headers, docs/torch.md)."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +88,39 @@ def test_a_torch_modules_ops_unit_uses_the_precompiled_header_its_first_build_le
     assert "refused" not in second.log
     unit = next(c for c in second.commands if "-include" in c)
     assert used_precompiled(unit, ".gch")
+
+    # The companion object, built beside the header: the ops' unit includes its declarations
+    # after the precompiled header, leaves its code out, and the library links it.
+    [companion] = cache.glob("pch/*/*/companion.o")
+    assert companion.parent == gch.parent
+    includes = [unit[i + 1] for i, arg in enumerate(unit) if arg == "-include"]
+    assert len(includes) == 2 and includes[1].endswith("ksbind/torch_stable_support.h")
+    link = next(line for line in second.log.splitlines() if "$ " in line and " -shared " in line)
+    assert str(companion) in link
+    defined = defined_symbols(companion)
+    assert "register_support_impls" in defined and "check_tensor<float>" in defined
+    objects = [Path(arg) for arg in link.split() if arg.endswith("unit.o")]
+    [ops_object] = [o for o in objects if "register_support_impls" in undefined_symbols(o)]
+    ops_defined = defined_symbols(ops_object)
+    assert "check_tensor<float>" not in ops_defined and "reset_allocator" not in ops_defined
+
+    # What the companion holds works from the module: the support ops, and an argument's check.
+    code = (f"import ksbind, torch; m = ksbind.build({str(tmp_path / 'tpch_second.yaml')!r}); "
+            "m.reset_allocator(); assert m.cpu_capability() in m.cpu_capabilities(); "
+            "e = None\ntry: m.v_tpch_second(torch.tensor([1, 2], dtype=torch.int32))\n"
+            "except TypeError as err: e = str(err)\nprint('ERROR', e)")
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "KSBIND_CACHE_DIR": str(cache)},
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "expected a torch.float32 tensor" in proc.stdout and "torch.int32" in proc.stdout, proc.stdout
+
+
+def defined_symbols(obj: Path) -> str:
+    """The demangled names an object defines (nm)."""
+    return subprocess.run(["nm", "-C", "--defined-only", str(obj)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def undefined_symbols(obj: Path) -> str:
+    return subprocess.run(["nm", "-C", "--undefined-only", str(obj)], capture_output=True, text=True,
+                          check=True).stdout

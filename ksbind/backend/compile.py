@@ -35,7 +35,7 @@ from typing import Any
 
 from ksbind.backend import pch, sccache
 from ksbind.backend.runner import Runner, Stopped, Unit, jobs
-from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher
+from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher, linker_flags
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher
 from ksbind.cache.layout import UNITS_DIR
@@ -211,6 +211,15 @@ def plan_headers(units: Sequence[Unit], tc: Toolchain, root: Path, runner: Runne
     return HeaderPlan(by_unit, tuple(variants.values()))
 
 
+def companion(header: pch.SharedPch | None, unit: Unit) -> pch.SharedPch | None:
+    """The unit's built precompiled header when the unit compiles against its companion object
+    (ksbind/backend/pch.py): the header has one, and the unit defines no macro of its own
+    (a debug build's -DKS_BOUNDS_CHECK), which the companion was built without."""
+    if header is None or header.stored is None or header.companion is None or header.companion_header is None:
+        return None
+    return header if pch.meaning_flags(unit.flags) == tuple(unit.flags) else None
+
+
 def _uses_pch(units: Sequence[Unit], tc: Toolchain, objects: ObjectCache | None, shared_cache: bool) -> bool:
     """Whether the build looks for shared precompiled headers at all."""
     return objects is not None and any(u.pch and (u.pch_includes or tc.pch_includes) for u in units) \
@@ -236,7 +245,9 @@ def look_up(units: Sequence[Unit], tc: Toolchain, objects: ObjectCache | None, h
     to_compile: list[int] = []
     for i, u in enumerate(units):
         header = headers.by_unit.get(i)
-        keys[i] = unit_key(u, tc, header.key if header is not None else "")
+        # With the companion the unit's object is another (it leaves the companion's code out).
+        with_companion = "+companion" if companion(header, u) is not None else ""
+        keys[i] = unit_key(u, tc, header.key + with_companion if header is not None else "")
         hit = objects.find(keys[i])
         if hit is not None:
             found[i] = hit.file(OBJECT)
@@ -280,6 +291,10 @@ class UnitCompiler:
     def command(self, i: int) -> list[str]:
         header = self.header(i)
         extra = ["-include", str(header.include)] if header is not None else []
+        # The companion's header after the precompiled one (run() may drop only the latter).
+        with_companion = companion(header, self.units[i])
+        if with_companion is not None:
+            extra += ["-include", str(with_companion.companion_header)]
         return [*self.launch, *self.tc.cxx, *self.tc.compile_args(self.units[i].flags), *extra]
 
     def run(self, i: int, cmd: list[str]) -> float:
@@ -339,9 +354,11 @@ class UnitCompiler:
             return e
 
 
-def schedule(compiler: UnitCompiler, n_jobs: int, build_pch: bool) -> dict[int, Path | BuildError | None]:
+def schedule(compiler: UnitCompiler, n_jobs: int, build_pch: bool,
+             meanwhile: Callable[[], None] | None = None) -> dict[int, Path | BuildError | None]:
     """Run the compiles (and, with ``build_pch``, the missing precompiled headers) in one pool;
-    each unit's object, failure or None (stopped). Ctrl-C stops the compilers at once."""
+    each unit's object, failure or None (stopped). Ctrl-C stops the compilers at once.
+    ``meanwhile`` runs once the compiles are submitted (see compile_objects)."""
     to_compile, missing = compiler.lookup.to_compile, compiler.headers.missing if build_pch else []
     if not (to_compile or missing):
         return {}
@@ -354,6 +371,8 @@ def schedule(compiler: UnitCompiler, n_jobs: int, build_pch: bool) -> dict[int, 
             if missing and compiler.objects is not None:
                 root = compiler.objects.root
                 pch_futures = [pool.submit(pch.build, vtc, root, v, compiler.runner) for vtc, v in missing]
+            if meanwhile is not None:
+                meanwhile()
             _wait_interruptibly([*futures.values(), *pch_futures])
             results = {i: f.result() for i, f in futures.items()}
             for f in pch_futures:
@@ -394,9 +413,12 @@ def _in_order(units: Sequence[Unit], found: dict[int, Path], results: dict[int, 
 
 def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCache | None, work: Path,
                     log_dir: Path, label: str = "", background_pch: bool = True,
-                    after: list[Callable[[], None]] | None = None) -> list[Path]:
-    """Every unit's object, in order: from ``objects`` when there, else compiled
-    (in parallel) and stored there; with ``objects=None``, compiled into ``work``.
+                    after: list[Callable[[], None]] | None = None,
+                    meanwhile: Callable[[], None] | None = None) -> list[Path]:
+    """Every unit's object, in order, then the companion objects of the shared precompiled
+    headers the units were compiled against (ksbind/backend/pch.py): from ``objects`` when
+    there, else compiled (in parallel) and stored there; with ``objects=None``, compiled
+    into ``work``.
 
     On the first failure the other compiles are stopped and the failure that
     comes first in unit order is raised. A shared precompiled header the units
@@ -406,7 +428,10 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     this build's pool, alongside, waited for). Its failure only means it is not
     used. ``label`` (the module's name) starts each log line. With ``after``,
     starting those background builds is appended to it instead, for the caller
-    to run once its module is installed.
+    to run once its module is installed. ``meanwhile`` (the torch and jax targets' import of
+    torch or jax on a thread) runs once the compilers are started, not before: a thread
+    importing a large package holds the GIL for most of a second, and the lookups before
+    the compiles (a few hundred stat calls, each giving the GIL up) would wait for it.
     """
     runner = Runner(f"{label}: " if label else "")
     n_jobs = jobs()  # a bad KSBIND_JOBS fails every build that compiles
@@ -425,8 +450,11 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         if env is not None and objects is not None:
             sccache.check_server(launch, objects.root, env)
     compiler = UnitCompiler(units, tc, objects, work, log_dir, runner, tuple(launch), env, headers, lookup)
-    results = schedule(compiler, n_jobs, build_pch=not background_pch)
+    results = schedule(compiler, n_jobs, build_pch=not background_pch, meanwhile=meanwhile)
     out = _in_order(units, lookup.found, results)
+    # The companion objects the units were compiled against (once each), linked after them.
+    out += list(dict.fromkeys(c.companion for i, u in enumerate(units)
+                              if (c := companion(headers.by_unit.get(i), u)) is not None and c.companion is not None))
     if background_pch and objects is not None:
         _background_headers(headers, objects.root, after)
     return out
@@ -448,9 +476,23 @@ def _wait_interruptibly(futures: Sequence[Future[Any]]) -> None:
 
 def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log_dir: Path,
          label: str = "") -> Path:
-    """Link objects into the shared library ``out``."""
+    """Link objects into the shared library ``out``, with a faster linker when one is
+    installed (toolchain.linker_flags). A link that fails with the linker ksbind chose is
+    run again with the compiler's own, whose failure is the one reported: a chosen linker
+    the compiler cannot use then costs a second link, never the build."""
+    runner = Runner(f"{label}: " if label else "")
     cmd = [*tc.cxx, "-shared", *tc.ldflags, "-o", str(out), *map(str, objects), *tc.libs]
-    Runner(f"{label}: " if label else "").run(cmd, Unit(report_as), "linking", log_dir)
+    chosen = linker_flags()
+    if chosen and not os.environ.get("KSBIND_LINKER", "").strip():
+        try:
+            runner.run([*cmd[:2], *chosen, *cmd[2:]], Unit(report_as), "linking", log_dir, quiet_failure=True)
+            return out
+        except Stopped:
+            log.debug("%slinking with %s failed: linking again with the compiler's own linker",
+                      runner.prefix, chosen[0])
+    elif chosen:
+        cmd[2:2] = chosen
+    runner.run(cmd, Unit(report_as), "linking", log_dir)
     return out
 
 
@@ -478,12 +520,15 @@ def build_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 
 def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                   objects: ObjectCache | None, log_dir: Path, label: str = "",
-                  before_install: Callable[[Path], None] | None = None) -> None:
-    """build_entry's work, for a caller already holding the entry's lock."""
+                  before_install: Callable[[Path], None] | None = None,
+                  meanwhile: Callable[[], None] | None = None) -> None:
+    """build_entry's work, for a caller already holding the entry's lock (``meanwhile``:
+    compile_objects')."""
     start = time.monotonic()
     after: list[Callable[[], None]] = []
     with entry.staging() as tmp:
-        objs = compile_objects(units, tc, objects=objects, work=tmp, log_dir=log_dir, label=label, after=after)
+        objs = compile_objects(units, tc, objects=objects, work=tmp, log_dir=log_dir, label=label, after=after,
+                               meanwhile=meanwhile)
         out = link(objs, tc, tmp / entry.module_path.name, units[0].source, log_dir, label)
         if before_install is not None:
             before_install(tmp)
@@ -501,5 +546,5 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 __all__ = [
     "Unit", "shared_copies", "shared_text", "init_unit", "module_name_flags", "PLACEHOLDER", "compile_objects",
     "link", "build_entry", "INSTALLED", "install_entry", "unit_key", "object_cache", "jobs", "OBJECT",
-    "HeaderPlan", "plan_headers", "Lookup", "look_up", "UnitCompiler", "schedule",
+    "HeaderPlan", "plan_headers", "Lookup", "look_up", "UnitCompiler", "schedule", "companion",
 ]

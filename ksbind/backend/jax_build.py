@@ -177,9 +177,7 @@ def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, key
         if not entry.is_built():
             with entry.lock():
                 if not entry.is_built():  # another process may have built it while we waited
-                    if wrapper_key not in _loaded:
-                        import_meanwhile("jax")
-                    _compile(spec, rendered, plan, entry, generated)
+                    _compile(spec, rendered, plan, entry, generated, import_jax=wrapper_key not in _loaded)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
         if wrapper_key not in _loaded:
@@ -192,7 +190,7 @@ def _entry(root: Path, name: str, key: str) -> CacheEntry:
 
 
 def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, entry: CacheEntry,
-             generated: list[Path]) -> None:
+             generated: list[Path], import_jax: bool = False) -> None:
     tc = toolchain(spec, plan)
     objects = object_cache(entry.root)
     units = jax_units(spec, generated, entry.root if objects is not None else None)
@@ -204,7 +202,7 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, entry: C
                 write_atomic(entry.dir / fname, rendered.files[fname])
 
     install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
-                  before_install=wrapper_first)
+                  before_install=wrapper_first, meanwhile=(lambda: import_meanwhile("jax")) if import_jax else None)
 
 
 class JaxKind:

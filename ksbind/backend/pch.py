@@ -19,9 +19,19 @@ are given to units whose code uses them, after the header), versions, and the
 header's text. The headers it pulled in are recorded with their sha256, as an
 object's are (cache/objects.py), and a unit compiled with it records them too.
 
+A toolchain may name a companion (``Toolchain.pch_companion``: a source and its
+header under ksbind's include folder; the torch target's support code). The
+same build compiles it into ``companion.o`` beside the precompiled file, with
+the units' flags and without the precompiled header, and records what it read
+with the header's dependencies. Units compiled with that precompiled header then
+also ``-include`` the companion's header, which declares the companion's code
+(so they leave it out), and the module links the object (ksbind/backend/compile.py,
+``companion``). A companion that fails to compile is left out: the units
+compile its code themselves, as without one.
+
 Layout: ``pch/KEY16/ksbind_pch.h`` (the header alone: what units include until
 the precompiled one exists) and ``pch/KEY16/DEPS16/{ksbind_pch.h,
-ksbind_pch.h.gch|.pch, deps.json}``. It is built once per machine: when a build
+ksbind_pch.h.gch|.pch, companion.o, deps.json}``. It is built once per machine: when a build
 finds it missing, a process of its own builds it at low priority after that
 build's compiles are done (so the build is no slower for it), and every later
 build uses it; ``KSBIND_PCH=0`` turns it off.
@@ -42,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ksbind.backend.runner import Runner, Stopped, Unit
-from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher
+from ksbind.backend.toolchain import INCLUDE_DIR, Toolchain, compiler_identity, launcher
 from ksbind.cache.keys import Hasher
 from ksbind.cache.layout import PCH_DIR
 from ksbind.cache.objects import (
@@ -54,6 +64,8 @@ from ksbind.cache.objects import (
 from ksbind.fileio import write_atomic
 
 HEADER = "ksbind_pch.h"
+#: The companion's object in the precompiled header's folder.
+COMPANION = "companion.o"
 
 
 @dataclass(frozen=True)
@@ -64,6 +76,16 @@ class SharedPch:
     stored: Stored | None         # the built precompiled header's folder, when valid
     deps: tuple[tuple[str, str], ...]  # the headers it holds (with sha256): part of each unit's record
     flags: tuple[str, ...] = ()   # the units' own flags it was built with (meaning_flags)
+    companion: Path | None = None  # the companion object built with it, when the toolchain has one
+    companion_header: Path | None = None  # what a unit linked with that object includes first
+
+
+def companion_paths(tc: Toolchain) -> tuple[Path, Path] | None:
+    """The toolchain's companion source and header (under ksbind's include folder), or None."""
+    if tc.pch_companion is None:
+        return None
+    source, header = tc.pch_companion
+    return INCLUDE_DIR / source, INCLUDE_DIR / header
 
 
 def meaning_flags(flags: Sequence[str]) -> tuple[str, ...]:
@@ -99,6 +121,7 @@ def pch_key(tc: Toolchain, flags: Sequence[str] = ()) -> str:
     h.add_text("args", "\0".join(tc.compile_args(meaning_flags(flags))))
     h.add_text("build", "\0".join(build_flags(tc)))
     h.add_text("header", header_text(tc))
+    h.add_text("companion", "\0".join(tc.pch_companion or ()))
     return h.hexdigest()
 
 
@@ -118,6 +141,10 @@ def lookup(tc: Toolchain, root: Path, flags: Sequence[str] = ()) -> SharedPch:
         write_atomic(plain, text)
     stored = store.find(key)
     if stored is not None and stored.file(HEADER + suffix(tc)).is_file():
+        paths = companion_paths(tc)
+        companion = stored.file(COMPANION)
+        if paths is not None and companion.is_file():
+            return SharedPch(key, stored.file(HEADER), plain, stored, stored.deps, flags, companion, paths[1])
         return SharedPch(key, stored.file(HEADER), plain, stored, stored.deps, flags)
     return SharedPch(key, plain, plain, None, (), flags)
 
@@ -151,8 +178,34 @@ def build(tc: Toolchain, root: Path, shared: SharedPch, runner: Runner, wait: bo
             names = [d for d in parse_depfile(dep.read_text(encoding="utf-8", errors="replace"))
                      if os.path.abspath(d) != str(header)]
             dep.unlink()
-            store.store(shared.key, tmp, [HEADER, out], dependency_records(names), str(header))
+            files = [HEADER, out]
+            companion_deps = _build_companion(tc, shared, runner, tmp)
+            if companion_deps is not None:
+                files.append(COMPANION)
+                names = list(dict.fromkeys([*names, *companion_deps]))
+            store.store(shared.key, tmp, files, dependency_records(names), str(header))
             return True
+
+
+def _build_companion(tc: Toolchain, shared: SharedPch, runner: Runner, tmp: Path) -> list[str] | None:
+    """Compile the toolchain's companion source into ``tmp/COMPANION`` with the units' flags
+    (without the precompiled header: a background build, and clang ties a precompiled header
+    to its path); the files it read, or None (no companion, or it failed: the units then
+    compile its code themselves, the same result)."""
+    paths = companion_paths(tc)
+    if paths is None:
+        return None
+    source = paths[0]
+    dep = tmp / "companion.d"
+    cmd = [*launcher(), *tc.cxx, *tc.compile_args(shared.flags), "-MD", "-MF", str(dep), "-c", str(source),
+           "-o", str(tmp / COMPANION)]
+    try:
+        runner.run(cmd, Unit(source), "compiling", tmp, quiet_failure=True)
+    except Stopped:
+        return None
+    names = parse_depfile(dep.read_text(encoding="utf-8", errors="replace"))
+    dep.unlink()
+    return names
 
 
 FAILED = "failed"
@@ -271,10 +324,11 @@ def _main(argv: list[str]) -> int:
 
     args = json.loads(argv[0])
     f = args["toolchain"]
+    companion = f.get("pch_companion")
     tc = Toolchain(f["name"], tuple(f["cxx"]), tuple(f["cflags"]), tuple(map(Path, f["include_dirs"])),
                    tuple(map(Path, f["system_include_dirs"])), tuple(f["ldflags"]), tuple(f["libs"]),
                    tuple(f["pch_includes"]), tuple((str(a), str(b)) for a, b in f["key_parts"]),
-                   bool(f["two_phase_init"]))
+                   bool(f["two_phase_init"]), (str(companion[0]), str(companion[1])) if companion else None)
     root = Path(args["root"])
     shared = lookup(tc, root, tuple(args.get("flags", ())))
     try:
@@ -294,7 +348,8 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["SharedPch", "lookup", "build", "start_background", "building", "wait_for_background", "may_start",
+__all__ = ["SharedPch", "COMPANION", "companion_paths",
+           "lookup", "build", "start_background", "building", "wait_for_background", "may_start",
            "note_failure", "pch_key", "header_text", "HEADER", "meaning_flags", "suffix"]
 
 

@@ -89,8 +89,8 @@ class Toolchain:
     for ``system_include_dirs`` (in that order); ``ldflags`` come before the
     objects at link time and ``libs`` after them. ``pch_includes`` are the
     headers of the shared precompiled header (ksbind/backend/pch.py) used by the
-    generated units; ``key_parts`` are versions the objects depend on beyond
-    the compiler's and Python's (torch's).
+    generated units, ``pch_companion`` the object built beside it; ``key_parts``
+    are versions the objects depend on beyond the compiler's and Python's (torch's).
     """
 
     name: str
@@ -103,6 +103,9 @@ class Toolchain:
     pch_includes: tuple[str, ...] = ()
     key_parts: tuple[tuple[str, str], ...] = ()
     two_phase_init: bool = False  # its pybind11's PYBIND11_MODULE names the module from the import
+    #: (source, header) under INCLUDE_DIR: an object built with the shared precompiled header and
+    #: linked into the modules whose units then include the header (ksbind/backend/pch.py).
+    pch_companion: tuple[str, str] | None = None
 
 
     @property
@@ -141,6 +144,28 @@ def launcher() -> tuple[str, ...]:
         return tuple(shlex.split(env))
     found = shutil.which("ccache")
     return (found,) if found else ()
+
+
+#: The linkers ksbind picks, fastest first, when KSBIND_LINKER does not name one: each is
+#: used when its ``ld.NAME`` is on PATH. GNU ld (the compilers' default) reads the whole
+#: symbol table of every library it links against: for the torch target, libtorch_cpu's
+#: (430 MB), about 0.4 s of each link; gold and lld read what the link needs (0.1 s).
+FAST_LINKERS = ("lld", "gold")
+
+
+def linker_flags() -> tuple[str, ...]:
+    """``-fuse-ld=NAME`` for the linker links use: KSBIND_LINKER's (``default``, ``0`` or
+    ``ld``: the compiler's own), else the first of FAST_LINKERS installed, else none. The
+    linker never changes what a module does, so it is part of no key (as ccache)."""
+    env = os.environ.get("KSBIND_LINKER", "").strip()
+    if env in ("0", "no", "off", "default", "ld", "bfd"):
+        return ()
+    if env:
+        return (f"-fuse-ld={env}",)
+    for name in FAST_LINKERS:
+        if shutil.which(f"ld.{name}"):
+            return (f"-fuse-ld={name}",)
+    return ()
 
 
 _identities: dict[tuple[str, ...], tuple[tuple[float, int], str]] = {}
@@ -216,5 +241,6 @@ def first_error(output: str) -> str:
 
 
 __all__ = ["INCLUDE_DIR", "RUNTIME_DIR", "KS_FLAGS", "BASE_FLAGS", "FAST_MATH_FLAGS", "compiler", "ks_include_dirs",
-           "hash_include_path", "first_error", "Toolchain", "launcher", "compiler_identity", "compiler_family",
+           "hash_include_path", "first_error", "Toolchain", "launcher", "linker_flags", "FAST_LINKERS",
+           "compiler_identity", "compiler_family",
            "pybind11_two_phase", "ABI3_SUFFIX", "stable_abi", "limited_api_flags", "module_suffix"]

@@ -24,7 +24,8 @@ compiler, flags and torch; built in the background after a module's first
 build, as the other targets' headers are). The user's unit gets none: it
 includes the user's C++ first. It links libtorch_cpu and libc10 only: no libtorch_python,
 no pybind11, no Python. torch is imported on a thread while the units compile
-(the wrapper imports it: about a second that the compile hides).
+(the wrapper imports it: about a second that the compile hides), started once the
+compilers are (compile_objects' ``meanwhile``).
 
 The cache entry holds ``NAME_torchops.so``, ``NAME.py`` and its stub; the key
 covers the generated files, the config's sources and the headers beside them,
@@ -80,6 +81,9 @@ OPS = "torch_stable_ops.cpp"
 GLUE_FLAGS = ("-O2",)
 #: What the ops' unit includes first: its precompiled header's one include.
 PCH_HEADER = "ksbind/torch_stable.h"
+#: Compiled once beside that header and linked into every module: the support ops and the
+#: instantiations every kernel shares, which the ops' unit then leaves out (it includes the header).
+PCH_COMPANION = ("ksbind/torch_stable_support.cpp", "ksbind/torch_stable_support.h")
 LIB_EXT = ".so"
 
 _loaded: dict[str, ModuleType] = {}
@@ -127,7 +131,7 @@ def toolchain(spec: ModuleSpec, plan: StablePlan) -> Toolchain:
     lib = torch_dir() / "lib"
     return Toolchain("torch", compiler(), plan.cflags, ks_include_dirs(spec), (torch_dir() / "include",),
                      libs=(f"-L{lib}", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{lib}", *NO_UNDEFINED),
-                     key_parts=(("torch", plan.torch),), pch_includes=(PCH_HEADER,))
+                     key_parts=(("torch", plan.torch),), pch_includes=(PCH_HEADER,), pch_companion=PCH_COMPANION)
 
 
 def unit_text(spec: ModuleSpec, entries: Path) -> str:
@@ -193,7 +197,6 @@ def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, 
         if not entry.is_built():
             with entry.lock():
                 if not entry.is_built():  # another process may have built it while we waited
-                    import_meanwhile("torch")
                     _compile(spec, rendered, plan, entry, generated)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
@@ -216,7 +219,7 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry
                 write_atomic(entry.dir / fname, rendered.files[fname])
 
     install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
-                  before_install=wrapper_first)
+                  before_install=wrapper_first, meanwhile=lambda: import_meanwhile("torch"))
 
 
 class StableKind:

@@ -708,7 +708,11 @@ struct SharedBox<R(P...)> {
     m.def("_ksbind_set_cpu_capability(str name) -> int");                 \
     m.def("_ksbind_configure(int arena_bytes, bool logging) -> str")
 
-#define KSBIND_STABLE_SUPPORT_IMPLS(m)                                                             \
+// The support ops' kernels, registered here (KSBIND_STABLE_SUPPORT_IMPLS_HERE) or, in a unit
+// that includes ksbind/torch_stable_support.h, by a call into the shared support object
+// compiled once per machine (ksbind/torch_stable_support.cpp).
+#define KSBIND_STABLE_SUPPORT_IMPLS(m) KSBIND_STABLE_SUPPORT_IMPLS_HERE(m)
+#define KSBIND_STABLE_SUPPORT_IMPLS_HERE(m)                                                        \
     m.impl("_ksbind_reset_allocator", TORCH_BOX(&ksbind::torch_stable::reset_allocator));         \
     m.impl("_ksbind_allocator_top", TORCH_BOX(&ksbind::torch_stable::allocator_top));             \
     m.impl("_ksbind_allocator_peak", TORCH_BOX(&ksbind::torch_stable::allocator_peak));           \
