@@ -37,6 +37,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
                          "folder for the compiles it runs; docs/building.md)"),
     ("KSBIND_OBJECT_CACHE", "0: no per-unit object cache"),
     ("KSBIND_PCH", "0: no precompiled header"),
+    ("KSBIND_LINKER", "the linker (-fuse-ld=NAME), or default for the compiler's own (default: lld, else gold, "
+                      "when installed)"),
     ("KSBIND_NOOP", "0: no no-op build records: ksbind.build(config) renders and looks up the cache every time"),
     ("KSBIND_ARENA_BYTES", "a built module's allocator arena size, read when it loads"),
     ("KSBIND_GIL_RELEASE_ELEMENTS", "a built module releases the GIL for calls on at least this many elements"),

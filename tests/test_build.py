@@ -458,13 +458,14 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
         generated = write_generated(spec.output, render_spec(spec))
         if spec.target == "torch":
             pytest.importorskip("torch")
-            from ksbind.backend.torch_build import stable_plan
+            from ksbind.backend.torch_build import PCH_COMPANION, stable_plan
             from ksbind.backend.torch_build import toolchain as torch_toolchain
 
             tc = torch_toolchain(spec, stable_plan(spec))
             assert tc.include_dirs[:2] == (runtime, INCLUDE_DIR)  # the runtime's folder first, then ksbind's
             cmd = ["g++", *tc.cflags, *tc.include_flags()]
-            units = [p for p in generated if p.suffix == ".cpp"]
+            # and the companion object built beside the shared precompiled header, with these flags
+            units = [p for p in generated if p.suffix == ".cpp"] + [INCLUDE_DIR / PCH_COMPANION[0]]
         elif spec.target == "jax":
             pytest.importorskip("jax")
             from ksbind.backend.jax_build import toolchain
