@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from ksbind import log
-from ksbind.backend.build import build_module, prepare_build
+from ksbind.backend.build import build_module, prepare_build, start_imports
 from ksbind.backend.loader import needs_version, note_loaded, versioned_spec
 from ksbind.backend.missing import explain_missing
 from ksbind.batch import build_many
@@ -30,6 +30,7 @@ from ksbind.codegen.render import RenderedModule, render_module
 from ksbind.config import load_config, select_module
 from ksbind.errors import BuildError, ConfigError, Location, OutputError
 from ksbind.inputs import refuse
+from ksbind.ksc.driver import WHILE_KSC_RUNS
 from ksbind.lang.sexpr import gc_paused
 from ksbind.resolve import ResolvedModule, resolve_spec
 from ksbind.spec import ModuleOptions, ModuleSpec
@@ -228,7 +229,12 @@ def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
     log.setup()
     token = log.QUIET.set(quiet or log.QUIET.get())
     try:
-        resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
+        # While ksc runs (when it does), a core is idle: torch's import starts there.
+        while_ksc = WHILE_KSC_RUNS.set(lambda: start_imports(spec))
+        try:
+            resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
+        finally:
+            WHILE_KSC_RUNS.reset(while_ksc)
         try:
             return _build_resolved(resolved, templates, root)
         except BuildError as e:

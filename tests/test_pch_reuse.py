@@ -14,6 +14,7 @@ import pytest
 
 from ksbind.backend import pch
 from ksbind.backend.build import standalone_units
+from ksbind.backend.runner import YIELDING
 from ksbind.backend.toolchain import Toolchain
 from ksbind.codegen.output import write_generated
 from ksbind.config import load_config
@@ -67,6 +68,7 @@ def test_the_second_module_uses_the_precompiled_header_built_after_the_first(tmp
     assert "refused" not in second.log
     unit = next(c for c in second.commands if "-include" in c)
     assert used_precompiled(unit, ".gch")
+    assert "compiled at niceness" not in second.log  # only the torch target's ops' unit yields
 
 
 def test_a_torch_modules_ops_unit_uses_the_precompiled_header_its_first_build_left(tmp_path: Path) -> None:
@@ -88,6 +90,9 @@ def test_a_torch_modules_ops_unit_uses_the_precompiled_header_its_first_build_le
     assert "refused" not in second.log
     unit = next(c for c in second.commands if "-include" in c)
     assert used_precompiled(unit, ".gch")
+    # With its header the ops' unit yields the cores to the user's unit; without, it does not.
+    yielding = f"torch_stable_ops.cpp: compiled at niceness +{YIELDING}"
+    assert yielding in second.log and yielding not in first.log and "torch_stable_unit.cpp: compiled at" not in second.log
 
     # The companion object, built beside the header: the ops' unit includes its declarations
     # after the precompiled header, leaves its code out, and the library links it.

@@ -7,6 +7,8 @@ Each target's record names its build kind (``Target.build``: "pybind11",
 - ``prepare_build(spec, rendered)``: the module's cache key, known before
   anything compiles (pipeline.py chooses a versioned name by it);
 - ``build_module(prepared, root)``: compile (or reuse the cache), install and import;
+- ``start_imports(spec)``: start importing what loading the module needs (torch), on a
+  thread, while ksc runs;
 - ``standalone_units(spec, generated)``: the translation units and toolchain
   of a build outside the cache (a wheel: standalone.py).
 
@@ -70,10 +72,16 @@ def module_record(prepared: PreparedBuild[PlanT], root: Path) -> dict[str, Any]:
                       "module_file": entry.module_path.name}}
 
 
+def start_imports(spec: ModuleSpec) -> None:
+    """Start importing, on a thread, what loading ``spec``'s module imports first (torch for
+    the torch target; nothing for the others): pipeline.py calls it while ksc runs."""
+    _kind(spec).start_imports()
+
+
 def standalone_units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
     """The units and toolchain that build ``spec``'s generated files (in
     ``spec.output``) outside the cache: no object cache, no shared copies."""
     return _kind(spec).standalone_units(spec, generated)
 
 
-__all__ = ["PreparedBuild", "prepare_build", "build_module", "module_record", "standalone_units"]
+__all__ = ["PreparedBuild", "prepare_build", "build_module", "module_record", "standalone_units", "start_imports"]

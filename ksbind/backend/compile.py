@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ksbind.backend import pch, sccache
-from ksbind.backend.runner import Runner, Stopped, Unit, jobs
+from ksbind.backend.runner import YIELDING, Runner, Stopped, Unit, jobs
 from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher, linker_flags
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher
@@ -302,8 +302,12 @@ class UnitCompiler:
         header that does not match (g++ ignores one): then the same unit with the plain header,
         which means the same, slower."""
         u = self.units[i]
+        nice = YIELDING if u.yields and self.header(i) is not None else 0
+        if nice:
+            log.debug("%s%s: compiled at niceness +%d: with its precompiled header it ends before the "
+                      "user's code, which keeps a core", self.runner.prefix, u.source.name, nice)
         try:
-            return self.runner.run(cmd, u, "compiling", self.log_dir, env=self.env)
+            return self.runner.run(cmd, u, "compiling", self.log_dir, env=self.env, nice=nice)
         except BuildError as e:
             header = self.header(i)
             if header is None or not _refused_pch(e.message):

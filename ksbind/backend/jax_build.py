@@ -224,6 +224,9 @@ class JaxKind:
     def standalone_units(self, spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
         return jax_units(spec, generated, None), toolchain(spec)
 
+    def start_imports(self) -> None:
+        """Nothing yet: jax is imported once the compilers have started (``_compile``)."""
+
 
 JAX = JaxKind()
 

@@ -57,5 +57,10 @@ class BuildKind(Protocol[PlanT]):
         outside the cache: no object cache, no shared copies."""
         ...
 
+    def start_imports(self) -> None:
+        """Start importing, on a thread, what loading a module of this kind imports first
+        (torch), or nothing: called while ksc runs, before the build is known to compile."""
+        ...
+
 
 __all__ = ["BuildKind", "PreparedBuild", "PlanT", "Steps"]

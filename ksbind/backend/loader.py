@@ -23,6 +23,7 @@ import importlib.util
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -126,21 +127,62 @@ def versioned_spec(spec: ModuleSpec, key: str) -> ModuleSpec:
         output=spec.output / "versions" / (spec.name + suffix))
 
 
-def import_meanwhile(name: str) -> None:
-    """Start importing module ``name`` (torch, jax) on a thread while the compilers run: the
+#: Modules whose import starts threads (numpy: OpenBLAS's thread server), imported before an
+#: import thread yields (import_meanwhile's ``nice``): a thread inherits its creator's
+#: niceness for good, and these threads then compute for the user. torch and jax start none
+#: on import (tests/test_scheduling.py checks torch's).
+BORN_WITH_THREADS = ("numpy",)
+_started: set[str] = set()
+_started_lock = threading.Lock()
+
+
+def import_meanwhile(name: str, nice: int = 0, preload: Sequence[Path] = ()) -> None:
+    """Start importing module ``name`` (torch, jax) on a thread while ksc or the compilers run: the
     generated wrapper imports it next (Python's import lock makes that import wait for this one,
     or raise its error), and the import (about a second in a new process) then costs only the CPU
-    the compilers leave."""
-    if name in sys.modules:
-        return
+    the compilers leave. ``nice``: that thread's niceness (Linux: a thread's own; elsewhere
+    none), so that it takes only the CPU the compilers leave. ``preload``: shared libraries
+    the import loads, loaded first with ctypes, which lets go of the GIL while the dynamic
+    linker works (Python's import of an extension module keeps it: for torch._C, 0.2 s in which
+    ksbind's own thread could not run); a library that fails to load is left to the import."""
+    with _started_lock:
+        if name in sys.modules or name in _started:
+            return
+        _started.add(name)
 
     def run() -> None:
         try:
+            if nice and sys.platform.startswith("linux"):
+                for first in BORN_WITH_THREADS:  # their threads must not inherit the niceness
+                    if importlib.util.find_spec(first) is not None:
+                        importlib.import_module(first)
+                _renice_this_thread(nice)
+            for library in preload:
+                _load_library(library)
             importlib.import_module(name)
         except Exception:  # the wrapper's own import raises it, attributed to the user's call
             pass
 
     threading.Thread(target=run, name=f"ksbind-import-{name}", daemon=True).start()
+
+
+def _load_library(path: Path) -> None:
+    import ctypes
+
+    try:
+        ctypes.CDLL(str(path))  # RTLD_LOCAL: what the import's own loading of it does
+    except OSError:
+        pass
+
+
+def _renice_this_thread(nice: int) -> None:
+    """Raise the calling thread's niceness by ``nice`` (Linux's setpriority names a thread by
+    its id). The threads it starts inherit it; torch and jax start none on import."""
+    tid = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
+    except OSError:
+        pass  # not allowed here: the import runs at the build's own priority
 
 
 __all__ = ["import_from_path", "import_meanwhile", "import_wrapper", "needs_version", "note_loaded", "versioned_spec",

@@ -248,6 +248,9 @@ class NativeKind:
         tc = plan_toolchain(plan)
         return plan_units(plan, tc, None), tc
 
+    def start_imports(self) -> None:
+        """Nothing: a pybind11 or Python C API module imports no framework."""
+
 
 NATIVE = NativeKind()
 

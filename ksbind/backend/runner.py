@@ -108,6 +108,19 @@ class Unit:
     parts: tuple[tuple[Path, Path], ...] = ()
     #: The headers of its precompiled header when not the toolchain's (``Toolchain.pch_includes``).
     pch_includes: tuple[str, ...] = ()
+    #: Off the build's critical path when compiled with its built precompiled header: then it
+    #: yields the cores (YIELDING) to the user's code, which takes longer. (Generated glue: with
+    #: the header it compiles in less time than the user's code; without it, the framework's
+    #: headers make it the build's longest unit, which must not yield.)
+    yields: bool = False
+
+
+#: The niceness of a unit that yields (``Unit.yields``) and of the import of torch that runs
+#: beside the compiles: with more processes than cores, Linux shares the cores evenly, so the
+#: longest compile (the user's code) would get two thirds of a core while the glue and the
+#: import run; at nice 5 (a third of a normal process's weight) it keeps a core to itself and
+#: the others share the rest. They have the slack: they end before it anyway.
+YIELDING = 5
 
 
 
@@ -130,9 +143,9 @@ class Runner:
                 kill_group(proc)
 
     def run(self, cmd: list[str], unit: Unit, what: str, log_dir: Path, quiet_failure: bool = False,
-            env: dict[str, str] | None = None) -> float:
-        """Run one compiler or linker process (in one of the process-wide slots);
-        returns the seconds it ran (not counting the wait for a slot)."""
+            env: dict[str, str] | None = None, nice: int = 0) -> float:
+        """Run one compiler or linker process (in one of the process-wide slots, at niceness
+        ``nice`` above this process's); returns the seconds it ran (not counting the wait for a slot)."""
         with SLOTS.slot():
             if self.failed.is_set() or _stopping.is_set():  # stopped while this one waited for a slot
                 raise Stopped()
@@ -141,8 +154,8 @@ class Runner:
             try:
                 proc = subprocess.Popen(dying_with_this_process(cmd), stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True, errors="replace",
-                                        stdin=subprocess.DEVNULL, start_new_session=True, env=env,
-                                        preexec_fn=_parent_death_signal())
+                                        stdin=subprocess.DEVNULL, env=env,
+                                        preexec_fn=_child_setup(nice))
             except OSError as e:
                 raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
                                  Location(str(unit.source))) from None
@@ -170,9 +183,11 @@ class Stopped(Exception):
     pass
 
 
-# A killed build must leave no compiler running. Each compiler runs in a session of its
-# own (so stopping one stops its whole group, and Ctrl-C reaches ksbind first), hence no
-# terminal hangup reaches it when this process dies. So on Linux each command is started
+# A killed build must leave no compiler running. Each compiler runs in a process group of
+# its own (so stopping one stops its whole group, and Ctrl-C reaches ksbind first), hence no
+# terminal hangup reaches it when this process dies. (A group, not a session: Linux's
+# autogroup scheduling shares the CPUs between sessions before niceness counts, so a compiler
+# in a session of its own could not yield to another: see YIELDING.) So on Linux each command is started
 # under a small sh that the kernel sends SIGTERM when this process dies (the parent-death
 # signal, set between fork and exec), and that then kills its whole group: the compiler
 # driver and what it started (cc1plus, as, collect2, ccache's children). The signal comes
@@ -202,18 +217,21 @@ def dying_with_this_process(cmd: list[str]) -> list[str]:
     return [_SH, "-c", _SUPERVISOR, "sh", *cmd] if _found[exe] else cmd
 
 
-def _parent_death_signal() -> Callable[[], None] | None:
-    """The ``preexec_fn`` setting the parent-death signal (None off Linux). Made before the
-    fork: the child only calls prctl and getppid (no import, no allocation to speak of)."""
-    if _prctl is None:
-        return None
+def _child_setup(nice: int = 0) -> Callable[[], None]:
+    """The ``preexec_fn`` putting the child in a process group of its own and setting the
+    parent-death signal (Linux) and the niceness ``nice``. Made before the fork: the child only
+    calls setpgid, os.nice, prctl and getppid (no import, no allocation to speak of)."""
     parent = os.getpid()
     prctl = _prctl
 
     def set_it() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # this process died before prctl ran
-            os._exit(128 + signal.SIGTERM)
+        os.setpgid(0, 0)
+        if nice:
+            os.nice(nice)
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != parent:  # this process died before prctl ran
+                os._exit(128 + signal.SIGTERM)
 
     return set_it
 

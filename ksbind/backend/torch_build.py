@@ -34,6 +34,7 @@ headers it compiled against.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 import threading
@@ -44,7 +45,7 @@ from types import ModuleType
 from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text
 from ksbind.backend.kind import PreparedBuild, Steps
 from ksbind.backend.loader import import_meanwhile, import_wrapper
-from ksbind.backend.runner import Unit
+from ksbind.backend.runner import YIELDING, Unit
 from ksbind.backend.toolchain import (
     DEBUG_FLAGS,
     FAST_MATH_FLAGS,
@@ -180,7 +181,8 @@ def stable_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | No
     ks_flags = (FAST_MATH_FLAGS if spec.fast_math else ()) + debug
     parts = tuple((copies[g], g) for g in sources)
     runtime_sources = [] if spec.runtime.bundled else list(spec.runtime.sources)
-    return [Unit(unit, ks_flags, parts=parts), Unit(copies[by_name[OPS]], GLUE_FLAGS + debug, pch=True, parts=parts),
+    return [Unit(unit, ks_flags, parts=parts), Unit(copies[by_name[OPS]], GLUE_FLAGS + debug, pch=True, parts=parts,
+                                                  yields=True),
             *(Unit(Path(s), debug) for s in runtime_sources)]
 
 
@@ -219,7 +221,15 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry
                 write_atomic(entry.dir / fname, rendered.files[fname])
 
     install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
-                  before_install=wrapper_first, meanwhile=lambda: import_meanwhile("torch"))
+                  before_install=wrapper_first, meanwhile=start_torch_import)
+
+
+def start_torch_import() -> None:
+    """Import torch on a thread that yields the cores (YIELDING), its largest library
+    (libtorch_cpu, 0.17 s of the dynamic linker's work) loaded first without the GIL."""
+    spec = importlib.util.find_spec("torch")
+    lib = Path(spec.origin).parent / "lib" / "libtorch_cpu.so" if spec is not None and spec.origin else None
+    import_meanwhile("torch", nice=YIELDING, preload=(lib,) if lib is not None and lib.is_file() else ())
 
 
 class StableKind:
@@ -240,6 +250,10 @@ class StableKind:
     def standalone_units(self, spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
         plan = stable_plan(spec)
         return stable_units(spec, generated, None), toolchain(spec, plan)
+
+    def start_imports(self) -> None:
+        """torch: the wrapper imports it first, cached build or not; while ksc runs, a core is idle."""
+        start_torch_import()
 
 
 TORCH = StableKind()

@@ -16,6 +16,7 @@ one-line KscError located in the ``.ks`` source (ksbind.ksc.diagnostics).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import json
 import logging
@@ -26,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -423,15 +424,31 @@ def _runtime_header_text(runtime: Path) -> str:
     return "".join(texts)
 
 
+#: Called once each ksc process has started, while it runs: the build starts there what it
+#: needs later and that ksc's wait leaves a core free for (pipeline.py: the import of torch).
+WHILE_KSC_RUNS: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "ksbind_while_ksc_runs", default=None)
+
+
 def run_ksc(cmd: list[str], timeout: float, cwd: Path, where: Location | None) -> subprocess.CompletedProcess[str]:
-    """ksc from an argument list, never a shell, with a timeout."""
+    """ksc from an argument list, never a shell, with a timeout (then it is killed)."""
     try:
-        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace",
-                              stdin=subprocess.DEVNULL, timeout=timeout)
+        with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              errors="replace", stdin=subprocess.DEVNULL) as proc:
+            try:
+                meanwhile = WHILE_KSC_RUNS.get()
+                if meanwhile is not None:
+                    meanwhile()
+                out, err = proc.communicate(timeout=timeout)
+            except BaseException:  # the timeout, Ctrl-C: no ksc is left running
+                proc.kill()
+                proc.wait()
+                raise
     except subprocess.TimeoutExpired:
         raise KscError(f"ksc did not finish within {timeout:.0f} s (set ksc: {{timeout: SECONDS}})", where) from None
     except OSError as e:
         raise KscError(f"cannot run ksc at {cmd[0]}: {e.strerror}", where) from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def scan_sources(paths: Iterable[Path]) -> list[KsSource]:
@@ -439,4 +456,4 @@ def scan_sources(paths: Iterable[Path]) -> list[KsSource]:
 
 
 __all__ = ["KscToolchain", "KscOutput", "find_ksc", "ksc_toolchains", "ksc_runtime", "compile_ks",
-           "edefs_header", "run_ksc", "scan_sources"]
+           "edefs_header", "run_ksc", "scan_sources", "WHILE_KSC_RUNS"]
