@@ -83,11 +83,15 @@ def test_torchs_import_on_a_yielding_thread_leaves_no_thread_at_its_niceness() -
     process (numpy's OpenBLAS server included) has the process's own niceness."""
     pytest.importorskip("torch")
     code = textwrap.dedent(f"""\
-        import glob, json, os, threading
+        import glob, json, os, threading, time
         from ksbind.backend.loader import import_meanwhile
         import_meanwhile("torch", nice={YIELDING})
         [importer] = [t for t in threading.enumerate() if t.name == "ksbind-import-torch"]
         importer.join()
+        deadline = time.monotonic() + 30
+        while os.path.exists(f"/proc/self/task/{{importer.native_id}}"):  # the OS thread ends just after join()
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
         import torch
         nices = [int(open(p).read().rsplit(")", 1)[1].split()[16]) for p in glob.glob("/proc/self/task/*/stat")]
         print(json.dumps({{"threads": len(nices), "nices": sorted(set(nices)),
