@@ -129,8 +129,8 @@ def versioned_spec(spec: ModuleSpec, key: str) -> ModuleSpec:
 
 #: Modules whose import starts threads (numpy: OpenBLAS's thread server), imported before an
 #: import thread yields (import_meanwhile's ``nice``): a thread inherits its creator's
-#: niceness for good, and these threads then compute for the user. torch and jax start none
-#: on import (tests/test_scheduling.py checks torch's).
+#: niceness for good, and these threads then compute for the user. torch starts none on
+#: import (tests/test_scheduling.py checks it).
 BORN_WITH_THREADS = ("numpy",)
 _started: set[str] = set()
 _started_lock = threading.Lock()
@@ -177,7 +177,7 @@ def _load_library(path: Path) -> None:
 
 def _renice_this_thread(nice: int) -> None:
     """Raise the calling thread's niceness by ``nice`` (Linux's setpriority names a thread by
-    its id). The threads it starts inherit it; torch and jax start none on import."""
+    its id). The threads it starts inherit it (see BORN_WITH_THREADS)."""
     tid = threading.get_native_id()
     try:
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)

@@ -92,17 +92,22 @@ _cache_log = get_logger("cache")
 _lock = threading.Lock()
 
 
-def torch_dir() -> Path:
+def find_torch() -> Path | None:
     """The running torch's package folder (headers in include/, libraries in lib/), found
-    without importing torch: a cached build imports it only through its wrapper."""
-    import importlib.util
-
+    without importing torch: a cached build imports it only through its wrapper. None when
+    torch is not installed."""
     spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.origin:
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
+
+
+def torch_dir() -> Path:
+    """find_torch's folder; a BuildError when torch is not installed."""
+    found = find_torch()
+    if found is None:
         from ksbind.errors import BuildError
 
         raise BuildError("the torch target needs torch installed (pip install torch)")
-    return Path(spec.origin).parent
+    return found
 
 
 def torch_version() -> str:
@@ -227,8 +232,8 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry
 def start_torch_import() -> None:
     """Import torch on a thread that yields the cores (YIELDING), its largest library
     (libtorch_cpu, 0.17 s of the dynamic linker's work) loaded first without the GIL."""
-    spec = importlib.util.find_spec("torch")
-    lib = Path(spec.origin).parent / "lib" / "libtorch_cpu.so" if spec is not None and spec.origin else None
+    found = find_torch()
+    lib = found / "lib" / "libtorch_cpu.so" if found is not None else None
     import_meanwhile("torch", nice=YIELDING, preload=(lib,) if lib is not None and lib.is_file() else ())
 
 
