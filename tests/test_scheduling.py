@@ -85,8 +85,7 @@ def test_torchs_import_on_a_yielding_thread_leaves_no_thread_at_its_niceness() -
     code = textwrap.dedent(f"""\
         import glob, json, os, threading, time
         from ksbind.backend.loader import import_meanwhile
-        import_meanwhile("torch", nice={YIELDING})
-        [importer] = [t for t in threading.enumerate() if t.name == "ksbind-import-torch"]
+        importer = import_meanwhile("torch", nice={YIELDING})
         importer.join()
         deadline = time.monotonic() + 30
         while os.path.exists(f"/proc/self/task/{{importer.native_id}}"):  # the OS thread ends just after join()
@@ -187,8 +186,8 @@ def test_the_import_thread_loads_the_preloaded_libraries_before_the_import(tmp_p
         f"import pathlib\nloaded_first = {str(library)!r} in pathlib.Path('/proc/self/maps').read_text()\n")
     sys.path.insert(0, str(tmp_path))
     try:
-        loader.import_meanwhile(tag, preload=(tmp_path / "missing.so", library))
-        [importer] = [t for t in threading.enumerate() if t.name == f"ksbind-import-{tag}"]
+        importer = loader.import_meanwhile(tag, preload=(tmp_path / "missing.so", library))
+        assert importer is not None  # found by the call, not by name: it may have ended already
         importer.join(60)
         assert sys.modules[tag].loaded_first is True
     finally:

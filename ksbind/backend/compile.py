@@ -359,7 +359,7 @@ class UnitCompiler:
 
 
 def schedule(compiler: UnitCompiler, n_jobs: int, build_pch: bool,
-             meanwhile: Callable[[], None] | None = None) -> dict[int, Path | BuildError | None]:
+             meanwhile: Callable[[], object] | None = None) -> dict[int, Path | BuildError | None]:
     """Run the compiles (and, with ``build_pch``, the missing precompiled headers) in one pool;
     each unit's object, failure or None (stopped). Ctrl-C stops the compilers at once.
     ``meanwhile`` runs once the compiles are submitted (see compile_objects)."""
@@ -418,7 +418,7 @@ def _in_order(units: Sequence[Unit], found: dict[int, Path], results: dict[int, 
 def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCache | None, work: Path,
                     log_dir: Path, label: str = "", background_pch: bool = True,
                     after: list[Callable[[], None]] | None = None,
-                    meanwhile: Callable[[], None] | None = None) -> list[Path]:
+                    meanwhile: Callable[[], object] | None = None) -> list[Path]:
     """Every unit's object, in order, then the companion objects of the shared precompiled
     headers the units were compiled against (ksbind/backend/pch.py): from ``objects`` when
     there, else compiled (in parallel) and stored there; with ``objects=None``, compiled
@@ -525,7 +525,7 @@ def build_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                   objects: ObjectCache | None, log_dir: Path, label: str = "",
                   before_install: Callable[[Path], None] | None = None,
-                  meanwhile: Callable[[], None] | None = None) -> None:
+                  meanwhile: Callable[[], object] | None = None) -> None:
     """build_entry's work, for a caller already holding the entry's lock (``meanwhile``:
     compile_objects')."""
     start = time.monotonic()

@@ -136,7 +136,7 @@ _started: set[str] = set()
 _started_lock = threading.Lock()
 
 
-def import_meanwhile(name: str, nice: int = 0, preload: Sequence[Path] = ()) -> None:
+def import_meanwhile(name: str, nice: int = 0, preload: Sequence[Path] = ()) -> threading.Thread | None:
     """Start importing module ``name`` (torch, jax) on a thread while ksc or the compilers run: the
     generated wrapper imports it next (Python's import lock makes that import wait for this one,
     or raise its error), and the import (about a second in a new process) then costs only the CPU
@@ -144,10 +144,11 @@ def import_meanwhile(name: str, nice: int = 0, preload: Sequence[Path] = ()) -> 
     none), so that it takes only the CPU the compilers leave. ``preload``: shared libraries
     the import loads, loaded first with ctypes, which lets go of the GIL while the dynamic
     linker works (Python's import of an extension module keeps it: for torch._C, 0.2 s in which
-    ksbind's own thread could not run); a library that fails to load is left to the import."""
+    ksbind's own thread could not run); a library that fails to load is left to the import.
+    Returns the thread, or None when the module is imported or being imported already."""
     with _started_lock:
         if name in sys.modules or name in _started:
-            return
+            return None
         _started.add(name)
 
     def run() -> None:
@@ -163,7 +164,9 @@ def import_meanwhile(name: str, nice: int = 0, preload: Sequence[Path] = ()) -> 
         except Exception:  # the wrapper's own import raises it, attributed to the user's call
             pass
 
-    threading.Thread(target=run, name=f"ksbind-import-{name}", daemon=True).start()
+    importer = threading.Thread(target=run, name=f"ksbind-import-{name}", daemon=True)
+    importer.start()
+    return importer
 
 
 def _load_library(path: Path) -> None:
