@@ -269,7 +269,8 @@ class OpEntry:
     ks_args: tuple[KsArg, ...]  # each ks argument, rebuilt from the leaves
     result: ResultTree
     result_cpp: str      # the ks function's C++ result type
-    call: str            # the ks call with `alloc` (elementwise, vmap: the loops'), or NAME_ks's (plain)
+    call: str            # the ks call with `alloc` (elementwise, vmap: the loops'), or NAME_ks's (plain:
+    #                      through ksbind::opaque, so the ks function is not inlined into NAME_ks)
     call_site: str
     ks_params: tuple[str, ...] = ()  # the ks function's C++ parameter types
     entry_args: tuple[str, ...] = ()  # plain: NAME_ks's arguments after the allocator
@@ -382,7 +383,12 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
     assert decl is not None
     ks_params = tuple(t.cpp for t in decl.params)
     if b.mode == "plain":
-        call = f"ks::{e.symbol}({', '.join(['alloc', *(f'p{i}' for i in range(len(ks_params)))])})"
+        # Through a pointer g++ cannot see through (ksbind/opaque_call.h): the ks function is then
+        # compiled once, not a second time inlined into NAME_ks. The exact pointer type picks the
+        # ks function among C++ overloads of its name.
+        pointer = f"{result_type.cpp}(*)({', '.join(['ks::allocator*', *ks_params])})"
+        target = f"ksbind::opaque<{pointer}>(&ks::{e.symbol})"
+        call = f"{target}({', '.join(['alloc', *(f'p{i}' for i in range(len(ks_params)))])})"
     else:
         call = f"ks::{e.symbol}({', '.join(['alloc', *names])})"
     name = prefix + e.name
