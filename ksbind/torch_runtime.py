@@ -610,6 +610,23 @@ def _translated(error: Exception, binding: str) -> BaseException:
     return error
 
 
+def _eager_entry(overload: Any) -> Callable[..., Any]:
+    """An op overload's own builtin (``OpOverload._op``), for eager calls: ``OpOverload.__call__`` is a
+    Python method that only forwards to it, and costs about 0.25 us a call, a sixth of a small op's
+    call. The builtin dispatches the same (``__torch_function__`` and modes included), but dynamo
+    cannot trace it: a call that a trace may see takes the overload. The overload itself where a
+    torch without that attribute is running."""
+    entry = getattr(overload, "_op", None)
+    chosen: Callable[..., Any] = entry if callable(entry) else overload
+    return chosen
+
+
+#: Whether dynamo is tracing the caller (constant-folded to True by dynamo; in eager a function that
+#: returns False, a third of is_compiling()'s cost): the one tracer that cannot take _eager_entry's
+#: builtin. torch.compiler.is_compiling where a torch lacks it.
+_dynamo_tracing: Callable[[], bool] = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
+
+
 def _translated_call(f: Callable[..., Any], leaves: Sequence[Any], binding: str = "") -> Any:
     try:
         return f(*leaves)
@@ -795,6 +812,7 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
     tensors or a tensor-of-tensors result (see _ragged_router)."""
     name, mode, leaves = b["name"], b["mode"], b["leaves"]
     op, direct = getattr(ops, name).default, getattr(ops, "_direct_" + name).default
+    direct_eager = _eager_entry(direct)
     for qualname in (name, "_direct_" + name):
         torch.library.register_fake(f"{library}::{qualname}")(_stable_fake(mode, leaves, b["result"]))
     op_rule = {"mode": mode, "params": leaves}
@@ -831,7 +849,7 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
         if compiling() or (has_vjp and grad_enabled() and any(flat[i].requires_grad for i in grad_leaves)):
             run = op
         else:
-            run = direct
+            run = direct_eager  # not traced: compiling() is False
         try:
             out = run(*flat)
         except (RuntimeError, ValueError, OverflowError) as e:
@@ -841,7 +859,8 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
     legacy = _legacy_binding(b)
     func_transforms = (autograd_function(legacy, call, _stable_vjp_function(ops, b)) if has_vjp
                        else forward_function(legacy, call))
-    fast = _fast_path(b, direct, call, grad_leaves) if not (ragged and _nested_result(b["ragged"]["result"])) else None
+    packs_nested = bool(ragged) and _nested_result(b["ragged"]["result"])
+    fast = None if packs_nested else _fast_path(b, direct, direct_eager, call, grad_leaves)
     function = fast if fast is not None else call
     function.__name__ = function.__qualname__ = name
     function.__doc__ = b["doc"]
@@ -891,7 +910,7 @@ def _ragged_router(b: dict[str, Any], leaves: Sequence[dict[str, Any]], specs: S
     return route
 
 
-def _fast_path(b: dict[str, Any], direct: Any, general: Callable[..., Any],
+def _fast_path(b: dict[str, Any], direct: Any, direct_eager: Callable[..., Any], general: Callable[..., Any],
                grad_leaves: Sequence[int]) -> Callable[..., Any] | None:
     """A binding of tensors only, returning one tensor, as a function of its own arguments
     (keywords too) that calls the direct op itself when every argument is a plain tensor and
@@ -905,22 +924,25 @@ def _fast_path(b: dict[str, Any], direct: Any, general: Callable[..., Any],
         return None
     args = ", ".join(params)
     plain = " and ".join(f"type({p}) is _ksbind_tensor" for p in params)
-    # requires_grad first: usually False, so grad mode is not asked. (No is_compiling(): dynamo
-    # records the direct op, which has the same fake kernel; torch.export's FakeTensors are not
-    # plain tensors, so export records the binding's op.)
+    # requires_grad first: usually False, so grad mode is not asked. Under dynamo the direct op,
+    # which has the same fake kernel, not its builtin (_eager_entry), which dynamo cannot trace;
+    # torch.export's FakeTensors are not plain tensors, so export records the binding's op.
     grads = " or ".join(f"{params[i]}.requires_grad" for i in grad_leaves) if b["vjp"] else ""
     needs = "_ksbind_functorch()" + (f" or (({grads}) and _ksbind_grad())" if grads else "")
     source = (f"def {b['name']}({args}):\n"
               f"    if {plain} and not ({needs}):\n"
               f"        try:\n"
-              f"            return _ksbind_direct({args})\n"
+              f"            if _ksbind_dynamo():\n"
+              f"                return _ksbind_direct({args})\n"
+              f"            return _ksbind_eager({args})\n"
               f"        except _ksbind_errors as e:\n"
               f"            raise _ksbind_failure({b['name']!r}, _ksbind_leaves, ({args},), e) from None\n"
               f"    return _ksbind_general({args})\n")
     scope: dict[str, Any] = {
         "_ksbind_tensor": torch.Tensor, "_ksbind_functorch": torch._C._are_functorch_transforms_active,
         "_ksbind_grad": torch.is_grad_enabled,
-        "_ksbind_direct": direct, "_ksbind_general": general, "_ksbind_failure": _failure, "_ksbind_leaves": leaves,
+        "_ksbind_direct": direct, "_ksbind_eager": direct_eager, "_ksbind_dynamo": _dynamo_tracing,
+        "_ksbind_general": general, "_ksbind_failure": _failure, "_ksbind_leaves": leaves,
         "_ksbind_errors": (RuntimeError, ValueError, OverflowError)}
     try:
         exec(compile(source, f"<ksbind binding {b['name']}>", "exec"), scope)  # noqa: S102

@@ -74,6 +74,60 @@ def test_torch_compile_fullgraph_forward_and_backward(torch_ops: ModuleType, bac
     torch.testing.assert_close(v.grad, w.grad)
 
 
+@pytest.mark.parametrize("scalar_args", [False, True])
+def test_torch_compile_fullgraph_of_calls_needing_no_gradient(torch_ops: ModuleType, scalar_args: bool) -> None:
+    """Eager calls without gradients reach the direct op's builtin, which dynamo cannot trace: a trace
+    must record the op instead (vrelu3: the generated fast path; scale_add, with an int: the general)."""
+    torch._dynamo.reset()
+
+    def f(v: torch.Tensor) -> torch.Tensor:
+        return (torch_ops.scale_add(v, v, 3) if scalar_args else torch_ops.vrelu3(v)) * 2
+
+    v = torch.randn(8)
+    torch.testing.assert_close(torch.compile(f, fullgraph=True, backend="aot_eager")(v), f(v))
+
+
+def test_the_eager_entry_is_the_overloads_builtin_where_torch_has_one() -> None:
+    add = torch.ops.aten.add.Tensor
+    assert torch_runtime._eager_entry(add) is add._op
+
+    class OverloadWithoutBuiltin:
+        def __call__(self, *args: Any) -> Any:
+            return args
+
+    other = OverloadWithoutBuiltin()
+    assert torch_runtime._eager_entry(other) is other
+
+
+def test_eager_calls_go_through_torch_function_and_dispatch_modes(torch_ops: ModuleType) -> None:
+    """The builtin an eager call takes dispatches as the op overload does: modes see the op."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: list[str] = []
+
+    class FunctionMode(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            seen.append(f"function {func}")
+            return func(*args, **(kwargs or {}))
+
+    class DispatchMode(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            seen.append(f"dispatch {func}")
+            return func(*args, **(kwargs or {}))
+
+    ns = torch_ops.__name__
+    v = torch.randn(4)
+    for mode in (FunctionMode, DispatchMode):
+        for call, op in ((lambda: torch_ops.vrelu3(v), "vrelu3"), (lambda: torch_ops.scale_add(v, v, 2), "scale_add")):
+            seen.clear()
+            with mode():
+                out = call()
+            kind = "function" if mode is FunctionMode else "dispatch"
+            assert f"{kind} {ns}._direct_{op}.default" in seen, seen
+            assert torch.isfinite(out).all()
+
+
 def test_torch_export_records_the_op(torch_ops: ModuleType) -> None:
     class Model(torch.nn.Module):
         def forward(self, v: torch.Tensor) -> torch.Tensor:

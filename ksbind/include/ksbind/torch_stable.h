@@ -176,19 +176,28 @@ std::string ks_type_text() {
 
 // A new contiguous CPU tensor, from the C shim directly: the dispatcher's
 // aten::empty (torch::stable::empty) costs microseconds a call more.
+// The strides are on the stack up to rank 8: a small op's call would spend a tenth of its
+// kernel's time on heap allocations otherwise.
 template <class E>
-Tensor new_tensor(const std::vector<int64_t>& shape) {
-    std::vector<int64_t> strides(shape.size());
+Tensor new_tensor(const int64_t* shape, size_t rank) {
+    int64_t small[8];
+    std::vector<int64_t> large(rank > 8 ? rank : 0);
+    int64_t* strides = rank > 8 ? large.data() : small;
     int64_t stride = 1;
-    for (size_t d = shape.size(); d-- > 0;) {
+    for (size_t d = rank; d-- > 0;) {
         strides[d] = stride;
         stride *= shape[d];
     }
     AtenTensorHandle handle = nullptr;
-    if (aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), strides.data(),
-                                 dtype_of<E>::shim(), aoti_torch_device_type_cpu(), 0, &handle) != AOTI_TORCH_SUCCESS)
+    if (aoti_torch_empty_strided(static_cast<int64_t>(rank), shape, strides, dtype_of<E>::shim(),
+                                 aoti_torch_device_type_cpu(), 0, &handle) != AOTI_TORCH_SUCCESS)
         throw std::bad_alloc();
     return Tensor(handle);
+}
+
+template <class E>
+Tensor new_tensor(const std::vector<int64_t>& shape) {
+    return new_tensor<E>(shape.data(), shape.size());
 }
 
 // ------------------------------------------------------------ arguments
@@ -268,7 +277,7 @@ KSBIND_NOINLINE R call_entry(CallArena& arena, const CallSite& site, const char*
 // Numbers come back as 0-dim tensors, as torch.sum's result does.
 template <class E>
 Tensor scalar_tensor(E v) {
-    Tensor out = new_tensor<E>({});
+    Tensor out = new_tensor<E>(nullptr, 0);
     *out.template mutable_data_ptr<E>() = v;
     return out;
 }
@@ -276,6 +285,21 @@ Tensor scalar_tensor(E v) {
 // A ks tensor (of scalars, or of tensors of one shape) as one new tensor: one copy out of the arena.
 template <size_t D, class E>
 Tensor result_tensor(const ks::tensor<D, E>& t) {
+    if constexpr (!is_ks_tensor<E>::value) {
+        // A tensor of scalars: its shape is its ks size (on the stack, no vectors to build).
+        int64_t shape[D];
+        if constexpr (D == 1) {
+            shape[0] = t.size();
+        } else {
+            [&]<size_t... I>(std::index_sequence<I...>) {
+                ((shape[I] = ks::get<I>(t.size())), ...);
+            }(std::make_index_sequence<D>());
+        }
+        Tensor out = new_tensor<E>(shape, D);
+        E* dst = out.template mutable_data_ptr<E>();
+        copy_leaves(t, dst);
+        return out;
+    }
     using T = ks::tensor<D, E>;
     using Leaf = typename leaf<T>::type;
     std::vector<int64_t> shape;
