@@ -41,7 +41,7 @@ from ksbind.lang.reader import (
     read_ks,
     read_text,
     same_signature,
-    scan_ks,
+    scan_ks_text,
 )
 from ksbind.settings import pick
 from ksbind.spec import VJP_KINDS, Binding, BindingSpec, ModuleSpec, RuntimeSpec, VjpKind
@@ -115,7 +115,7 @@ def _declared_base_names(path: Path) -> frozenset[StructuredName]:
 
 @lru_cache(maxsize=32)
 def _base_names_in(text: str, path: Path) -> frozenset[StructuredName]:
-    source = scan_ks(text, str(path))
+    source = scan_ks_text(text, str(path))
     return frozenset(d.name.base_name for d in source.decls) | frozenset(g.target.base_name for g in source.gdefs)
 
 
@@ -197,12 +197,7 @@ def _declarations_before_ksc(tool: KscToolchain, scanned: Sequence[KsSource], sp
 
 
 def _scanned_prelude(path: Path) -> KsSource:
-    return _scan_prelude(read_text(path, "ksc prelude"), path)  # read every time: it may have changed
-
-
-@lru_cache(maxsize=8)
-def _scan_prelude(text: str, path: Path) -> KsSource:
-    return scan_ks(text, str(path))
+    return scan_ks_text(read_text(path, "ksc prelude"), str(path))  # read every time: it may have changed
 
 
 def _what_to_ask(planned: Sequence[Binding], specs: Sequence[BindingSpec] | None,

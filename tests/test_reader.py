@@ -178,3 +178,18 @@ def test_read_ks_errors(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(KsbindError, match="not a regular file"):  # and never blocks on open
         ksbind.read_ks(fifo)
+
+
+def test_a_scanned_text_is_scanned_once_and_a_changed_prelude_again(tmp_path: Path) -> None:
+    """ksc's prelude is scanned by the ksc step and the resolver: once per text, and again when
+    the file changes (its names are read from the file every time, not remembered by path)."""
+    from ksbind.ksc.planner import prelude_names
+    from ksbind.lang.reader import scan_ks_text
+
+    text = "(edef foo Float (Float))\n"
+    assert scan_ks_text(text, "p.ks") is scan_ks_text(text, "p.ks")
+    prelude = tmp_path / "prelude.ks"
+    prelude.write_text(text)
+    assert prelude_names(prelude) == {"foo"}
+    prelude.write_text("(edef bar Float (Float))\n(def baz Float (x : Float) x)\n")
+    assert prelude_names(prelude) == {"bar", "baz"}

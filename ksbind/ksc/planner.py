@@ -24,14 +24,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
 from ksbind.errors import KsbindError, KscError, KscVjpError, Location
 from ksbind.ksc.diagnostics import KscFailure, ksc_words, missing_names, suf_ad_gave_up, translate_error
 from ksbind.lang.model import StructuredName
-from ksbind.lang.reader import KsSource, read_text, scan_ks
+from ksbind.lang.reader import KsSource, read_text, scan_ks_text
 from ksbind.lang.types import TupleType
 from ksbind.spec import VJP_KINDS, VjpFrom, VjpKind
 
@@ -187,11 +186,10 @@ def _arity(name: StructuredName) -> int:
     return len(t.elements) if isinstance(t, TupleType) else 1
 
 
-@lru_cache(maxsize=8)
 def prelude_names(prelude: Path) -> frozenset[str]:
     """The base names the runtime's prelude declares (a call of one may be the prelude's)."""
     try:
-        source = scan_ks(read_text(prelude, "ksc prelude"), str(prelude))
+        source = scan_ks_text(read_text(prelude, "ksc prelude"), str(prelude))  # read every time: it may change
     except KsbindError:
         return frozenset()
     return frozenset(d.name.base_name.name for d in source.decls)

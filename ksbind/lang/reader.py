@@ -10,6 +10,7 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ksbind.errors import (
     DeclarationError,
@@ -69,6 +70,15 @@ def scan_ks(text: str, filename: str = "<string>") -> KsSource:
     decls = tuple(e for e in entries if isinstance(e, FunctionDecl))
     gdefs = tuple(GdefRequest(*e) for e in entries if not isinstance(e, FunctionDecl))
     return KsSource(decls, gdefs, calls)
+
+
+@lru_cache(maxsize=16)
+def scan_ks_text(text: str, filename: str) -> KsSource:
+    """scan_ks, remembered by text and file name: ksc's prelude is scanned by the ksc step and
+    by the resolver in one build (a few hundred defs: tens of milliseconds each time). Callers
+    read the file every time, so a changed file is scanned again; they must not change the
+    KsSource (it is shared)."""
+    return scan_ks(text, filename)
 
 
 def call_sites(body: Node) -> tuple[CallSite, ...]:
