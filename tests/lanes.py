@@ -53,6 +53,7 @@ COMPILING = (
     "ksbind.backend.compile:compile_objects", "ksbind.backend.compile:link", "ksbind.backend.build:build_module",
     "ksbind.backend.native:build_plan", "ksbind.backend.torch_build:build_planned",
     "ksbind.backend.jax_build:build_planned", "ksbind.backend.pch:build", "ksbind.backend.pch:start_background",
+    "ksbind.backend.link_stub:make", "ksbind.backend.link_stub:start",
     "ksbind.ksc.driver:compile_ks", "ksbind.ksc.driver:run_ksc",
     "ksbind.build_meta:build_wheel", "ksbind.build_meta:build_editable", "ksbind.standalone:build_into",
     "ksbind.editable:build_for_import",

@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import hashlib
 import os
+import shlex
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -479,13 +480,22 @@ def _wait_interruptibly(futures: Sequence[Future[Any]]) -> None:
 
 
 def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log_dir: Path,
-         label: str = "") -> Path:
+         label: str = "", first: Sequence[str] = ()) -> Path:
     """Link objects into the shared library ``out``, with a faster linker when one is
     installed (toolchain.linker_flags). A link that fails with the linker ksbind chose is
     run again with the compiler's own, whose failure is the one reported: a chosen linker
-    the compiler cannot use then costs a second link, never the build."""
+    the compiler cannot use then costs a second link, never the build. ``first``: flags
+    tried before all that and dropped if that link fails (the torch target's link stub,
+    ksbind/backend/link_stub.py)."""
     runner = Runner(f"{label}: " if label else "")
     cmd = [*tc.cxx, "-shared", *tc.ldflags, "-o", str(out), *map(str, objects), *tc.libs]
+    if first:
+        try:
+            runner.run([*cmd[:2], *linker_flags(), *first, *cmd[2:]], Unit(report_as), "linking", log_dir,
+                       quiet_failure=True)
+            return out
+        except Stopped:
+            log.info("%slinking with %s failed: linking again without", runner.prefix, shlex.join(first))
     chosen = linker_flags()
     if chosen and not os.environ.get("KSBIND_LINKER", "").strip():
         try:
@@ -525,15 +535,17 @@ def build_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                   objects: ObjectCache | None, log_dir: Path, label: str = "",
                   before_install: Callable[[Path], None] | None = None,
-                  meanwhile: Callable[[], object] | None = None) -> None:
+                  meanwhile: Callable[[], object] | None = None,
+                  link_first: Callable[[], Sequence[str]] | None = None) -> None:
     """build_entry's work, for a caller already holding the entry's lock (``meanwhile``:
-    compile_objects')."""
+    compile_objects'; ``link_first``: asked once the objects are compiled, link's ``first``)."""
     start = time.monotonic()
     after: list[Callable[[], None]] = []
     with entry.staging() as tmp:
         objs = compile_objects(units, tc, objects=objects, work=tmp, log_dir=log_dir, label=label, after=after,
                                meanwhile=meanwhile)
-        out = link(objs, tc, tmp / entry.module_path.name, units[0].source, log_dir, label)
+        out = link(objs, tc, tmp / entry.module_path.name, units[0].source, log_dir, label,
+                   link_first() if link_first is not None else ())
         if before_install is not None:
             before_install(tmp)
         entry.install(out)

@@ -155,7 +155,7 @@ class Runner:
                 proc = subprocess.Popen(dying_with_this_process(cmd), stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True, errors="replace",
                                         stdin=subprocess.DEVNULL, env=env,
-                                        preexec_fn=_child_setup(nice))
+                                        preexec_fn=child_setup(nice))
             except OSError as e:
                 raise BuildError(f"cannot run C++ compiler {cmd[0]!r}: {e.strerror} (set CXX, or install g++)",
                                  Location(str(unit.source))) from None
@@ -217,7 +217,7 @@ def dying_with_this_process(cmd: list[str]) -> list[str]:
     return [_SH, "-c", _SUPERVISOR, "sh", *cmd] if _found[exe] else cmd
 
 
-def _child_setup(nice: int = 0) -> Callable[[], None]:
+def child_setup(nice: int = 0) -> Callable[[], None]:
     """The ``preexec_fn`` putting the child in a process group of its own and setting the
     parent-death signal (Linux) and the niceness ``nice``. Made before the fork: the child only
     calls setpgid, os.nice, prctl and getppid (no import, no allocation to speak of)."""

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from ksbind.backend import link_stub
 from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text
 from ksbind.backend.kind import PreparedBuild, Steps
 from ksbind.backend.loader import import_meanwhile, import_wrapper
@@ -225,8 +226,16 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry
             if fname in rendered.files:
                 write_atomic(entry.dir / fname, rendered.files[fname])
 
+    # The link stub (ksbind/backend/link_stub.py): made beside the compiles if no build has.
+    library = torch_dir() / "lib" / "libtorch_cpu.so"
+    link_stub.start(entry.root, library, tc.cxx)
+
+    def stub_first() -> tuple[str, ...]:
+        folder = link_stub.ready(entry.root, library)
+        return (f"-L{folder}",) if folder is not None else ()
+
     install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
-                  before_install=wrapper_first, meanwhile=start_torch_import)
+                  before_install=wrapper_first, meanwhile=start_torch_import, link_first=stub_first)
 
 
 def start_torch_import() -> None:

@@ -29,8 +29,10 @@ UNITS_DIR = "units"
 NOOP_DIR = "noop"
 #: Jinja2's compiled templates (ksbind/codegen/render.py), one folder per ksbind and Jinja2 version.
 TEMPLATES_DIR = "templates"
+#: Link-time stand-ins for torch's CPU library (ksbind/backend/link_stub.py), one folder per torch library.
+LINK_STUBS_DIR = "link-stubs"
 #: Folders in the root that are neither entries nor shared parts: small, removed by clean --all.
-SIDE_DIRS = (UNITS_DIR, NOOP_DIR, TEMPLATES_DIR)
+SIDE_DIRS = (UNITS_DIR, NOOP_DIR, TEMPLATES_DIR, LINK_STUBS_DIR)
 #: Entries being removed are first renamed to a name with this prefix (a reader sees all of an entry or none).
 TRASH_PREFIX = ".trash-"
 #: Prefixes of temporary folders in the cache root (builds, ksc runs): removed once stale.
@@ -92,6 +94,7 @@ def cache_fault(error: OSError, root: Path) -> BuildError | None:
 
 
 __all__ = ["cache_root", "check_root", "cache_fault",
-           "LOAD_KS_DIR", "OBJECTS_DIR", "PCH_DIR", "DEPS", "UNITS_DIR", "NOOP_DIR", "TEMPLATES_DIR", "SIDE_DIRS",
+           "LOAD_KS_DIR", "OBJECTS_DIR", "PCH_DIR", "DEPS", "UNITS_DIR", "NOOP_DIR", "TEMPLATES_DIR", "LINK_STUBS_DIR",
+           "SIDE_DIRS",
            "TRASH_PREFIX",
            "TEMP_PREFIXES"]
