@@ -1,8 +1,8 @@
 """The torch target's link stub (ksbind/backend/link_stub.py): a library exporting only the
 C shim's names, made from a real library's export list, that a module links against instead;
 a module needing anything else of the real library is linked again against it
-(ksbind/backend/compile.py, link's ``first``). Built with g++ against a small stand-in for
-libtorch_cpu made here, then against torch's own when torch is installed."""
+(ksbind/backend/compile.py, link's ``first``). Checked with g++ against a small library made
+here, then on torch's own libtorch_cpu when torch is installed."""
 from __future__ import annotations
 
 import ctypes
@@ -24,15 +24,20 @@ pytestmark = pytest.mark.skipif(shutil.which("nm") is None or shutil.which("g++"
 TINY = Toolchain("test", ("g++",), ("-O0", "-fPIC", "-std=c++17"), ())
 
 
+#: The stand-in's name: not libtorch_cpu.so, which the dynamic linker would take for torch's own when
+#: this process has loaded torch (a loaded library's soname satisfies a later DT_NEEDED entry).
+NAME = "ks_standin"
+
+
 def real_library(folder: Path) -> Path:
-    """A libtorch_cpu.so of three functions: two of the C shim's kind, one not."""
+    """A library of three functions: two of the C shim's kind, one not."""
     folder.mkdir(parents=True, exist_ok=True)
     source = folder / "real.cpp"
     source.write_text('extern "C" int aoti_torch_answer() { return 42; }\n'
                       'extern "C" int torch_other() { return 7; }\n'
                       'extern "C" int not_the_shim() { return 5; }\n')
-    library = folder / "libtorch_cpu.so"
-    subprocess.run(["g++", "-shared", "-fPIC", "-Wl,-soname,libtorch_cpu.so", "-o", str(library), str(source)],
+    library = folder / f"lib{NAME}.so"
+    subprocess.run(["g++", "-shared", "-fPIC", f"-Wl,-soname,lib{NAME}.so", "-o", str(library), str(source)],
                    check=True)
     return library
 
@@ -45,7 +50,7 @@ def needed(library: Path) -> list[str]:
 def module(tmp_path: Path, body: str, real: Path, stub: Path | None, caplog: pytest.LogCaptureFixture) -> Path:
     (tmp_path / "m.cpp").write_text(body)
     objects = compile_objects([Unit(tmp_path / "m.cpp")], TINY, objects=None, work=tmp_path, log_dir=tmp_path)
-    tc = Toolchain("test", ("g++",), (), (), libs=(f"-L{real.parent}", "-ltorch_cpu", f"-Wl,-rpath,{real.parent}",
+    tc = Toolchain("test", ("g++",), (), (), libs=(f"-L{real.parent}", f"-l{NAME}", f"-Wl,-rpath,{real.parent}",
                                                     "-Wl,--no-undefined"))
     caplog.set_level(logging.DEBUG, logger="ksbind")
     return link(objects, tc, tmp_path / "m.so", objects[0], tmp_path, "m", (f"-L{stub}",) if stub else ())
@@ -58,8 +63,8 @@ def test_a_stub_exports_the_shim_names_only_under_the_real_file_name(tmp_path: P
     assert link_stub.ready(root, real) is None
     folder = link_stub.make(root, real, ("g++",))
     assert folder is not None and link_stub.ready(root, real) == folder
-    assert folder.parent.name == "link-stubs" and (folder / "libtorch_cpu.so").is_file()
-    assert link_stub.exported_shim(folder / "libtorch_cpu.so") == ["aoti_torch_answer", "torch_other"]
+    assert folder.parent.name == "link-stubs" and (folder / real.name).is_file()
+    assert link_stub.exported_shim(folder / real.name) == ["aoti_torch_answer", "torch_other"]
     assert link_stub.make(root, real, ("g++",)) == folder  # made once
     assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # no temporary folder left
 
@@ -80,7 +85,7 @@ def test_a_module_links_against_the_stub_and_runs_against_the_real_library(
     out = module(tmp_path, 'extern "C" int aoti_torch_answer();\n'
                            'extern "C" int twice() { return 2 * aoti_torch_answer(); }\n', real, stub, caplog)
     assert f"-L{stub}" in caplog.text and "failed" not in caplog.text
-    assert "libtorch_cpu.so" in needed(out)
+    assert f"lib{NAME}.so" in needed(out)
     assert ctypes.CDLL(str(out)).twice() == 84  # the real library's function, found through the rpath
 
 
