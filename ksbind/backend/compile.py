@@ -489,14 +489,14 @@ def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log
     ksbind/backend/link_stub.py)."""
     runner = Runner(f"{label}: " if label else "")
     cmd = [*tc.cxx, "-shared", *tc.ldflags, "-o", str(out), *map(str, objects), *tc.libs]
+    chosen = linker_flags()
     if first:
         try:
-            runner.run([*cmd[:2], *linker_flags(), *first, *cmd[2:]], Unit(report_as), "linking", log_dir,
+            runner.run([*cmd[:2], *chosen, *first, *cmd[2:]], Unit(report_as), "linking", log_dir,
                        quiet_failure=True)
             return out
         except Stopped:
             log.info("%slinking with %s failed: linking again without", runner.prefix, shlex.join(first))
-    chosen = linker_flags()
     if chosen and not os.environ.get("KSBIND_LINKER", "").strip():
         try:
             runner.run([*cmd[:2], *chosen, *cmd[2:]], Unit(report_as), "linking", log_dir, quiet_failure=True)
