@@ -47,6 +47,12 @@ _FUNCTION_KINDS = frozenset("TWi")
 _NICE = 10
 
 
+def _run_yielding(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run a helper process (nm, the compiler) at niceness _NICE, its output captured."""
+    return subprocess.run(dying_with_this_process(cmd), capture_output=True, text=True, errors="replace",
+                          stdin=subprocess.DEVNULL, preexec_fn=child_setup(_NICE), check=False)
+
+
 def stub_folder(root: Path, library: Path) -> Path | None:
     """Where the stub of ``library`` lives under the cache ``root`` (None when the library
     cannot be read): one folder per real path and stat identity."""
@@ -72,9 +78,7 @@ def exported_shim(library: Path) -> list[str]:
     if nm is None:
         return []
     try:
-        listed = subprocess.run(dying_with_this_process([nm, "-D", "--defined-only", str(library)]),
-                                capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL,
-                                preexec_fn=child_setup(_NICE), check=False)
+        listed = _run_yielding([nm, "-D", "--defined-only", str(library)])
     except OSError:
         return []
     if listed.returncode != 0:
@@ -120,8 +124,7 @@ def make(root: Path, library: Path, cxx: Sequence[str]) -> Path | None:
             made.mkdir()
             cmd = [*cxx, "-shared", "-fPIC", "-nostdlib", f"-Wl,-soname,{library.name}", "-o",
                    str(made / library.name), str(source)]
-            done = subprocess.run(dying_with_this_process(cmd), capture_output=True, text=True, errors="replace",
-                                  stdin=subprocess.DEVNULL, preexec_fn=child_setup(_NICE), check=False)
+            done = _run_yielding(cmd)
             if done.returncode != 0:
                 log.debug("no link stub for %s: the compiler failed: %s", library, done.stdout + done.stderr)
                 return None
@@ -140,7 +143,8 @@ def make(root: Path, library: Path, cxx: Sequence[str]) -> Path | None:
 def start(root: Path, library: Path, cxx: Sequence[str]) -> threading.Thread | None:
     """Make the stub on a thread (None when it is made already): a build starts it beside its
     compiles, and links against it if it is ready when the compiles end."""
-    if ready(root, library) is not None or stub_folder(root, library) is None:
+    folder = stub_folder(root, library)
+    if folder is None or (folder / library.name).is_file():
         return None
     thread = threading.Thread(target=make, args=(root, library, tuple(cxx)), name="ksbind-link-stub")
     thread.start()

@@ -93,6 +93,10 @@ _cache_log = get_logger("cache")
 _lock = threading.Lock()
 
 
+#: torch's CPU library, in its package folder: the link stub's original and the import's preload.
+CPU_LIBRARY = Path("lib", "libtorch_cpu.so")
+
+
 def find_torch() -> Path | None:
     """The running torch's package folder (headers in include/, libraries in lib/), found
     without importing torch: a cached build imports it only through its wrapper. None when
@@ -227,7 +231,7 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry
                 write_atomic(entry.dir / fname, rendered.files[fname])
 
     # The link stub (ksbind/backend/link_stub.py): made beside the compiles if no build has.
-    library = torch_dir() / "lib" / "libtorch_cpu.so"
+    library = torch_dir() / CPU_LIBRARY
     link_stub.start(entry.root, library, tc.cxx)
 
     def stub_first() -> tuple[str, ...]:
@@ -242,7 +246,7 @@ def start_torch_import() -> None:
     """Import torch on a thread that yields the cores (YIELDING), its largest library
     (libtorch_cpu, 0.17 s of the dynamic linker's work) loaded first without the GIL."""
     found = find_torch()
-    lib = found / "lib" / "libtorch_cpu.so" if found is not None else None
+    lib = found / CPU_LIBRARY if found is not None else None
     import_meanwhile("torch", nice=YIELDING, preload=(lib,) if lib is not None and lib.is_file() else ())
 
 
