@@ -127,6 +127,65 @@ def test_restated_declaration_is_kept_once() -> None:
     assert decls[0].param_names == ("x",)  # the def's names are kept for keyword arguments
 
 
+#: A small aten-style vocabulary: a plain name with ``::`` in it, and derivations of it written
+#: as ksc allows in a def or edef, on the plain name (ksc finds [f S] from the argument type).
+ATEN_STYLE = """\
+(edef aten::foo (Vec Float) (Tuple (Vec Float) Integer))
+(def [fwd aten::foo] (Vec Float) ((xi : Tuple (Vec Float) Integer) (dxi : Tuple (Vec Float) (Tuple)))
+  (let ((dx _) dxi) dx))
+(def [rev aten::foo] (Tuple (Vec Float) (Tuple)) ((xi : Tuple (Vec Float) Integer) (dr : Vec Float))
+  (tuple dr (tuple)))
+(edef [shape aten::foo] Integer (Tuple (Vec Float) Integer))
+(edef [shape [rev aten::foo]] (Tuple (Vec (Tuple)) (Tuple)) (Tuple (Tuple (Vec Float) Integer) (Vec Float)))
+(def [suffwdpass aten::bar] (Tuple Float Float) (x : Float) (tuple x x))
+(edef [D aten::bar] (LM Float Float) (Float))
+"""
+
+
+def test_plain_derivations_of_aten_style_names() -> None:
+    """``(def [rev aten::foo] ...)``: the structured name [rev [aten::foo S]] with S the first of
+    the (S, dret) argument; ``[shape [rev aten::foo]]`` read from the outside in; ``:`` mangled
+    to ``$8`` as ksc does (its .cpp calls ``rev$aten$8$8mul$aT2fT2f``)."""
+    from ksbind.lang.reader import scan_ks
+
+    source = scan_ks(ATEN_STYLE, "aten_style.ks")
+    got = [(str(d.name), d.cpp_symbol, d.origin) for d in source.decls]
+    foo = "[aten::foo (Tuple (Tensor 1 Float) Integer)]"
+    assert got == [
+        (foo, "aten$8$8foo$aT1fi", "edef"),
+        (f"[fwd {foo}]", "fwd$aten$8$8foo$aT1fi", "def"),
+        (f"[rev {foo}]", "rev$aten$8$8foo$aT1fi", "def"),
+        (f"[shape {foo}]", "shape$aten$8$8foo$aT1fi", "edef"),
+        (f"[shape [rev {foo}]]", "shape$rev$aten$8$8foo$aT1fi", "edef"),
+        ("[suffwdpass [aten::bar Float]]", "suffwdpass$aten$8$8bar$af", "def"),
+        ("[D [aten::bar Float]]", "D$aten$8$8bar$af", "edef"),
+    ]
+    assert [d.param_names for d in source.decls][1:3] == [("xi", "dxi"), ("xi", "dr")]
+    # each derivation is the one the primal's signature derives (same argument and result)
+    primal = source.decls[0]
+    for kind, decl in (("fwd", source.decls[1]), ("rev", source.decls[2])):
+        derived = primal.derive(kind)
+        assert (derived.name, derived.arg_type, derived.return_type) == (decl.name, decl.arg_type,
+                                                                         decl.return_type)
+    # the same forms written with full structured names read to the same declarations
+    full = ATEN_STYLE.replace("[shape [rev aten::foo]]", f"[shape [rev {foo}]]")
+    for kind in ("fwd", "rev", "shape"):
+        full = full.replace(f"[{kind} aten::foo]", f"[{kind} {foo}]")
+    assert [d.name for d in scan_ks(full).decls] == [d.name for d in source.decls]
+
+
+@pytest.mark.parametrize("text,fragment", [
+    # sufrevpass's argument does not say its primal's (ksc cannot tell it either)
+    ("(edef [sufrevpass aten::foo] Float (Tuple Float Float))", "argument type cannot be told"),
+    # rev's argument is a pair (S, dret): a single Float is not one, at any depth
+    ("(edef [rev aten::foo] Float Float)", "argument type cannot be told"),
+    ("(edef [shape [rev aten::foo]] Float Float)", "argument type cannot be told"),
+])
+def test_plain_derivations_that_say_no_primal(text: str, fragment: str) -> None:
+    with pytest.raises(DeclarationError, match=fragment):
+        ksbind.parse_ks(text, "bad.ks")
+
+
 @pytest.mark.parametrize("text,error,fragment,line,column", [
     ("(edef f Float Float)\n(edef f Integer Float)", DeclarationError, "different signature", 2, 1),
     ("(gdef sufrev [g Float])", DeclarationError, r"no def or edef of \[g Float\]", 1, 1),

@@ -303,17 +303,22 @@ _ARG_STARTS_WITH_PRIMAL = ("fwd", "rev", "sufrev")
 
 
 def _is_plain_derivation(node: Node) -> bool:
-    """``[rev f]``: a derivation of a plain name, as ksc allows in a def or edef."""
-    return (isinstance(node, SList) and node.bracket == "[" and len(node.items) == 2
-            and all(isinstance(i, Atom) and not i.is_string for i in node.items)
-            and node.items[0].text in DERIVATIONS)  # type: ignore[union-attr]
+    """``[rev f]``, or ``[shape [rev f]]``: derivations of a plain name, as ksc allows in a def or edef."""
+    if not (isinstance(node, SList) and node.bracket == "[" and len(node.items) == 2):
+        return False
+    kind, inner = node.items
+    if not (isinstance(kind, Atom) and not kind.is_string and kind.text in DERIVATIONS):
+        return False
+    return (isinstance(inner, Atom) and not inner.is_string) or _is_plain_derivation(inner)
 
 
 def _plain_derivation_name(node: SList, arg_type: KsType) -> StructuredName:
     """ksc reads ``(def [rev f] ...)`` as ``[rev [f S]]``, S found from the parameters:
-    the argument itself for D/suffwdpass/CL/shape, the first of (S, dX) for fwd/rev/sufrev."""
+    the argument itself for D/suffwdpass/CL/shape, the first of (S, dX) for fwd/rev/sufrev.
+    A chain is read from the outside in: ``(edef [shape [rev f]] R (Tuple S dX))`` is
+    ``[shape [rev [f S]]]`` (shape's argument is [rev f]'s, whose first element is f's)."""
     kind_node, inner = node.items
-    assert isinstance(kind_node, Atom) and isinstance(inner, Atom)
+    assert isinstance(kind_node, Atom)
     kind = kind_node.text
     primal: KsType | None = None
     if kind in _ARG_IS_PRIMAL:
@@ -321,10 +326,22 @@ def _plain_derivation_name(node: SList, arg_type: KsType) -> StructuredName:
     elif kind in _ARG_STARTS_WITH_PRIMAL and isinstance(arg_type, TupleType) and len(arg_type.elements) == 2:
         primal = arg_type.elements[0]
     if primal is None:
+        base = _plain_base(node)
         raise DeclarationError(
-            f"{kind!r} is a derivation: it takes a structured name, as in [{kind} [{inner.text} Float]]; "
+            f"{kind!r} is a derivation: it takes a structured name, as in [{kind} [{base} Float]]; "
             f"found {excerpt(node)}, whose argument type cannot be told from {arg_type}", node.loc)
+    if isinstance(inner, SList):
+        return StructuredName.derived(kind, _plain_derivation_name(inner, primal))
+    assert isinstance(inner, Atom)
     return StructuredName.derived(kind, StructuredName.base(inner.text, primal))
+
+
+def _plain_base(node: Node) -> str:
+    """The plain name at the bottom of ``[d1 [d2 f]]``."""
+    while isinstance(node, SList):
+        node = node.items[1]
+    assert isinstance(node, Atom)
+    return node.text
 
 
 def _read_params(node: Node) -> tuple[list[str], list[KsType]]:
