@@ -10,7 +10,7 @@ module's runtime unless the config names another.
 Default bindings (no ``bindings:``) cover the user's own functions, not a
 prelude's: with ksc, the functions the ``.ks`` sources define; without it,
 every function not declared in the config's ``prelude:`` files (by default the
-runtime folders' ``prelude.ks``).
+runtime folders' ``prelude.ks`` and ``prelude-aten.ks``).
 """
 from __future__ import annotations
 
@@ -27,8 +27,10 @@ from ksbind.codegen.targets import get_target
 from ksbind.errors import DeclarationError, KscError
 from ksbind.inputs import note_dir, refuse
 from ksbind.ksc.driver import (
+    ATEN_PRELUDE,
     KscToolchain,
     compile_ks,
+    ksc_preludes,
     ksc_runtime,
     ksc_toolchains,
     scan_sources,
@@ -102,11 +104,15 @@ def _not_prelude(spec: ModuleSpec) -> Callable[[FunctionDecl], bool] | None:
         for d in spec.runtime.include_dirs:
             note_dir(d)  # a prelude.ks put there later changes the default bindings
     files = spec.prelude if spec.prelude is not None else tuple(
-        d / "prelude.ks" for d in spec.runtime.include_dirs if (d / "prelude.ks").is_file())
+        d / name for d in spec.runtime.include_dirs for name in _PRELUDES if (d / name).is_file())
     if not files:
         return None
     names = frozenset().union(*(_declared_base_names(Path(f)) for f in files))
     return lambda d: d.name.base_name not in names
+
+
+#: The runtime's ks files that are ksc's: prelude.ks, and prelude-aten.ks (PyTorch's aten:: operators).
+_PRELUDES = ("prelude.ks", ATEN_PRELUDE)
 
 
 def _declared_base_names(path: Path) -> frozenset[StructuredName]:
@@ -180,8 +186,8 @@ def _with_ksc_runtime(spec: ModuleSpec, runtime: Path) -> ModuleSpec:
 
 def _declarations_before_ksc(tool: KscToolchain, scanned: Sequence[KsSource], spec: ModuleSpec,
                              kso_files: Sequence[Path]) -> list[FunctionDecl]:
-    prelude = _scanned_prelude(tool.prelude)
-    decls = [*prelude.decls, *(d for s in scanned for d in s.decls)]
+    preludes = [_scanned_prelude(p) for p in ksc_preludes(tool, scanned)]  # prelude-aten.ks too, if called
+    decls = [*(d for p in preludes for d in p.decls), *(d for s in scanned for d in s.decls)]
     by_name = {d.name: d for d in decls}
     for g in (g for s in scanned for g in s.gdefs):
         primal = by_name.get(g.target)

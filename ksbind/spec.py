@@ -246,11 +246,13 @@ class ModuleSpec:
         "record", "Run the Knossos compiler on the `.ks` sources (every key optional, `ksc: {}` takes the "
         "defaults; the keys below). **`path` is executed**: treat a config with `ksc:` like a script. See "
         "[ksc.md](ksc.md).", record=KscSpec)] = None
-    #: Files whose functions are not bound by default (None: the runtime's prelude.ks, if any).
+    #: Files whose functions are not bound by default (None: the runtime's prelude.ks and
+    #: prelude-aten.ks, those there are).
     prelude: Annotated[tuple[Path, ...] | None, Key(
         "paths", "Files whose functions are not bound by default (for a `.kso` given directly, which restates "
         "ksc's prelude). `prelude: []` binds everything. With `ksc:`, ksbind knows which functions are the "
-        "user's and ignores this.", must_exist="file", default_doc="the runtime folders' `prelude.ks`")] = None
+        "user's and ignores this.", must_exist="file",
+        default_doc="the runtime folders' `prelude.ks` and `prelude-aten.ks`")] = None
     #: Compile the module's ks code with FAST_MATH_FLAGS (backend/toolchain.py): floats reassociated, no NaN/inf.
     fast_math: Annotated[bool, Key(
         "flag", "Compile the user's C++ (`cpp:`, ksc's output; on the torch target, the unit where the "

@@ -1,6 +1,7 @@
 """Running the Knossos compiler ksc: the first pipeline stage when a config names ``ksc:``.
 
-ksc turns the module's ``.ks`` sources (after the runtime's ``prelude.ks``)
+ksc turns the module's ``.ks`` sources (after the runtime's ``prelude.ks``, and
+its ``prelude-aten.ks`` when the sources call ``aten::`` functions: ksc_preludes)
 into one ``.kso`` (every definition, fully typed: the source of truth for
 signatures) and one ``.cpp``. ksbind asks only for what it binds
 (``--remove-unused --used F... [sufrev F]...``), with the gdefs its vjps need
@@ -50,6 +51,10 @@ log = logging.getLogger("ksbind.ksc")
 EDEFS_HEADER = "ksbind-edefs.h"
 #: The flags ksbind always gives ksc besides sources, outputs and the used list.
 KSC_FLAGS = ("--generate-cpp", "--cpp-include", "prelude.h", "--cpp-include", EDEFS_HEADER)
+#: ksc's prelude of PyTorch's operators (``aten::mul``...), and the header defining its edefs.
+ATEN_PRELUDE = "prelude-aten.ks"
+ATEN_HEADER = "prelude-aten.h"
+ATEN_PREFIX = "aten::"
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,45 @@ class KscToolchain:
     @property
     def prelude(self) -> Path:
         return self.runtime / "prelude.ks"
+
+    @property
+    def aten_prelude(self) -> Path:
+        return self.runtime / ATEN_PRELUDE
+
+
+def calls_aten(scanned: Sequence[KsSource]) -> bool:
+    """Whether the sources call (or gdef) an ``aten::`` function they do not declare
+    themselves: then ksc is given the runtime's prelude-aten.ks after prelude.ks."""
+    own = {d.name.base_name.name for s in scanned for d in s.decls}
+    for s in scanned:
+        for sites in s.calls.values():
+            for callee, _ in sites:
+                name = callee if isinstance(callee, str) else callee.base_name.name
+                if name.startswith(ATEN_PREFIX) and name not in own:
+                    return True
+        if any(g.target.base_name.name.startswith(ATEN_PREFIX) and g.target.base_name.name not in own
+               for g in s.gdefs):
+            return True
+    return False
+
+
+def ksc_preludes(tool: KscToolchain, scanned: Sequence[KsSource]) -> tuple[Path, ...]:
+    """The runtime's ks files ksc reads before the sources: prelude.ks, and prelude-aten.ks
+    (when the runtime has it) for sources that call ``aten::`` functions (calls_aten)."""
+    if calls_aten(scanned):
+        note_file(tool.aten_prelude)  # the rule depends on whether it is there
+        if tool.aten_prelude.is_file():
+            return tool.prelude, tool.aten_prelude
+    return (tool.prelude,)
+
+
+def ksc_headers(tool: KscToolchain, scanned: Sequence[KsSource], preludes: Sequence[Path]) -> tuple[str, ...]:
+    """The runtime's headers ksc's .cpp includes (``--cpp-include``): prelude.h, and prelude-aten.h,
+    which defines prelude-aten.ks's edefs, when ksc reads prelude-aten.ks (ksc_preludes) or the
+    sources declare ``aten::`` functions themselves (a copy of it given as a source)."""
+    aten = tool.aten_prelude in preludes or any(
+        d.name.base_name.name.startswith(ATEN_PREFIX) for s in scanned for d in s.decls)
+    return ("prelude.h", ATEN_HEADER) if aten and (tool.runtime / ATEN_HEADER).is_file() else ("prelude.h",)
 
 
 @dataclass(frozen=True)
@@ -201,7 +245,9 @@ def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[Ks
     ksc_toolchains); without one, that tool's error is raised."""
     sources_key = _sources_key(sources)
     exe_sha256 = tool.exe_sha256 or _file_digest(tool.exe)
-    key = _cache_key(tool, exe_sha256, sources_key, used, vjps)
+    preludes = ksc_preludes(tool, scanned)
+    headers = ksc_headers(tool, scanned, preludes)
+    key = _cache_key(tool, preludes, headers, exe_sha256, sources_key, used, vjps)
     entry = cache_root / f"ksc-{name}-{key[:16]}"
     meta = entry / "ksc.json"
     kso, cpp = entry / f"{name}.kso", entry / f"{name}.cpp"
@@ -221,9 +267,10 @@ def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[Ks
     with tempfile.TemporaryDirectory(prefix=f".ksc-{name}-", dir=cache_root) as tmp:
         staging = Path(tmp) / "out"
         staging.mkdir()
-        run = Planner(_KscRunner(tool, staging, sources, name), CallGraph(scanned, prelude_names(tool.prelude)),
+        names = frozenset().union(*(prelude_names(p) for p in preludes))
+        run = Planner(_KscRunner(tool, staging, sources, name, preludes, headers), CallGraph(scanned, names),
                       sources, scanned, used, vjps)
-        (staging / EDEFS_HEADER).write_text(edefs_header(scanned, tool.runtime), encoding="utf-8")
+        (staging / EDEFS_HEADER).write_text(edefs_header(scanned, tool.runtime, headers), encoding="utf-8")
         kinds = run.solve()
         files = {}
         for p in sorted(staging.iterdir()):
@@ -312,13 +359,17 @@ def _sources_key(sources: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
-def _cache_key(tool: KscToolchain, exe_sha256: str, sources_key: str, used: Sequence[StructuredName],
-               vjps: Sequence[VjpRequest]) -> str:
+def _cache_key(tool: KscToolchain, preludes: Sequence[Path], headers: Sequence[str], exe_sha256: str,
+               sources_key: str, used: Sequence[StructuredName], vjps: Sequence[VjpRequest]) -> str:
     h = Hasher()
     h.add_text("sources", sources_key)
     h.add_text("ksc", exe_sha256)
     h.add_file(tool.prelude, "prelude")
-    h.add_text("runtime headers", _runtime_header_text(tool.runtime))  # what ksbind-edefs.h leaves out
+    for extra in preludes[1:]:  # prelude-aten.ks, when the sources call aten:: functions
+        h.add_file(extra, f"prelude {extra.name}")
+    if tuple(headers) != ("prelude.h",):  # (the key of a module without aten:: is what it was)
+        h.add_text("cpp includes", "\0".join(headers))
+    h.add_text("runtime headers", _runtime_header_text(tool.runtime, headers))  # what ksbind-edefs.h leaves out
     h.add_text("used", "\0".join(map(str, used)))
     h.add_text("vjps", "\0".join(f"{v.primal}:{v.vjp_from}" for v in vjps))
     return h.hexdigest()
@@ -349,8 +400,11 @@ class _KscRunner:
     """Runs ksc for one module into ``out``, counting and logging every run (one INFO line each,
     with its time): the Planner's RunsKsc."""
 
-    def __init__(self, tool: KscToolchain, out: Path, sources: Sequence[Path], name: str) -> None:
+    def __init__(self, tool: KscToolchain, out: Path, sources: Sequence[Path], name: str,
+                 preludes: Sequence[Path] = (), headers: Sequence[str] = ("prelude.h",)) -> None:
         self.tool, self.out, self.sources, self.name = tool, out, list(sources), name
+        self.preludes = list(preludes) or [tool.prelude]
+        self.includes = list(headers)
         self.where = Location(str(self.sources[0])) if self.sources else None
         self.label = _label(sources)
         self.runs = 0
@@ -360,11 +414,12 @@ class _KscRunner:
         extra = self.out / "ksbind-gdefs.ks"
         extra.write_text(";; gdefs ksbind added for the vjps it binds\n" + gdefs, encoding="utf-8")
         cmd = [str(self.tool.exe), "--generate-cpp"]
-        for src in [self.tool.prelude, *self.sources, extra]:
+        for src in [*self.preludes, *self.sources, extra]:
             cmd += ["--ks-source-file", str(Path(src).resolve())]
-        cmd += ["--ks-output-file", str(self.out / f"{self.name}.kso"), "--cpp-include", "prelude.h",
-                "--cpp-include", EDEFS_HEADER, "--cpp-output-file", str(self.out / f"{self.name}.cpp"),
-                "--remove-unused"]
+        cmd += ["--ks-output-file", str(self.out / f"{self.name}.kso")]
+        for header in [*self.includes, EDEFS_HEADER]:
+            cmd += ["--cpp-include", header]
+        cmd += ["--cpp-output-file", str(self.out / f"{self.name}.cpp"), "--remove-unused"]
         for n in used:
             cmd += ["--used", str(n)]
         proc = self.run(cmd, why)
@@ -373,9 +428,11 @@ class _KscRunner:
         return KscFailure(proc.stdout, proc.stderr)
 
     def fails_to_parse(self, src: Path) -> bool:
-        """Whether ksc fails to parse this one source (after the prelude)."""
-        cmd = [str(self.tool.exe), "--generate-cpp", "--ks-source-file", str(self.tool.prelude),
-               "--ks-source-file", str(Path(src).resolve()), "--ks-output-file", str(self.out / "parse.kso"),
+        """Whether ksc fails to parse this one source (after the preludes)."""
+        cmd = [str(self.tool.exe), "--generate-cpp"]
+        for prelude in self.preludes:
+            cmd += ["--ks-source-file", str(prelude)]
+        cmd += ["--ks-source-file", str(Path(src).resolve()), "--ks-output-file", str(self.out / "parse.kso"),
                "--cpp-include", "prelude.h", "--cpp-output-file", str(self.out / "parse.cpp"), "--all-defs"]
         return "Failed parse" in self.run(cmd, f"parsing {Path(src).name} alone").stderr
 
@@ -392,15 +449,17 @@ class _KscRunner:
         return proc
 
 
-def edefs_header(scanned: Sequence[KsSource], runtime: Path) -> str:
+def edefs_header(scanned: Sequence[KsSource], runtime: Path, headers: Sequence[str] = ("prelude.h",)) -> str:
     """The C++ declarations of the sources' edefs (those C++ can spell: no LM, which ksc keeps
     to itself), less those ksc's runtime headers already define: its prelude.h implements some
     edefs (``dot``...) with ``const&`` parameters, and a second, by-value declaration would
-    make every call ambiguous."""
+    make every call ambiguous; prelude-aten.h (when among ``headers``) defines prelude-aten.ks's,
+    some as templates, which a by-value declaration would hide (the call would pick it, and
+    nothing would define it)."""
     from ksbind.codegen.context import KsFunction
     from ksbind.codegen.render import environment, render_template
 
-    provided = _runtime_header_text(runtime)
+    provided = _runtime_header_text(runtime, headers)
     functions: dict[str, KsFunction] = {}
     for d in (d for s in scanned for d in s.decls if d.origin == "edef"):
         if re.search(re.escape(d.cpp_symbol) + r"\s*\(", provided):
@@ -413,10 +472,11 @@ def edefs_header(scanned: Sequence[KsSource], runtime: Path) -> str:
     return render_template(environment(), "ksc_edefs.h.j2", {"functions": list(functions.values())})
 
 
-def _runtime_header_text(runtime: Path) -> str:
-    """What ksc's .cpp includes besides ksbind's header: knossos.h and prelude.h."""
+def _runtime_header_text(runtime: Path, headers: Sequence[str] = ("prelude.h",)) -> str:
+    """What ksc's .cpp includes besides ksbind's header: knossos.h and ``headers`` (prelude.h,
+    and prelude-aten.h where ksc_headers says)."""
     texts = []
-    for p in (runtime / "knossos.h", runtime / "prelude.h"):
+    for p in (runtime / "knossos.h", *(runtime / h for h in headers)):
         data = p.read_bytes() if p.is_file() else None
         note_file(p, data)
         if data is not None:
@@ -456,4 +516,5 @@ def scan_sources(paths: Iterable[Path]) -> list[KsSource]:
 
 
 __all__ = ["KscToolchain", "KscOutput", "find_ksc", "ksc_toolchains", "ksc_runtime", "compile_ks",
+           "calls_aten", "ksc_preludes", "ksc_headers", "ATEN_PRELUDE", "ATEN_HEADER",
            "edefs_header", "run_ksc", "scan_sources", "WHILE_KSC_RUNS"]
