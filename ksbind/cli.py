@@ -116,7 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("file", metavar="FILE", nargs="?", help="a .ks or .kso file")
     d.add_argument("--prelude", action="store_true",
                    help="list the functions of the prelude.ks of ksc's runtime (found as --ksc-runtime, "
-                        "$KSC_RUNTIME, else runtime/ beside ksc: --ksc PATH, $KSC, ksc on PATH), each "
+                        "$KSC_RUNTIME, else runtime/ beside ksc: --ksc PATH, $KSC, ksc on PATH), then "
+                        "those of its prelude-aten.ks (the aten:: functions) when it has one, each "
                         "with its ks signature and the derivatives the prelude writes for it")
     d.add_argument("--ksc", nargs="?", const="", metavar="PATH",
                    help="compile the .ks file with ksc first and list what its .kso states (PATH: the ksc "
@@ -195,17 +196,27 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 
 def _prelude_listing(args: argparse.Namespace) -> str:
-    """``ksbind decls --prelude``: the runtime's prelude.ks, one line per function it
+    """``ksbind decls --prelude``: the runtime's prelude.ks, then its prelude-aten.ks (when there is
+    one: ksc reads it before sources that call aten:: functions), one line per function each
     defines or edefs, with the derivatives it writes by hand (those ksc does not derive)."""
-    from ksbind.ksc.driver import ksc_runtime
-    from ksbind.lang.reader import read_text, scan_ks
+    from ksbind.ksc.driver import ATEN_PRELUDE, ksc_runtime
     from ksbind.spec import KscSpec
 
     if args.file is not None:
         raise KsbindError(f"decls --prelude takes no FILE (given {args.file}): it lists ksc's prelude.ks")
     runtime = ksc_runtime(KscSpec(Path(args.ksc) if args.ksc else None,
                                   Path(args.ksc_runtime) if args.ksc_runtime else None, set_by="cli"))
-    prelude = runtime / "prelude.ks"
+    lines: list[str] = []
+    for prelude in (runtime / "prelude.ks", runtime / ATEN_PRELUDE):
+        if prelude.name == "prelude.ks" or prelude.is_file():
+            lines += _prelude_lines(prelude)
+    return "\n".join(lines)
+
+
+def _prelude_lines(prelude: Path) -> list[str]:
+    """One prelude file's listing: a header line, then a line per function."""
+    from ksbind.lang.reader import read_text, scan_ks
+
     source = scan_ks(read_text(prelude), str(prelude))
     written: dict[str, set[str]] = {}
     for d in source.decls:
@@ -226,7 +237,7 @@ def _prelude_listing(args: argparse.Namespace) -> str:
         if str(d.name) in asked:
             notes.append("gdef: " + ", ".join(sorted(asked[str(d.name)])))
         lines.append(f"{d.origin} {d.name} -> {d.return_type}" + (f"  ({'; '.join(notes)})" if notes else ""))
-    return "\n".join(lines)
+    return lines
 
 
 def _decls(args: argparse.Namespace) -> list[FunctionDecl]:

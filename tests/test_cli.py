@@ -132,6 +132,35 @@ def test_decls_prelude_of_ksc_own_runtime() -> None:
     assert "edef [tanh Float] -> Float  (written: D, fwd, rev, suffwdpass, sufrevpass)" in lines
 
 
+def test_decls_prelude_lists_prelude_aten_after_prelude(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A runtime with prelude-aten.ks: its functions follow prelude.ks's, under a header line of
+    their own, derivations written on plain names ([rev aten::twice]) counted as written."""
+    exe = _fake_ksc(tmp_path)
+    (tmp_path / "runtime" / "prelude-aten.ks").write_text(
+        "(def aten::twice Float (x : Float) (mul 2.0 x))\n"
+        "(def [rev aten::twice] Float ((x : Float) (dr : Float)) (mul 2.0 dr))\n"
+        "(gdef fwd [aten::twice Float])\n")
+    assert main(["decls", "--prelude", "--ksc", str(exe)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"# {tmp_path / 'runtime' / 'prelude.ks'}: ")
+    assert lines[3].startswith(f"# {tmp_path / 'runtime' / 'prelude-aten.ks'}: ")
+    assert lines[4:] == ["def [aten::twice Float] -> Float  (written: rev; gdef: fwd)"]
+
+
+@pytest.mark.skipif(not (REPO.parent / "shared" / "ksc" / "runtime" / "prelude-aten.ks").is_file(),
+                    reason="ksc's runtime is not in ../shared/ksc (shared/ksc absent)")
+def test_decls_prelude_lists_ksc_own_aten_functions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["decls", "--prelude", "--ksc-runtime", str(REPO.parent / "shared" / "ksc" / "runtime")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    headers = [line for line in lines if line.startswith("# ")]
+    assert [h.split(":")[0].rsplit("/", 1)[-1] for h in headers] == ["prelude.ks", "prelude-aten.ks"]
+    assert "def [aten::mul (Tuple (Tensor 2 Float) (Tensor 2 Float))] -> (Tensor 2 Float)  " \
+           "(gdef: fwd, rev, suffwdpass, sufrev, sufrevpass)" in lines
+    # an edef with its derivatives written on the plain name, [shape [rev aten::cat]] among them
+    assert "edef [aten::cat (Tuple (Tensor 1 (Tensor 2 Float)) Integer)] -> (Tensor 2 Float)  " \
+           "(written: D, fwd, rev, shape)" in lines
+
+
 @pytest.mark.parametrize("args,fragment", [
     (["decls"], "decls needs a FILE (a .ks or .kso file), or --prelude"),
     (["decls", "--prelude", "{tmp}/x.ks"], "decls --prelude takes no FILE"),
