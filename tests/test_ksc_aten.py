@@ -226,3 +226,20 @@ def test_aten_functions_on_the_torch_target(tmp_path: Path) -> None:
     x, y = torch.tensor(2.0, requires_grad=True), torch.tensor(0.5, requires_grad=True)
     m.scalar(x, y).backward()
     torch.testing.assert_close((x.grad, y.grad), (torch.sin(torch.tensor(0.5)) + 1, 2 * torch.cos(torch.tensor(0.5))))
+
+
+@needs_ksc
+def test_prelude_aten_listed_among_the_sources(tmp_path: Path) -> None:
+    """ksc's prelude-aten.ks named in ks: itself: its aten:: names are the sources' own, so it is
+    not given twice, and its .cpp still includes prelude-aten.h: aten::pow of a matrix (a
+    template there) is defined, not 'an edef with no C++ definition'."""
+    (tmp_path / "model.ks").write_text(ATEN_MODEL)
+    config = tmp_path / "model.yaml"
+    config.write_text(f"name: aten_listed\ntarget: python\nks: [{RUNTIME / ATEN_PRELUDE}, model.ks]\n"
+                      f"ksc: {{path: {KSC}, runtime: {RUNTIME}}}\n"
+                      "bindings:\n  - {name: loss, function: aten_loss, vjp: loss_vjp}\n")
+    m = ksbind.build(config, cache_dir=tmp_path / "cache", quiet=True)
+    a, b = np.array([[0.5, -1.0]]), np.array([[2.0, 0.25]])
+    value, da, _ = _np_loss(a, b)
+    assert m.loss(a.tolist(), b.tolist()) == pytest.approx(value, rel=1e-5)
+    np.testing.assert_allclose(np.array(m.loss_vjp(a.tolist(), b.tolist(), 1.0)[0]), da, rtol=1e-5)
