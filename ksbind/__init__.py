@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ksbind.lang.model import FunctionDecl, StructuredName
     from ksbind.lang.reader import parse_ks, read_ks
     from ksbind.lang.types import KsType, parse_type
+    from ksbind.compile_api import compile
     from ksbind.load import load_ks
     from ksbind.noop import build
     from ksbind.pipeline import generate
@@ -44,12 +45,13 @@ _FACE: dict[str, tuple[str, str, bool]] = {
     "generate": ("ksbind.pipeline", "generate", True),
     "build": ("ksbind.noop", "build", True),  # a no-op build checks its record before importing the pipeline
     "load_ks": ("ksbind.load", "load_ks", True),
+    "compile": ("ksbind.compile_api", "compile", True),
 }
 
 __all__ = [
     "__version__", "KsbindError", "KsbindWarning", "Location", "KsType", "parse_type", "FunctionDecl",
     "StructuredName", "parse_ks", "read_ks", "ModuleSpec", "load_config", "RenderedModule", "render_module",
-    "generate", "build", "load_ks",
+    "generate", "build", "load_ks", "compile",
 ]
 assert __all__[1:] == list(_FACE), "the face's names and __all__ must agree"
 

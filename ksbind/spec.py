@@ -52,7 +52,7 @@ TensorElement = Literal["Float", "Integer", "Bool"]
 TENSOR_ELEMENTS: tuple[TensorElement, ...] = get_args(TensorElement)
 
 #: Who chose a KscSpec's settings, for the "not found" hint.
-KscSetBy = Literal["config", "load_ks", "cli"]
+KscSetBy = Literal["config", "load_ks", "cli", "compile"]
 
 #: Names every generated module defines itself (its support functions: ksbind/support.py).
 RESERVED_NAMES = support.RESERVED_NAMES

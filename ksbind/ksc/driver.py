@@ -167,13 +167,17 @@ def _find_runtime(spec: KscSpec, exe: Path) -> Path:
 #: load_ks's arguments, or the command line (ksbind decls --ksc).
 _HOW = {"config": "set ksc: {path: ...} in the config, or the KSC environment variable, or put ksc on PATH",
         "load_ks": "pass ksc= (the ksc binary) to load_ks, or set the KSC environment variable, or put ksc on PATH",
-        "cli": "pass --ksc PATH, or set the KSC environment variable, or put ksc on PATH"}
+        "cli": "pass --ksc PATH, or set the KSC environment variable, or put ksc on PATH",
+        "compile": "pass ksc= (the ksc binary) to ksbind.compile, or set the KSC environment variable, "
+                   "or put ksc on PATH"}
 _HOW_RUNTIME = {"config": "set ksc: {runtime: ...} in the config or KSC_RUNTIME",
                 "load_ks": "pass ksc_runtime= to load_ks or set KSC_RUNTIME",
-                "cli": "pass --ksc-runtime DIR or set KSC_RUNTIME"}
-_ORIGIN = {"config": "the config's ksc: path", "load_ks": "load_ks's ksc=", "cli": "--ksc"}
+                "cli": "pass --ksc-runtime DIR or set KSC_RUNTIME",
+                "compile": "pass ksc_runtime= to ksbind.compile or set KSC_RUNTIME"}
+_ORIGIN = {"config": "the config's ksc: path", "load_ks": "load_ks's ksc=", "cli": "--ksc",
+           "compile": "ksbind.compile's ksc="}
 _ORIGIN_RUNTIME = {"config": "the config's ksc: runtime", "load_ks": "load_ks's ksc_runtime=",
-                   "cli": "--ksc-runtime"}
+                   "cli": "--ksc-runtime", "compile": "ksbind.compile's ksc_runtime="}
 
 
 def ksc_toolchains(spec: KscSpec, sources: Sequence[Path], name: str, cache_root: Path) -> list[KscToolchain]:

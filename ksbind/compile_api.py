@@ -1,0 +1,210 @@
+"""``ksbind.compile``: a Python function to a compiled, differentiable function through ksc.
+
+The way in for people who write PyTorch (or jax.numpy, or plain Python)
+rather than ks, as Knossos's ``knossos.register`` was: on the first call for
+a signature the function is read (``ksbind.frontend``), its ks text goes to
+``load_ks`` with one binding (and its vjp) exactly as a user's own ks would,
+and the call goes to the built binding. Each signature is built once per
+process (kept here) and once per cache (load_ks's: a later process runs
+neither ksc nor a compiler).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, overload
+
+from ksbind.errors import ConfigError, KsbindError
+from ksbind.frontend.program import Translation, translate_program
+from ksbind.frontend.signature import COMPILE_MODES, CompileMode, Signature, signature_of
+from ksbind.lang.types import TensorType
+from ksbind.load import LoadOptions, _load
+from ksbind.spec import BindingSpec, KscSpec, Mode, TargetName
+
+log = logging.getLogger("ksbind")
+
+#: The targets ksbind.compile builds for, and the Python each one reads.
+COMPILE_TARGETS: tuple[TargetName, ...] = ("torch", "python", "jax")
+
+
+@dataclass(frozen=True)
+class _Built:
+    translation: Translation
+    module: ModuleType
+    binding: str
+    vjp: str | None
+
+
+class CompiledFunction:
+    """A Python function compiled through ksc on its first call for each signature.
+
+    Calling it calls the built binding (a torch op with autograd on the torch
+    target). ``.ks`` is the ks text of the last signature called, ``.__wrapped__``
+    the Python function, ``.module_for(*args)`` the module built for those
+    arguments' signature, ``.compile_for(*args)`` builds ahead of time.
+    """
+
+    def __init__(self, fn: Callable[..., Any], *, target: TargetName = "torch", mode: CompileMode = "plain",
+                 ksc: str | os.PathLike[str] | None = None, ksc_runtime: str | os.PathLike[str] | None = None,
+                 cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False, debug: bool = False,
+                 fast_math: bool = False) -> None:
+        if target not in COMPILE_TARGETS:
+            raise ConfigError(f"ksbind.compile's target must be one of {', '.join(COMPILE_TARGETS)}; found {target!r}")
+        if mode not in COMPILE_MODES:
+            raise ConfigError(f"ksbind.compile's mode must be one of {', '.join(COMPILE_MODES)}; found {mode!r}")
+        if mode != "plain" and target == "python":
+            raise ConfigError(f"mode={mode!r} maps over tensors: it needs target='torch' or 'jax' "
+                              "(the python target's functions take plain numbers and lists)")
+        functools.update_wrapper(self, fn)
+        self.__name__: str = getattr(fn, "__name__", "function")
+        self.__qualname__: str = getattr(fn, "__qualname__", self.__name__)
+        self.__ksbind_python__ = fn
+        self.target, self.mode = target, mode
+        self._ksc = KscSpec(None if ksc is None else _path(ksc), None if ksc_runtime is None else _path(ksc_runtime),
+                            set_by="compile")
+        self._cache_dir, self._quiet, self._debug, self._fast_math = cache_dir, quiet, debug, fast_math
+        self._names = _parameter_names(fn)
+        self._builds: dict[Signature, _Built] = {}
+        self._lock = threading.Lock()
+        self._last: _Built | None = None
+
+    # -- calling
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = self._positional(args, kwargs)
+        built = self._built(args)
+        return getattr(built.module, built.binding)(*args)
+
+    def compile_for(self, *example_args: Any) -> CompiledFunction:
+        """Build for the signature of ``example_args`` now (ahead of the first call); returns self."""
+        self._built(example_args)
+        return self
+
+    def module_for(self, *args: Any) -> ModuleType:
+        """The module built for these arguments' signature (built now if need be)."""
+        return self._built(args).module
+
+    def vjp(self, *args_and_dret: Any) -> Any:
+        """The vjp binding: the primal's arguments, then the result's gradient; each argument's gradient."""
+        args = args_and_dret[:-1]
+        built = self._built(args)
+        if built.vjp is None:
+            raise KsbindError(f"{self.__name__}: this signature {built.translation.signature} has no vjp "
+                              "(no Float argument or no Float result)")
+        return getattr(built.module, built.vjp)(*args_and_dret)
+
+    @property
+    def ks(self) -> str | None:
+        """The ks text compiled for the last signature called (None before the first call)."""
+        return None if self._last is None else self._last.translation.ks_text
+
+    def __repr__(self) -> str:
+        return f"<ksbind.compile of {self.__qualname__}, target={self.target!r}, mode={self.mode!r}>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    # -- building
+
+    def _positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        try:
+            bound = inspect.signature(self.__ksbind_python__).bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}(): {e}") from None
+        return tuple(bound.args)
+
+    def _built(self, args: Sequence[Any]) -> _Built:
+        signature = signature_of(args, self._names, self.mode, self.__qualname__)
+        built = self._builds.get(signature)
+        if built is None:
+            with self._lock:
+                built = self._builds.get(signature)
+                if built is None:
+                    built = self._build(signature)
+                    self._builds[signature] = built
+        self._last = built
+        return built
+
+    def _build(self, signature: Signature) -> _Built:
+        log.info("ksbind.compile: %s%s: translating to ks", self.__qualname__, signature)
+        translation = translate_program(self.__ksbind_python__, signature)
+        binding = translation.python_name
+        vjp = f"{binding}_vjp" if translation.differentiable else None
+        spec = BindingSpec(binding, function=str(translation.entry), vjp=vjp, mode=_binding_mode(signature),
+                           vjp_from="rev" if translation.folds and vjp else "auto")
+        options = LoadOptions(target=self.target, ksc=self._ksc, cache_dir=self._cache_dir, quiet=self._quiet,
+                              debug=self._debug, fast_math=self._fast_math,
+                              name=_module_name(translation))
+        module = _load(translation.ks_text, [spec], options)
+        return _Built(translation, module, binding, vjp)
+
+
+def _binding_mode(signature: Signature) -> Mode:
+    if signature.mode == "vmap" and not any(isinstance(p, TensorType) for p in signature.params):
+        return "elementwise"  # a scalar function mapped over a 1-d axis is applied to every element
+    return signature.mode
+
+
+def _module_name(t: Translation) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(t.ks_text.encode()).hexdigest()[:10]
+    base = "".join(c if c.isalnum() else "_" for c in t.python_name)[:40]
+    return f"ksc_{base}_{digest}"
+
+
+def _parameter_names(fn: Callable[..., Any]) -> list[str]:
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def _path(p: str | os.PathLike[str]) -> Any:
+    from pathlib import Path
+
+    return Path(p)
+
+
+@overload
+def compile(fn: Callable[..., Any], *, target: TargetName = ..., mode: CompileMode = ...,
+            example_args: Sequence[Any] | None = ..., **options: Any) -> CompiledFunction: ...
+
+
+@overload
+def compile(fn: None = ..., *, target: TargetName = ..., mode: CompileMode = ...,
+            example_args: Sequence[Any] | None = ...,
+            **options: Any) -> Callable[[Callable[..., Any]], CompiledFunction]: ...
+
+
+def compile(fn: Callable[..., Any] | None = None, *, target: TargetName = "torch", mode: CompileMode = "plain",
+            example_args: Sequence[Any] | None = None,
+            **options: Any) -> CompiledFunction | Callable[[Callable[..., Any]], CompiledFunction]:
+    """Compile a Python function through ksc: ``@ksbind.compile`` or ``ksbind.compile(fn, ...)``.
+
+    ``target``: ``torch`` (the default: tensors in and out, autograd, torch.func,
+    torch.compile), ``jax`` (jax.numpy code, jit/grad/vmap) or ``python`` (floats,
+    ints and lists). ``mode``: ``plain``; ``elementwise`` (a function of one or two
+    floats applied to every element of tensors of any shape, as knossos.elementwise);
+    ``vmap`` (over the leading axis of tensor arguments, as knossos.vmap).
+    ``example_args``: build for their signature now. Other options as load_ks's:
+    ``ksc``, ``ksc_runtime``, ``cache_dir``, ``quiet``, ``debug``, ``fast_math``.
+    The function is read on its first call (docs/frontend.md lists what it may use).
+    """
+    def wrap(f: Callable[..., Any]) -> CompiledFunction:
+        compiled = CompiledFunction(f, target=target, mode=mode, **options)
+        if example_args is not None:
+            compiled.compile_for(*example_args)
+        return compiled
+
+    return wrap if fn is None else wrap(fn)
+
+
+__all__ = ["compile", "CompiledFunction", "COMPILE_TARGETS"]

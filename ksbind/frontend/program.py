@@ -1,0 +1,255 @@
+"""Every def one compiled call reaches, callees first, as one ks text: the front end's record.
+
+``translate_program`` translates the called function at its signature, and
+through it every module-level Python function it calls (one ks def per
+function and signature, as Knossos did), and writes the zip helpers that
+elementwise code on several tensors needs: a scalar kernel that ksc
+differentiates, and a tensor function over it whose derivatives (``fwd``,
+``rev``, ``suffwdpass``, ``sufrevpass``) are written here, element by element.
+ksc would otherwise derive them from ``build`` and ``index``, whose reverse
+keeps a gradient of a whole tensor per element (docs/ks.md's fast vjps).
+
+A function with a ``for`` loop is a ``fold``, whose vjp ksc derives only as
+``rev``, and ``rev`` cannot go through a ``map``: such a program is
+translated again with zip helpers in place of every ``map``.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ksbind.frontend import ir
+from ksbind.frontend.ir import Call, Def, Expr, Get, Lam, Let, Tup, Var, call
+from ksbind.frontend.signature import Signature
+from ksbind.frontend.source import FrontendError, PythonSource, read_function
+from ksbind.frontend.translate import RESERVED, Translator
+from ksbind.lang.model import StructuredName
+from ksbind.lang.sexpr import Atom, Node, SList
+from ksbind.lang.types import BOOL, FLOAT, INTEGER, KsType, TensorType, TupleType
+
+#: Names of ksc's prelude a def must not take (an overload of them would change what the prelude's calls mean).
+_PRELUDE_NAMES = RESERVED | frozenset("cosh lgamma imax bool_to_float transpose pi revpow mymul".split())
+
+
+
+@dataclass(frozen=True)
+class Translation:
+    """What the front end hands the pipeline: ks text, the def to bind, and how."""
+
+    ks_text: str
+    entry: StructuredName
+    signature: Signature
+    result_type: KsType
+    differentiable: bool  # a Float in and a Float out: bind its vjp
+    python_name: str
+    folds: bool  # a for loop became a fold: the vjp is ksc's rev (SUF-AD cannot derive a fold)
+
+
+class ProgramBuilder:
+    """Collects the defs of one translation (the ``Program`` a Translator asks)."""
+
+    def __init__(self, use_map: bool) -> None:
+        self.use_map = use_map
+        self.folds = False
+        self.items: list[Node] = []
+        self.functions: dict[tuple[Any, tuple[KsType, ...]], tuple[str, KsType]] = {}
+        self.in_progress: set[tuple[Any, tuple[KsType, ...]]] = set()
+        self.names: set[str] = set()
+        self.helpers: dict[str, str] = {}
+
+    def note_fold(self) -> None:
+        self.folds = True
+
+    def def_name(self, python_name: str) -> str:
+        base = python_name if python_name not in _PRELUDE_NAMES else python_name + "_py"
+        return base
+
+    def translate(self, fn: Callable[..., Any], params: tuple[KsType, ...], src: PythonSource | None = None) -> Def:
+        source = src or read_function(fn)
+        key = (source.function, params)
+        translator = Translator(source, params, self, self.def_name(source.name))
+        self.in_progress.add(key)
+        try:
+            d = translator.translate()
+        finally:
+            self.in_progress.discard(key)
+        self.functions[key] = (d.name, d.body.type)
+        self.items.append(ir.def_node(d))
+        return d
+
+    def function(self, fn: Callable[..., Any], params: tuple[KsType, ...], caller: PythonSource,
+                 node: ast.AST) -> tuple[str, KsType]:
+        key = (fn, params)
+        if key in self.functions:
+            return self.functions[key]
+        if key in self.in_progress:
+            raise caller.error(f"a recursive call of {fn.__name__}: its result type would have to be known "
+                               "before its body is read", node)
+        try:
+            src = read_function(fn)
+        except FrontendError as e:
+            raise FrontendError(f"{e.message}, called here", caller.location(node)) from None
+        d = self.translate(fn, params, src)
+        return d.name, d.body.type
+
+    def zip_helper(self, tensors: tuple[Var, ...], elements: tuple[Var, ...], scalars: tuple[Var, ...],
+                   body: Expr) -> str:
+        params = (*elements, *scalars)
+        kernel_text = str(ir.to_node(body)) + " ".join(f"{p.name}:{p.type}" for p in params) + str(
+            [t.type for t in tensors])
+        key = hashlib.sha256(kernel_text.encode()).hexdigest()[:12]
+        if key in self.helpers:
+            return self.helpers[key]
+        n = len(self.helpers) + 1
+        kernel = Def(f"ksb_ew{n}", params, body)
+        zip_name = f"ksb_zip{n}"
+        self.helpers[key] = zip_name
+        self.items.append(ir.def_node(kernel))
+        for d in ("fwd", "rev", "suffwdpass", "sufrevpass", "sufrev"):
+            self.items.append(_list(_atom("gdef"), _atom(d), _atom(str(kernel.structured_name))))
+        self.items.extend(_zip_defs(zip_name, kernel, tensors, scalars))
+        return zip_name
+
+    def text(self) -> str:
+        return "\n\n".join(ir.pretty(i) for i in self.items) + "\n"
+
+
+def translate_program(fn: Callable[..., Any], signature: Signature) -> Translation:
+    """``fn`` at ``signature``, with everything it calls, as ks text."""
+    src = read_function(fn)
+    for use_map in (True, False):
+        program = ProgramBuilder(use_map)
+        entry = program.translate(fn, signature.params, src)
+        if not (program.folds and use_map):
+            break
+    result = entry.body.type
+    differentiable = _has_float(entry.arg_type) and _has_float(result)
+    if signature.mode == "elementwise" and result != FLOAT:
+        raise src.error(f"mode='elementwise' compiles a function returning one float; {src.name} returns a ks "
+                        f"{result}")
+    return Translation(program.text(), entry.structured_name, signature, result, differentiable, src.name,
+                       program.folds)
+
+
+def _has_float(t: KsType) -> bool:
+    return t.contains(lambda x: x == FLOAT)
+
+
+# ------------------------------------------------------------------ the zip helpers' derivatives
+
+
+def _atom(text: str) -> Atom:
+    return Atom(text, ir._HERE)
+
+
+def _list(*items: Node) -> SList:
+    return SList(tuple(items), "(", ir._HERE)
+
+
+def _param_list(params: Sequence[Var]) -> Node:
+    if len(params) == 1:
+        return _list(_atom(params[0].name), _atom(":"), _atom(str(params[0].type)))
+    return _list(*(_list(_atom(p.name), _atom(":"), _atom(str(p.type))) for p in params))
+
+
+def _def(name: str | StructuredName, params: Sequence[Var], body: Expr) -> SList:
+    return _list(_atom("def"), _atom(str(name)), _atom(str(body.type)), _param_list(params), ir.to_node(body))
+
+
+def _tuple_or_one(items: Sequence[Expr]) -> Expr:
+    return items[0] if len(items) == 1 else Tup(tuple(items))
+
+
+def _zip_defs(name: str, kernel: Def, tensors: tuple[Var, ...], scalars: tuple[Var, ...]) -> list[SList]:
+    """The tensor function over ``kernel`` and its fwd, rev, suffwdpass and sufrevpass."""
+    rank = ir.tensor_rank(tensors[0].type)
+    index_type: KsType = INTEGER if rank == 1 else TupleType((INTEGER,) * rank)
+    size_type = index_type
+    ts = tuple(Var(f"a{i + 1}", t.type) for i, t in enumerate(tensors))
+    ss = tuple(Var(f"s{i + 1}", s.type) for i, s in enumerate(scalars))
+    params = (*ts, *ss)
+    arg_type: KsType = params[0].type if len(params) == 1 else TupleType(tuple(p.type for p in params))
+    kernel_arg = kernel.arg_type
+    result_t = TensorType(rank, kernel.body.type)
+    structured = StructuredName.base(name, arg_type)
+    ix = Var("ix", index_type)
+    size = call("size", size_type, ts[0])
+
+    def elements(at: Var) -> list[Expr]:
+        return [call("index", t.type.element, at, t) for t in ts]  # type: ignore[attr-defined]
+
+    def kernel_call(at: Var) -> Expr:
+        return Call(kernel.name, (*elements(at), *ss), kernel.body.type)
+
+    body: Expr = call("build", result_t, size, Lam(ix, kernel_call(ix)))
+    for t in ts[1:]:  # equal shapes, or a RuntimeError (no broadcasting)
+        body = call("assert", result_t, call("eq", BOOL, call("size", size_type, t), size), body)
+    defs = [_def(name, params, body)]
+
+    # suffwdpass: the value, and the arguments for the reverse pass
+    bog = _tuple_or_one(params)
+    defs.append(_def(StructuredName.derived("suffwdpass", structured), params,
+                     Tup((Call(name, params, result_t), bog))))
+
+    def gradients(derived: str, d: Var) -> Expr:
+        """Each argument's gradient, from the kernel's ``derived`` (sufrev or rev) per element."""
+        kernel_d = StructuredName.derived(derived, kernel.structured_name)
+        k_params = len(kernel.params)
+
+        def per_element(at: Var) -> Expr:
+            arg = _tuple_or_one([*elements(at), *ss])
+            return Call(kernel_d, (arg, call("index", kernel.body.type.tangent, at, d)), kernel_arg.tangent)
+
+        grads: list[Expr] = []
+        for i, t in enumerate(ts):
+            at = Var("ix", index_type)
+            g = per_element(at)
+            if k_params > 1:
+                g = Get(i + 1, g)
+            grads.append(call("build", TensorType(rank, t.type.element.tangent), size, Lam(at, g)))  # type: ignore
+        for j, s in enumerate(ss):
+            if s.type != FLOAT:
+                grads.append(Tup(()))
+                continue
+            at = Var("ix", index_type)
+            g = Get(len(ts) + j + 1, per_element(at))
+            grads.append(call("sumbuild", FLOAT, size, Lam(at, g)))
+        return _tuple_or_one(grads)
+
+    dr = Var("dr", result_t.tangent)
+    bog_var = Var("bog", bog.type)
+    unpack: Expr = gradients("sufrev", dr)
+    if len(params) > 1:
+        unpack = Let(((tuple(p.name for p in params), bog_var),), unpack)
+    else:
+        unpack = Let(((params[0].name, bog_var),), unpack)
+    defs.append(_def(StructuredName.derived("sufrevpass", structured), (dr, bog_var), unpack))
+
+    # rev: ((arguments) , dr) -> the arguments' gradients
+    xt = Var("xt", arg_type)
+    rev_body: Expr = gradients("rev", dr)
+    rev_body = Let(((tuple(p.name for p in params) if len(params) > 1 else params[0].name, xt),), rev_body)
+    defs.append(_def(StructuredName.derived("rev", structured), (xt, dr), rev_body))
+
+    # fwd: ((arguments), (their tangents)) -> the result's tangent
+    dxt = Var("dxt", arg_type.tangent)
+    dts = tuple(Var(f"da{i + 1}", t.type.tangent) for i, t in enumerate(ts))
+    dss = tuple(Var(f"ds{i + 1}", s.type.tangent) for i, s in enumerate(ss))
+    at = Var("ix", index_type)
+    kernel_fwd = StructuredName.derived("fwd", kernel.structured_name)
+    delements = [call("index", t.type.element, at, t) for t in dts]  # type: ignore[attr-defined]
+    fwd_call = Call(kernel_fwd, (_tuple_or_one([*elements(at), *ss]), _tuple_or_one([*delements, *dss])),
+                    kernel.body.type.tangent)
+    fwd_body: Expr = call("build", result_t.tangent, size, Lam(at, fwd_call))
+    names = tuple(p.name for p in params)
+    dnames = tuple(p.name for p in (*dts, *dss))
+    fwd_body = Let(((names if len(names) > 1 else names[0], xt), (dnames if len(dnames) > 1 else dnames[0], dxt)),
+                   fwd_body)
+    defs.append(_def(StructuredName.derived("fwd", structured), (xt, dxt), fwd_body))
+    return defs
+
+
+__all__ = ["Translation", "translate_program", "ProgramBuilder"]
