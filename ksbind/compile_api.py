@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, overload
 
+from ksbind.codegen.targets import get_target
 from ksbind.errors import ConfigError, KsbindError
 from ksbind.frontend.program import Translation, translate_program
 from ksbind.frontend.signature import COMPILE_MODES, CompileMode, Signature, signature_of
@@ -28,10 +29,6 @@ from ksbind.load import LoadOptions, _load
 from ksbind.spec import BindingSpec, KscSpec, Mode, TargetName
 
 log = logging.getLogger("ksbind")
-
-#: The targets ksbind.compile builds for, and the Python each one reads.
-COMPILE_TARGETS: tuple[TargetName, ...] = ("torch", "python", "jax")
-
 
 @dataclass(frozen=True)
 class _Built:
@@ -54,13 +51,9 @@ class CompiledFunction:
                  ksc: str | os.PathLike[str] | None = None, ksc_runtime: str | os.PathLike[str] | None = None,
                  cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False, debug: bool = False,
                  fast_math: bool = False) -> None:
-        if target not in COMPILE_TARGETS:
-            raise ConfigError(f"ksbind.compile's target must be one of {', '.join(COMPILE_TARGETS)}; found {target!r}")
+        get_target(target)  # an unknown target is a ConfigError naming the known ones
         if mode not in COMPILE_MODES:
             raise ConfigError(f"ksbind.compile's mode must be one of {', '.join(COMPILE_MODES)}; found {mode!r}")
-        if mode != "plain" and target == "python":
-            raise ConfigError(f"mode={mode!r} maps over tensors: it needs target='torch' or 'jax' "
-                              "(the python target's functions take plain numbers and lists)")
         functools.update_wrapper(self, fn)
         self.__name__: str = getattr(fn, "__name__", "function")
         self.__qualname__: str = getattr(fn, "__qualname__", self.__name__)
@@ -207,4 +200,4 @@ def compile(fn: Callable[..., Any] | None = None, *, target: TargetName = "torch
     return wrap if fn is None else wrap(fn)
 
 
-__all__ = ["compile", "CompiledFunction", "COMPILE_TARGETS"]
+__all__ = ["compile", "CompiledFunction"]

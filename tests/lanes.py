@@ -38,7 +38,8 @@ LANES = ("unit", "slow")
 BUILDING_COMMANDS = frozenset({"build"})
 #: Names that build when they appear in Python code handed to a subprocess
 #: (``run_python("import ksbind; ksbind.build(...)")``).
-BUILDING_NAMES = frozenset({"build", "load", "load_ks", "build_spec", "built", "compile_objects", "examples"})
+BUILDING_NAMES = frozenset({"build", "load", "load_ks", "build_spec", "built", "compile_objects", "examples",
+                            "compile", "compile_for"})
 #: `python -m TOOL` in a test's command line puts it in the slow lane: package
 #: builds and installs compile (or take seconds each), and a cold mypy run
 #: compiles nothing but takes tens of seconds (it reads torch's stubs).
@@ -49,7 +50,8 @@ HEAVY_TOOLS = ("mypy", "build", "pip")
 #: longer has is skipped (the guard still catches what it did).
 COMPILING = (
     "ksbind.pipeline:build", "ksbind.pipeline:build_spec", "ksbind.pipeline:build_configs",
-    "ksbind.pipeline:_build_resolved", "ksbind.load:load_ks",
+    "ksbind.pipeline:_build_resolved", "ksbind.load:load_ks", "ksbind.load:_load",
+    "ksbind.compile_api:compile", "ksbind.compile_api:CompiledFunction",
     "ksbind.backend.compile:compile_objects", "ksbind.backend.compile:link", "ksbind.backend.build:build_module",
     "ksbind.backend.native:build_plan", "ksbind.backend.torch_build:build_planned",
     "ksbind.backend.jax_build:build_planned", "ksbind.backend.pch:build", "ksbind.backend.pch:start_background",
@@ -68,7 +70,7 @@ def compiling_functions() -> frozenset[int]:
     """ids of the COMPILING functions (with the public face's wrappers of them)."""
     import ksbind
 
-    found: list[object] = [getattr(ksbind, name) for name in ("build", "load_ks")]
+    found: list[object] = [getattr(ksbind, name) for name in ("build", "load_ks", "compile")]
     for where in COMPILING:
         module_name, name = where.split(":")
         try:

@@ -236,22 +236,29 @@ def to_node(e: Expr) -> Node:
     if isinstance(e, Call):
         return _list(_name_node(e.fn), *(to_node(a) for a in e.args))
     if isinstance(e, Let):
-        binds = [_list(_names_node(n), to_node(v)) for n, v in e.binds]
+        binds: list[Node] = []
+        for names, value in e.binds:
+            if isinstance(names, str):
+                binds.append(_list(_atom(names), to_node(value)))
+                continue
+            # A tuple taken apart by get$I$N, never by a pattern: ksc's rev cannot derive a
+            # let of a tuple pattern ("gradE: TupPat encountered").
+            whole = value.name if isinstance(value, Var) else "_".join(names) + "_tup"
+            if not isinstance(value, Var):
+                binds.append(_list(_atom(whole), to_node(value)))
+            for i, part in enumerate(names):
+                binds.append(_list(_atom(part), _list(_atom(f"get${i + 1}${len(names)}"), _atom(whole))))
         return _list(_atom("let"), _list(*binds), to_node(e.body))
     if isinstance(e, If):
         return _list(_atom("if"), to_node(e.cond), to_node(e.then), to_node(e.other))
     if isinstance(e, Tup):
         return _list(_atom("tuple"), *(to_node(i) for i in e.items))
     if isinstance(e, Get):
-        n = len(e.tup.type.elements) if isinstance(e.tup.type, TupleType) else 1
-        return _list(_atom(f"get${e.index}${n}"), to_node(e.tup))
+        count = len(e.tup.type.elements) if isinstance(e.tup.type, TupleType) else 1
+        return _list(_atom(f"get${e.index}${count}"), to_node(e.tup))
     if isinstance(e, Lam):
         return _list(_atom("lam"), _list(_atom(e.param.name), _atom(":"), _atom(str(e.param.type))), to_node(e.body))
     raise TypeError(f"not an expression: {e!r}")
-
-
-def _names_node(names: str | tuple[str, ...]) -> Node:
-    return _atom(names) if isinstance(names, str) else _list(*(_atom(n) for n in names))
 
 
 def def_node(d: Def) -> SList:

@@ -661,6 +661,17 @@ class Translator:
         if len(ew.leaves) == 1 and self.program.use_map:
             element, tensor = ew.leaves[0]
             return call("map", result, Lam(element, body), tensor)
+        if not self.program.use_map:  # ksc's rev (a fold's vjp) goes through build and index, not a helper
+            first = ew.leaves[0][1]
+            rank = ew.rank
+            ix = Var(self.fresh("ix"), INTEGER if rank == 1 else TupleType((INTEGER,) * rank))
+            picked = tuple((e.name, call("index", e.type, ix, t)) for e, t in ew.leaves)
+            size_t = ix.type
+            built: Expr = call("build", result, call("size", size_t, first), Lam(ix, Let(picked, body)))
+            for _e, t in ew.leaves[1:]:
+                built = call("assert", result, call("eq", BOOL, call("size", size_t, t),
+                                                     call("size", size_t, first)), built)
+            return built
         elements = tuple(e for e, _ in ew.leaves)
         tensors = tuple(t for _, t in ew.leaves)
         taken = {e.name for e in elements}
@@ -857,15 +868,17 @@ class Translator:
             return self.range_value([self.expr(a, env) for a in node.args], node)
         if fn is sum and node.args and isinstance(node.args[0], ast.GeneratorExp | ast.ListComp):
             return self.generator_sum(node.args[0], env)
-        op_name = operation_of(fn)
-        if op_name is not None:
-            return self.operation(op_name, node, [self.expr(a, env) for a in node.args], self.keywords(node, env))
+        if fn is len:
+            if len(node.args) != 1:
+                raise self.error("len() of one value")
+            return self.length(self.expr(node.args[0], env))
         if fn is float or fn is int or fn is bool:
             if len(node.args) != 1:
                 raise self.error(f"{fn.__name__}() of one value")
             return self.convert(fn.__name__, self.expr(node.args[0], env))
-        if fn is len:
-            return self.length(self.expr(node.args[0], env))
+        op_name = operation_of(fn)
+        if op_name is not None:
+            return self.operation(op_name, node, [self.expr(a, env) for a in node.args], self.keywords(node, env))
         if fn is print:
             raise self.error("print: ks code has no output (print the result in Python)")
         wrapped = getattr(fn, "__ksbind_python__", None)

@@ -1,0 +1,163 @@
+"""ksbind.compile's front end without ksc: what each construct translates to, the signatures
+calls are keyed by, and the errors for Python it does not read (at the user's file:line:col)."""
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import ksbind
+from ksbind.frontend.program import translate_program
+from ksbind.frontend.signature import Signature, SignatureError, signature_of
+from ksbind.frontend.source import FrontendError
+from ksbind.frontend.vocabulary import CONSTRUCTS, construct_rows, operation_of
+from ksbind.lang.reader import scan_ks_text
+from ksbind.lang.types import FLOAT, INTEGER, parse_type
+from tests import frontend_functions as ff
+
+REPO = Path(__file__).resolve().parent.parent
+V1, M2 = parse_type("(Vec Float)"), parse_type("(Tensor 2 Float)")
+
+
+def ks_of(fn: Any, *params: Any, mode: str = "plain") -> str:
+    t = translate_program(fn, Signature(tuple(params), mode))  # type: ignore[arg-type]
+    scan_ks_text(t.ks_text, "<test>")  # ksbind's own reader takes every form the front end writes
+    return t.ks_text
+
+
+def test_sqrl_is_one_map_with_the_branch_inside() -> None:
+    text = ks_of(ff.sqrl, M2)
+    assert text.count("(map") == 1, text  # -0.125 * x, x ** 2, sin(t) * t: one loop over x
+    assert "(if c" in text and "(sum x)" in text
+    assert "ksb_zip" not in text
+
+
+def test_two_tensor_elementwise_code_gets_a_zip_helper_with_written_derivatives() -> None:
+    text = ks_of(ff.where_max, V1, V1)
+    for derived in ("suffwdpass", "sufrevpass", "rev", "fwd"):
+        assert re.search(rf"\(def \[{derived} \[ksb_zip1 ", text), derived
+    assert re.search(r"\(assert\s+\(eq \(size a2\) \(size a1\)\)", text)  # shapes must agree: no broadcasting
+
+
+def test_relu3_in_elementwise_mode_is_a_scalar_def() -> None:
+    t = translate_program(ff.relu3, Signature((FLOAT,), "elementwise"))
+    assert str(t.entry) == "[relu3 Float]" and t.result_type == FLOAT and t.differentiable
+    assert "(mul 0.3333333333333333 (mul (mul x x) x))" in " ".join(t.ks_text.split())  # 1 / 3 * x ** 3, folded and unrolled
+
+
+def test_calls_become_defs_of_their_own() -> None:
+    text = ks_of(ff.calls_helper, V1)
+    assert "(def helper_square (Tensor 1 Float)" in text and "(def helper_square Float" in text
+    assert text.index("(def helper_square") < text.index("(def calls_helper")  # callees first
+    assert "sigmoid" in ks_of(ff.gelu_approx_sigmoid, FLOAT)
+
+
+def test_loops_are_folds_and_comprehensions_builds() -> None:
+    t = translate_program(ff.accumulate, Signature((V1, INTEGER), "plain"))
+    assert "(fold" in t.ks_text and t.folds and "(map" not in t.ks_text
+    assert "(sumbuild" in ks_of(ff.generator_sum, V1)
+    assert "(build" in ks_of(ff.comprehension, V1)
+
+
+def test_knossos_front_end_cases_translate() -> None:
+    assert "(if" in ks_of(ff.bar, INTEGER, FLOAT)
+    text = " ".join(ks_of(ff.far, M2, M2).split())
+    assert "(build (tuple" in text  # torch.cat along dim 1
+
+
+@pytest.mark.parametrize("fn,params", [
+    (ff.arithmetic, (FLOAT, FLOAT)), (ff.integers, (INTEGER, INTEGER)), (ff.comparisons, (FLOAT, FLOAT)),
+    (ff.branch_reassign, (FLOAT, INTEGER)), (ff.math_calls, (FLOAT,)), (ff.tensor_calls, (M2,)),
+    (ff.reductions, (M2,)), (ff.matrix_ops, (M2, V1)), (ff.shapes_and_indexing, (M2,)),
+    (ff.loop_over_tensor, (V1,)), (ff.stacked, (V1, V1)), (ff.gelu, (FLOAT,)),
+])
+def test_every_construct_translates(fn: Any, params: tuple[Any, ...]) -> None:
+    ks_of(fn, *params)
+
+
+def _line_of(fn: Any, needle: str) -> tuple[int, int]:
+    lines, first = inspect.getsourcelines(fn)
+    for k, line in enumerate(lines):
+        if needle in line:
+            return first + k, line.index(needle) + 1
+    raise AssertionError(needle)
+
+
+@pytest.mark.parametrize("fn,params,needle,words", [
+    (ff.uses_while, (FLOAT,), "while x", "while loop"),
+    (ff.uses_print, (FLOAT,), "print(x)", "print"),
+    (ff.mutates_list, (FLOAT,), "out.append", "for their effect"),
+    (ff.assigns_element, (V1,), "x[0]", "in place"),
+    (ff.slices, (V1,), "x[1:]", "slices"),
+    (ff.unknown_call, (FLOAT,), "math.gamma", "math.gamma"),
+    (ff.truthiness, (FLOAT,), "if x:", "truthiness"),
+])
+def test_refused_python_is_located_in_the_users_file(fn: Any, params: tuple[Any, ...], needle: str,
+                                                     words: str) -> None:
+    with pytest.raises(FrontendError) as info:
+        translate_program(fn, Signature(params, "plain"))
+    e = info.value
+    assert isinstance(e, ksbind.KsbindError)
+    assert e.location is not None and e.location.file == ff.__file__
+    line, column = _line_of(fn, needle)
+    assert e.location.line == line, str(e)
+    assert e.location.column is not None and abs(e.location.column - column) <= 4, str(e)
+    assert words in e.message and "docs/frontend.md" in e.message
+
+
+def test_a_path_without_return_is_refused() -> None:
+    with pytest.raises(FrontendError, match="every path must return"):
+        translate_program(ff.no_return, Signature((FLOAT,), "plain"))
+
+
+def test_unreadable_functions_are_refused() -> None:
+    with pytest.raises(FrontendError, match="not a Python function"):
+        translate_program(len, Signature((FLOAT,), "plain"))
+    with pytest.raises(FrontendError, match="lambda"):
+        translate_program(lambda x: x, Signature((FLOAT,), "plain"))
+    namespace: dict[str, Any] = {}
+    exec("def typed_at_a_prompt(x):\n    return x\n", namespace)  # no file to read it from
+    with pytest.raises(FrontendError, match="cannot be read"):
+        translate_program(namespace["typed_at_a_prompt"], Signature((FLOAT,), "plain"))
+
+
+def test_signatures_from_arguments() -> None:
+    sig = signature_of([torch.zeros(3, 4), 1.0, 2, True, torch.tensor(1.5)], list("abcde"), "plain", "f")
+    assert [str(p) for p in sig.params] == ["(Tensor 2 Float)", "Float", "Integer", "Bool", "Float"]
+    assert [str(p) for p in signature_of([torch.zeros(5, 2, 3)], ["x"], "vmap", "f").params] == ["(Tensor 2 Float)"]
+    assert signature_of([torch.zeros(7)], ["x"], "elementwise", "f").params == (FLOAT,)
+    assert [str(p) for p in signature_of([[[1.0, 2.0]]], ["x"], "plain", "f").params] == ["(Tensor 2 Float)"]
+    with pytest.raises(SignatureError, match="float64.*x.float()"):
+        signature_of([torch.zeros(2, dtype=torch.float64)], ["x"], "plain", "f")
+    with pytest.raises(SignatureError, match="int64.*x.int()"):
+        signature_of([torch.zeros(2, dtype=torch.int64)], ["x"], "plain", "f")
+    with pytest.raises(SignatureError, match="str"):
+        signature_of(["text"], ["x"], "plain", "f")
+
+
+def test_the_table_resolves_python_objects_by_identity() -> None:
+    import math
+
+    assert operation_of(math.sin) == "sin" and operation_of(torch.sin) == "sin"
+    assert operation_of(torch.nn.functional.relu) == "relu" and operation_of(abs) == "abs"
+    assert operation_of(print) is None
+
+
+def test_docs_print_the_table() -> None:
+    page = (REPO / "docs" / "frontend.md").read_text()
+    for python, ks, _note in construct_rows():
+        assert f"| {python} | {ks} |" in page, python
+    assert len(construct_rows()) == len(CONSTRUCTS)
+
+
+def test_compile_checks_its_options_before_reading_anything() -> None:
+    with pytest.raises(ksbind.KsbindError, match="target"):
+        ksbind.compile(ff.relu3, target="nonsense")  # type: ignore[arg-type]
+    with pytest.raises(ksbind.KsbindError, match="mode must be one of"):
+        ksbind.compile(ff.relu3, mode="rowwise")  # type: ignore[arg-type]
+    compiled = ksbind.compile(ff.relu3, mode="elementwise")
+    assert compiled.__wrapped__ is ff.relu3 and compiled.__name__ == "relu3" and compiled.ks is None
