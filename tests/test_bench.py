@@ -92,6 +92,9 @@ TINY = textwrap.dedent("""\
 
 
 @pytest.mark.slow
+# torch.compile's first use imports torch.utils.mkldnn, whose class body calls torch.jit.script_method:
+# a DeprecationWarning from torch itself, at import.
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 def test_main_benchmarks_a_tiny_module(tmp_path, monkeypatch, capsys) -> None:
     ksc = SHARED / "ksc" / "bin" / "ksc"
     if not ksc.is_file():
