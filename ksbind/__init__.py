@@ -16,12 +16,12 @@ from ksbind._version import __version__
 
 if TYPE_CHECKING:
     from ksbind.codegen.render import RenderedModule, render_module
+    from ksbind.compile_api import compile
     from ksbind.config import load_config
     from ksbind.errors import KsbindError, KsbindWarning, Location
     from ksbind.lang.model import FunctionDecl, StructuredName
     from ksbind.lang.reader import parse_ks, read_ks
     from ksbind.lang.types import KsType, parse_type
-    from ksbind.compile_api import compile
     from ksbind.load import load_ks
     from ksbind.noop import build
     from ksbind.pipeline import generate

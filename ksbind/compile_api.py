@@ -47,6 +47,8 @@ class CompiledFunction:
     arguments' signature, ``.compile_for(*args)`` builds ahead of time.
     """
 
+    __wrapped__: Callable[..., Any]
+
     def __init__(self, fn: Callable[..., Any], *, target: TargetName = "torch", mode: CompileMode = "plain",
                  ksc: str | os.PathLike[str] | None = None, ksc_runtime: str | os.PathLike[str] | None = None,
                  cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False, debug: bool = False,

@@ -39,7 +39,7 @@ def gelu(x: float) -> float:
     return 0.5 * x * (1.0 + erf(x / sqrt(2)))
 
 
-def sqrl(x: torch.Tensor):  # type: ignore[no-untyped-def]
+def sqrl(x: torch.Tensor):
     """sqrl: Squared Leaky Relu."""
     y = torch.sum(x)
     if y < 0.0:
@@ -49,7 +49,7 @@ def sqrl(x: torch.Tensor):  # type: ignore[no-untyped-def]
     return torch.mean(torch.sin(t) * t)
 
 
-def sigmoid(x):  # type: ignore[no-untyped-def]
+def sigmoid(x):
     return 1 / (1 + math.exp(-x))
 
 
@@ -57,7 +57,7 @@ def gelu_approx_sigmoid(x: float) -> float:
     return sigmoid(1.702 * x) * x
 
 
-def bar(a: int, x: float):  # type: ignore[no-untyped-def]
+def bar(a: int, x: float):
     """A scalar branch on an integer argument, a tensor constant's rank, math.sin of a scalar."""
     y = torch.tensor([[1.1, -1.2], [2.1, 2.2]])
     b = len(y.size())
@@ -68,7 +68,7 @@ def bar(a: int, x: float):  # type: ignore[no-untyped-def]
     return math.sin(t) * t
 
 
-def far(x: torch.Tensor, y: torch.Tensor):  # type: ignore[no-untyped-def]
+def far(x: torch.Tensor, y: torch.Tensor):
     """torch.cat along a dim, a mean, and a branch on the data."""
     xx = torch.cat([x, y], dim=1)
     xbar = torch.mean(xx)
@@ -82,15 +82,15 @@ def far(x: torch.Tensor, y: torch.Tensor):  # type: ignore[no-untyped-def]
 # ------------------------------------------------------------------ constructs
 
 
-def arithmetic(x: float, y: float):  # type: ignore[no-untyped-def]
+def arithmetic(x: float, y: float):
     return (x + y) * (x - y) / (1.0 + y * y) - -x + x ** 2 + SCALE * y ** 3 + x ** -2 + abs(y) ** 0.5
 
 
-def integers(n: int, m: int):  # type: ignore[no-untyped-def]
+def integers(n: int, m: int):
     return n // m + n % m + (n + OFFSET) * 2 - m
 
 
-def comparisons(x: float, y: float):  # type: ignore[no-untyped-def]
+def comparisons(x: float, y: float):
     if 0.0 < x < 1.0 and not y > 0.5 or x == y:
         return x * y
     elif x != 2.0:
@@ -98,7 +98,7 @@ def comparisons(x: float, y: float):  # type: ignore[no-untyped-def]
     return y
 
 
-def branch_reassign(x: float, k: int):  # type: ignore[no-untyped-def]
+def branch_reassign(x: float, k: int):
     s = x
     if k > 0:
         s = s * 2.0
@@ -108,68 +108,68 @@ def branch_reassign(x: float, k: int):  # type: ignore[no-untyped-def]
     return s * t
 
 
-def math_calls(x: float):  # type: ignore[no-untyped-def]
+def math_calls(x: float):
     return (math.sin(x) + math.cos(x) + math.exp(x / 4) + math.log(1.0 + x * x) + math.tanh(x)
             + math.sqrt(1.0 + x * x) + math.erf(x) + math.log1p(x * x) + math.tan(x / 4))
 
 
-def tensor_calls(x: torch.Tensor):  # type: ignore[no-untyped-def]
+def tensor_calls(x: torch.Tensor):
     return torch.sum(torch.sigmoid(x) * torch.tanh(x) + torch.relu(x) + torch.exp(-x * x) + x.abs())
 
 
-def where_max(x: torch.Tensor, y: torch.Tensor):  # type: ignore[no-untyped-def]
+def where_max(x: torch.Tensor, y: torch.Tensor):
     return torch.where(x > y, x * 2.0, torch.maximum(x, -y)) + torch.minimum(x, y)
 
 
-def reductions(x: torch.Tensor):  # type: ignore[no-untyped-def]
+def reductions(x: torch.Tensor):
     return torch.sum(x, dim=0) + x.mean(1) * 2.0 + torch.prod(x[0]) + x.sum()
 
 
-def matrix_ops(m: torch.Tensor, v: torch.Tensor):  # type: ignore[no-untyped-def]
+def matrix_ops(m: torch.Tensor, v: torch.Tensor):
     w = m @ v
     return torch.dot(w, v) + (v @ m.t()).sum() + torch.sum(m @ m.T)
 
 
-def shapes_and_indexing(x: torch.Tensor):  # type: ignore[no-untyped-def]
+def shapes_and_indexing(x: torch.Tensor):
     n = x.shape[0]
     m = x.size(1)
     return x[0, 0] * float(n) + x[n - 1, m - 1] + x[-1][0] + float(len(x)) + float(x.ndim)
 
 
-def generator_sum(v: torch.Tensor):  # type: ignore[no-untyped-def]
+def generator_sum(v: torch.Tensor):
     return sum(v[i] * v[i] for i in range(v.shape[0]))
 
 
-def comprehension(v: torch.Tensor):  # type: ignore[no-untyped-def]
+def comprehension(v: torch.Tensor):
     n = v.shape[0]
     return torch.stack([v[i] * float(i) for i in range(n)]) + v
 
 
-def accumulate(v: torch.Tensor, n: int):  # type: ignore[no-untyped-def]
+def accumulate(v: torch.Tensor, n: int):
     total = 0.0
     last = 1.0
     for i in range(n):
-        total = total + v[i] * last
-        last = v[i]
+        total = total + v[i] * last  # type: ignore[assignment]
+        last = v[i]  # type: ignore[assignment]
     return total + last
 
 
-def loop_over_tensor(v: torch.Tensor):  # type: ignore[no-untyped-def]
+def loop_over_tensor(v: torch.Tensor):
     best = 0.0
     for x in v:
         best = max(best, x * x)
     return best
 
 
-def helper_square(x):  # type: ignore[no-untyped-def]
+def helper_square(x):
     return x * x
 
 
-def calls_helper(x: torch.Tensor):  # type: ignore[no-untyped-def]
+def calls_helper(x: torch.Tensor):
     return torch.sum(helper_square(x)) + helper_square(2.0)
 
 
-def stacked(x: torch.Tensor, y: torch.Tensor):  # type: ignore[no-untyped-def]
+def stacked(x: torch.Tensor, y: torch.Tensor):
     s = torch.stack([torch.sum(x), torch.sum(y), torch.sum(x * y)])
     return torch.cat([x, y, x]) * 2.0, s
 
@@ -177,42 +177,42 @@ def stacked(x: torch.Tensor, y: torch.Tensor):  # type: ignore[no-untyped-def]
 # ------------------------------------------------------------------ refused
 
 
-def uses_while(x: float):  # type: ignore[no-untyped-def]
+def uses_while(x: float):
     while x > 1.0:
         x = x / 2
     return x
 
 
-def uses_print(x: float):  # type: ignore[no-untyped-def]
+def uses_print(x: float):
     print(x)
     return x
 
 
-def mutates_list(x: float):  # type: ignore[no-untyped-def]
+def mutates_list(x: float):
     out = [x]
     out.append(x)
     return x
 
 
-def assigns_element(x: torch.Tensor):  # type: ignore[no-untyped-def]
+def assigns_element(x: torch.Tensor):
     x[0] = 1.0
     return x
 
 
-def slices(x: torch.Tensor):  # type: ignore[no-untyped-def]
+def slices(x: torch.Tensor):
     return torch.sum(x[1:])
 
 
-def unknown_call(x: float):  # type: ignore[no-untyped-def]
+def unknown_call(x: float):
     return math.gamma(x)
 
 
-def truthiness(x: float):  # type: ignore[no-untyped-def]
+def truthiness(x: float):
     if x:
         return 1.0
     return 0.0
 
 
-def no_return(x: float):  # type: ignore[no-untyped-def]
+def no_return(x: float):
     if x > 0.0:
         return x

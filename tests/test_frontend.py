@@ -156,8 +156,8 @@ def test_docs_print_the_table() -> None:
 
 def test_compile_checks_its_options_before_reading_anything() -> None:
     with pytest.raises(ksbind.KsbindError, match="target"):
-        ksbind.compile(ff.relu3, target="nonsense")  # type: ignore[arg-type]
+        ksbind.compile(ff.relu3, target="nonsense")  # type: ignore[call-overload]
     with pytest.raises(ksbind.KsbindError, match="mode must be one of"):
-        ksbind.compile(ff.relu3, mode="rowwise")  # type: ignore[arg-type]
+        ksbind.compile(ff.relu3, mode="rowwise")  # type: ignore[call-overload]
     compiled = ksbind.compile(ff.relu3, mode="elementwise")
     assert compiled.__wrapped__ is ff.relu3 and compiled.__name__ == "relu3" and compiled.ks is None
