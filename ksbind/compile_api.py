@@ -128,7 +128,8 @@ class CompiledFunction:
         return built
 
     def _build(self, signature: Signature) -> _Built:
-        log.info("ksbind.compile: %s%s: translating to ks", self.__qualname__, signature)
+        if not self._quiet:
+            log.info("ksbind.compile: %s%s: translating to ks", self.__qualname__, signature)
         translation = translate_program(self.__ksbind_python__, signature)
         binding = translation.python_name
         vjp = f"{binding}_vjp" if translation.differentiable else None
@@ -136,7 +137,7 @@ class CompiledFunction:
                            vjp_from="rev" if translation.folds and vjp else "auto")
         options = LoadOptions(target=self.target, ksc=self._ksc, cache_dir=self._cache_dir, quiet=self._quiet,
                               debug=self._debug, fast_math=self._fast_math,
-                              name=_module_name(translation))
+                              name=_module_name(translation, spec.mode))
         module = _load(translation.ks_text, [spec], options)
         return _Built(translation, module, binding, vjp)
 
@@ -147,10 +148,11 @@ def _binding_mode(signature: Signature) -> Mode:
     return signature.mode
 
 
-def _module_name(t: Translation) -> str:
+def _module_name(t: Translation, mode: Mode) -> str:
+    """A name per text and mode: plain and vmap builds of one function are different modules."""
     import hashlib
 
-    digest = hashlib.sha256(t.ks_text.encode()).hexdigest()[:10]
+    digest = hashlib.sha256(f"{mode}\n{t.ks_text}".encode()).hexdigest()[:10]
     base = "".join(c if c.isalnum() else "_" for c in t.python_name)[:40]
     return f"ksc_{base}_{digest}"
 
