@@ -66,6 +66,9 @@ class CompiledFunction:
         self._cache_dir, self._quiet, self._debug, self._fast_math = cache_dir, quiet, debug, fast_math
         self._names = _parameter_names(fn)
         self._builds: dict[Signature, _Built] = {}
+        #: The binding to call, by the arguments' classes, dtypes and ranks: a call that has been made
+        #: before skips working out its ks signature (a few microseconds of a small call).
+        self._calls: dict[tuple[Any, ...], tuple[_Built, Callable[..., Any]]] = {}
         self._lock = threading.Lock()
         self._last: _Built | None = None
 
@@ -74,8 +77,15 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = self._positional(args, kwargs)
-        built = self._built(args)
-        return getattr(built.module, built.binding)(*args)
+        key = _fast_key(args)
+        known = self._calls.get(key) if key is not None else None
+        if known is None:
+            built = self._built(args)
+            known = (built, getattr(built.module, built.binding))
+            if key is not None:
+                self._calls[key] = known
+        self._last = known[0]
+        return known[1](*args)
 
     def compile_for(self, *example_args: Any) -> CompiledFunction:
         """Build for the signature of ``example_args`` now (ahead of the first call); returns self."""
@@ -140,6 +150,21 @@ class CompiledFunction:
                               name=_module_name(translation, spec.mode))
         module = _load(translation.ks_text, [spec], options)
         return _Built(translation, module, binding, vjp)
+
+
+def _fast_key(args: Sequence[Any]) -> tuple[Any, ...] | None:
+    """What decides a call's ks signature, cheaply: each argument's class, and an array's dtype and
+    rank; None for a list (its nesting decides its type: signature_of reads it every call)."""
+    key: list[Any] = []
+    for a in args:
+        dtype = getattr(a, "dtype", None)
+        if dtype is not None:
+            key.append((type(a), dtype, getattr(a, "ndim", None)))
+        elif isinstance(a, list | tuple):
+            return None
+        else:
+            key.append(type(a))
+    return tuple(key)
 
 
 def _binding_mode(signature: Signature) -> Mode:

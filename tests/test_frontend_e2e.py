@@ -238,3 +238,45 @@ def test_without_ksc_the_first_call_says_how_to_point_at_it(tmp_path: Path, monk
         c(torch.randn(2, 2))
     x = torch.randn(2, 2)
     torch.testing.assert_close(ff.sqrl(x), c.__wrapped__(x))  # the Python function is untouched
+
+
+def test_torch_export_records_the_op(cache: Path) -> None:
+    sqrl = compiled(ff.sqrl, cache)
+
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return sqrl(x) * 2.0
+
+    x = torch.randn(4, 4)
+    exported = torch.export.export(Model(), (x,))
+    assert ".sqrl.default" in exported.graph_module.code
+    torch.testing.assert_close(exported.module()(x), ff.sqrl(x) * 2.0, rtol=1e-5, atol=1e-6)
+
+
+def test_jax_jit_grad_and_vmap(cache: Path) -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def jf(x):
+        return jnp.sum(jnp.sin(x) * x)
+
+    plain = compiled(jf, cache, target="jax")
+    mapped = compiled(jf, cache, target="jax", mode="vmap")
+    xs = jax.random.normal(jax.random.PRNGKey(0), (3, 5), dtype=jnp.float32)
+    expected = jax.vmap(jf)(xs)
+    assert jnp.allclose(jax.vmap(plain)(xs), expected, atol=1e-5)
+    assert jnp.allclose(mapped(xs), expected, atol=1e-5)
+    assert jnp.allclose(jax.jit(jax.vmap(jax.grad(plain)))(xs), jax.vmap(jax.grad(jf))(xs), atol=1e-5)
+    assert jnp.allclose(jax.grad(lambda a: mapped(a).sum())(xs), jax.vmap(jax.grad(jf))(xs), atol=1e-5)
+
+
+def test_calls_after_the_first_follow_each_signature(cache: Path) -> None:
+    c = compiled(ff.helper_square, cache)
+    assert float(c(3.0)) == 9.0
+    assert c.ks is not None and "Float" in c.ks
+    v = torch.arange(3, dtype=torch.float32)
+    torch.testing.assert_close(c(v), v * v)
+    assert c.ks is not None and "(Tensor 1 Float)" in c.ks
+    assert float(c(2.0)) == 4.0 and "(Tensor 1 Float)" not in (c.ks or "")  # .ks follows the last call
+    with pytest.raises(ksbind.KsbindError, match="float64"):
+        c(v.double())
