@@ -10,6 +10,8 @@ from math import erf, sqrt
 
 import torch
 
+import ksbind
+
 SCALE = 0.5  # a module-level constant
 OFFSET = 3
 
@@ -163,6 +165,14 @@ def loop_over_tensor(v: torch.Tensor):
 
 def helper_square(x):
     return x * x
+
+
+#: a ksbind.compile function called from another: translated into the caller's program as a def
+compiled_square = ksbind.compile(helper_square, quiet=True)
+
+
+def calls_compiled(x: torch.Tensor):
+    return torch.sum(compiled_square(x) + 1.0)
 
 
 def calls_helper(x: torch.Tensor):

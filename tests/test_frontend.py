@@ -54,6 +54,7 @@ def test_calls_become_defs_of_their_own() -> None:
     assert "(def helper_square (Tensor 1 Float)" in text and "(def helper_square Float" in text
     assert text.index("(def helper_square") < text.index("(def calls_helper")  # callees first
     assert "sigmoid" in ks_of(ff.gelu_approx_sigmoid, FLOAT)
+    assert "(def helper_square (Tensor 1 Float)" in ks_of(ff.calls_compiled, V1)  # a ksbind.compile function
 
 
 def test_loops_are_folds_and_comprehensions_builds() -> None:

@@ -97,6 +97,7 @@ TENSOR_CASES: list[tuple[Callable[..., Any], Callable[[], list[torch.Tensor]]]] 
     (ff.comprehension, lambda: [torch.randn(5)]),
     (ff.loop_over_tensor, lambda: [torch.randn(6)]),
     (ff.calls_helper, lambda: [torch.randn(5)]),
+    (ff.calls_compiled, lambda: [torch.randn(5)]),
     (ff.far, lambda: [torch.randn(2, 3), torch.randn(2, 5)]),
     (ff.stacked, lambda: [torch.randn(4), torch.randn(4)]),
 ]
