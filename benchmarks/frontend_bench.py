@@ -130,7 +130,7 @@ def kernel_rows(cache: Path, sizes: Sizes, log: Callable[[str], None]) -> list[R
                         t_ours * 1e6, t_clone * 1e6, "us", "<= 1.1"))
     finally:
         torch.set_num_threads(before)
-    three("frontend: gelu forward", f"ksbind.compile(gelu, mode='elementwise') (tanh form), {e}",
+    three("frontend: gelu forward", f"ksbind.compile(gelu, mode='elementwise') (erf, Knossos's form), {e}",
           lambda: vgelu(x), lambda: c_gelu(x), lambda: act.vgelu_pytorch(x), "<= 1.0")
     three("frontend: gelu forward+backward", f"the same + its vjp (autograd), {e}",
           fwd_bwd(vgelu, xg), fwd_bwd(c_gelu_g, xg), fwd_bwd(act.vgelu_pytorch, xg), "<= 1.0")
