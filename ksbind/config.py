@@ -6,6 +6,7 @@ unknown keys. Paths are relative to the config file.
 """
 from __future__ import annotations
 
+import keyword
 import os
 import re
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from ksbind.codegen.targets import TARGETS, get_target
 from ksbind.errors import ConfigError, KsbindError, Location, closest
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.reader import read_text
-from ksbind.lang.types import MAX_RANK
+from ksbind.lang.types import MAX_RANK, KsType, ScalarType, TensorType, parse_type
 from ksbind.settings import Setting, keys_of, settings_of
 from ksbind.spec import (
     TENSOR_ELEMENTS,
@@ -26,6 +27,8 @@ from ksbind.spec import (
     InlineDeclarations,
     KscSpec,
     ModuleSpec,
+    PythonFunctionSpec,
+    PythonRef,
     RuntimeSpec,
     TensorElement,
 )
@@ -35,6 +38,7 @@ MODULE_KEYS = keys_of(ModuleSpec)
 BINDING_KEYS = keys_of(BindingSpec)
 RUNTIME_KEYS = keys_of(RuntimeSpec)
 KSC_KEYS = keys_of(KscSpec)
+PYTHON_KEYS = keys_of(PythonFunctionSpec)
 #: What ``filters:`` must match: a dotted Python module name (schema.py says the same).
 MODULE_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "seq", "map")}
@@ -256,7 +260,15 @@ def _read(r: _NodeReader, s: Setting, node: yaml.Node, base: Path) -> Any:
         assert k.record is not None
         return _record(r, node, s.key, k.record, base)
     if form == "records":
+        if k.record is PythonFunctionSpec:
+            return _python_functions(r, node, s.what, base)
         return _bindings(r, node, s.what)
+    if form == "python_function":
+        return _python_function(r, node, s.what, base)
+    if form == "ks_types":
+        return _ks_types(r, node, s.what)
+    if form == "optional_name":
+        return _optional_name(r, node, s.what, expected or "a name, or false")
     raise AssertionError(f"no reader for form {form!r}")  # a Form added to settings.py without one here
 
 
@@ -275,9 +287,16 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
     values.setdefault("output", _normal(base / "build" / values["name"]))
     spec = ModuleSpec(config_path=config_path, location=where, **values)
     # The rules between keys (schema.py states them too).
-    if not spec.ks_files and spec.declarations is None:
-        raise ConfigError(f"module {spec.name!r} declares no functions: add 'ks:' (.ks/.kso files) or "
-                          "'declarations:' (inline ks text)", where)
+    if not spec.ks_files and spec.declarations is None and not spec.python:
+        raise ConfigError(f"module {spec.name!r} declares no functions: add 'ks:' (.ks/.kso files), "
+                          "'declarations:' (inline ks text) or 'python:' (Python functions)", where)
+    if spec.python and spec.ksc is None:
+        raise ConfigError("'python' needs 'ksc:': ksc compiles the translated functions (`ksc: {}` takes $KSC, "
+                          "then ksc on PATH)", r.loc(fields["python"][0]))
+    if spec.python and spec.bindings is None and (spec.ks_files or spec.declarations is not None):
+        raise ConfigError("a module with 'python:' binds its Python functions; list the ks functions of 'ks:' or "
+                          "'declarations:' to bind under 'bindings:' ('bindings: []' for none)",
+                          r.loc(fields["python"][0]))
     record = get_target(spec.target)
     if "torch_library" in fields and not record.torch_library:
         raise ConfigError(f"'torch_library' needs target: {_targets_with('torch_library')} (this module's target "
@@ -420,6 +439,71 @@ def _bindings(r: _NodeReader, node: yaml.Node, what: str) -> tuple[BindingSpec, 
     return tuple(out)
 
 
+def _python_functions(r: _NodeReader, node: yaml.Node, what: str, base: Path) -> tuple[PythonFunctionSpec, ...]:
+    out = []
+    for item in r.sequence(node, what):
+        fields = _known_keys(r, item, "a 'python' entry", PYTHON_KEYS)
+        values = _read_settings(r, fields, settings_of(PythonFunctionSpec), "a 'python' entry", r.loc(item), base)
+        mode = values.get("mode", "plain")
+        args: tuple[KsType, ...] | None = values.get("args")
+        if mode != "elementwise" and args is None:
+            raise ConfigError(f"a 'python' entry of mode {mode} needs 'args:' (the ks type of each parameter, e.g. "
+                              "[(Tensor 2 Float), Float])", r.loc(item))
+        if mode == "elementwise" and args is not None and (
+                not 1 <= len(args) <= 2 or any(str(t) != "Float" for t in args)):
+            raise ConfigError("mode elementwise compiles a function of one or two floats: its 'args' are "
+                              f"[Float] or [Float, Float]; found [{', '.join(str(t) for t in args)}]",
+                              r.loc(fields["args"][1]))
+        out.append(PythonFunctionSpec(location=r.loc(fields["function"][1]), **values))
+    return tuple(out)
+
+
+def _python_function(r: _NodeReader, node: yaml.Node, what: str, base: Path) -> PythonRef:
+    """``path/to/file.py:NAME`` (the file must exist) or ``package.module:NAME``."""
+    text = r.typed(node, str, what, "file.py:NAME or package.module:NAME")
+    where, colon, attribute = text.rpartition(":")
+    if not colon or not where or not attribute.isidentifier() or keyword.iskeyword(attribute):
+        raise ConfigError(f"{what} must be path/to/file.py:NAME or package.module:NAME (NAME a Python name), "
+                          f"found {text!r}", r.loc(node))
+    if where.endswith(".py") or "/" in where or os.sep in where:
+        path = _normal(base / where)
+        if not path.is_file():
+            problem = "is a directory, not a file" if path.is_dir() else "no such file"
+            raise ConfigError(f"{what} {text!r}: {where} {problem} (looked for {path})", r.loc(node))
+        return PythonRef(text, attribute, file=path)
+    if not re.fullmatch(MODULE_NAME_PATTERN, where):
+        raise ConfigError(f"{what} must be path/to/file.py:NAME or package.module:NAME; {where!r} is neither a "
+                          ".py file nor a Python module name", r.loc(node))
+    return PythonRef(text, attribute, module=where)
+
+
+#: The ks types a call's arguments have (ksbind/frontend/signature.py): what a python: entry's args may be.
+_ARG_TYPES = "Float, Integer, Bool, or (Tensor N T) of one of them"
+
+
+def _ks_types(r: _NodeReader, node: yaml.Node, what: str) -> tuple[KsType, ...]:
+    out = []
+    for item in r.sequence(node, what):
+        text = r.typed(item, str, f"each entry of {what}", "a ks type such as Float or (Tensor 2 Float)")
+        try:
+            t = parse_type(text, r.filename)
+        except KsbindError as e:
+            raise ConfigError(f"{what}: {text!r} is not a ks type: {e.message}", r.loc(item)) from None
+        element = t.element if isinstance(t, TensorType) else t
+        if not isinstance(element, ScalarType) or str(element) not in ("Float", "Integer", "Bool"):
+            raise ConfigError(f"{what}: {t} is not a type a call passes ({_ARG_TYPES})", r.loc(item))
+        out.append(t)
+    return tuple(out)
+
+
+def _optional_name(r: _NodeReader, node: yaml.Node, what: str, expected: str) -> str | bool:
+    """A name (checked where the binding is made), or ``false`` for none."""
+    value = r.scalar(node) if isinstance(node, yaml.ScalarNode) else None
+    if value is False or isinstance(value, str) and value:
+        return value
+    raise ConfigError(f"{what} must be {expected}, found {r.describe(node)}", r.loc(node))
+
+
 def _tensor_types(r: _NodeReader, node: yaml.Node, what: str) -> tuple[tuple[int, TensorElement], ...]:
     out = []
     for item in r.sequence(node, what):
@@ -433,4 +517,4 @@ def _tensor_types(r: _NodeReader, node: yaml.Node, what: str) -> tuple[tuple[int
 
 
 __all__ = ["load_config_text", "ModuleSpec", "RuntimeSpec", "InlineDeclarations", "load_config", "MODULE_KEYS",
-           "BINDING_KEYS", "RUNTIME_KEYS", "KSC_KEYS"]
+           "BINDING_KEYS", "RUNTIME_KEYS", "KSC_KEYS", "PYTHON_KEYS"]

@@ -7,6 +7,9 @@ they are. With ``ksc:``, ``.ks`` sources are compiled by ksc first (see
 its ``.cpp`` is compiled before the config's ``cpp:``, and ksc's runtime is the
 module's runtime unless the config names another.
 
+A config's ``python:`` functions are translated first (``ksbind.pyfunctions``):
+one more ``.ks`` source for ksc, and a binding each.
+
 Default bindings (no ``bindings:``) cover the user's own functions, not a
 prelude's: with ksc, the functions the ``.ks`` sources define; without it,
 every function not declared in the config's ``prelude:`` files (by default the
@@ -61,6 +64,11 @@ class ResolvedModule:
 
 def resolve_spec(spec: ModuleSpec, cache_dir: Path | None = None) -> ResolvedModule:
     """Declarations and bindings of a module (running ksc, cached, when the config names it)."""
+    if spec.python:  # Python functions: translated to one more .ks source, with their bindings
+        from ksbind.cache.layout import cache_root
+        from ksbind.pyfunctions import with_python
+
+        spec = with_python(spec, Path(cache_dir) if cache_dir is not None else cache_root())
     if spec.ksc is not None and any(p.suffix != ".kso" for p in spec.ks_files):
         return _resolve_with_ksc(spec, cache_dir)
     if spec.ksc is not None:  # only .kso files: ksc has nothing to compile, but its runtime is still wanted

@@ -23,22 +23,36 @@ from ksbind.config import MODULE_NAME_PATTERN
 from ksbind.lang.identifiers import CPP_KEYWORDS
 from ksbind.lang.types import MAX_RANK
 from ksbind.settings import Setting, keys_of, settings_of
-from ksbind.spec import RESERVED_NAMES, TENSOR_ELEMENTS, BindingSpec, KscSpec, ModuleSpec, RuntimeSpec
+from ksbind.spec import (
+    RESERVED_NAMES,
+    TENSOR_ELEMENTS,
+    BindingSpec,
+    KscSpec,
+    ModuleSpec,
+    PythonFunctionSpec,
+    RuntimeSpec,
+)
 from ksbind.support import SUPPORT_FUNCTIONS
 
 #: The schema as the package ships it.
 SCHEMA_FILE = Path(__file__).with_name("config.schema.json")
 #: The tables of docs/config.md, by marker name, and the record each describes.
-TABLES: dict[str, type] = {"module": ModuleSpec, "binding": BindingSpec, "ksc": KscSpec, "runtime": RuntimeSpec}
-_DEFINITIONS = {BindingSpec: "binding", KscSpec: "ksc", RuntimeSpec: "runtime"}
+TABLES: dict[str, type] = {"module": ModuleSpec, "binding": BindingSpec, "ksc": KscSpec, "runtime": RuntimeSpec,
+                           "python": PythonFunctionSpec}
+_DEFINITIONS = {BindingSpec: "binding", KscSpec: "ksc", RuntimeSpec: "runtime", PythonFunctionSpec: "python_function"}
+#: A python: entry's function: a .py file's (a path) or an importable module's, then :NAME.
+PYTHON_FUNCTION_PATTERN = r"^(.+\.py|.*/.*|" + MODULE_NAME_PATTERN + r"):[A-Za-z_][A-Za-z0-9_]*$"
 
 
 def config_schema() -> dict[str, Any]:
     """The JSON Schema (draft 7, which editors' YAML servers read) of a config file."""
     module = _record(ModuleSpec)
     rules: list[dict[str, Any]] = [
-        # Some declarations: a non-empty ks: or declarations:.
-        {"anyOf": [{"required": ["ks"], "properties": {"ks": _nonempty_paths()}}, {"required": ["declarations"]}]},
+        # Some declarations: a non-empty ks:, declarations: or a non-empty python:.
+        {"anyOf": [{"required": ["ks"], "properties": {"ks": _nonempty_paths()}}, {"required": ["declarations"]},
+                   {"required": ["python"], "properties": {"python": {"minItems": 1}}}]},
+        # python: needs ksc: (its functions are compiled by ksc).
+        {"if": {"required": ["python"]}, "then": {"required": ["ksc"]}},
         _needs_target_with("torch_library", "torch_library"),
         _needs_target_with("tensor_types", "tensor_classes"),
     ]
@@ -46,6 +60,10 @@ def config_schema() -> dict[str, Any]:
     binding = _record(BindingSpec)
     binding["allOf"] = [{"if": {"required": ["vjp_from"], "properties": {"vjp_from": {"not": {"const": "auto"}}}},
                          "then": {"required": ["vjp"]}}]
+    python = _record(PythonFunctionSpec)
+    python["if"] = {"required": ["mode"], "properties": {"mode": {"const": "elementwise"}}}
+    python["then"] = {"properties": {"args": {"minItems": 1, "maxItems": 2, "items": {"const": "Float"}}}}
+    python["else"] = {"required": ["args"]}
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "title": "ksbind config",
@@ -57,7 +75,7 @@ def config_schema() -> dict[str, Any]:
                                         "description": "Several modules in one file."}}},
         ],
         "definitions": {"module": module, "binding": binding, "ksc": _record(KscSpec),
-                        "runtime": _record(RuntimeSpec)},
+                        "runtime": _record(RuntimeSpec), "python_function": python},
     }
 
 
@@ -148,6 +166,12 @@ def _value(s: Setting) -> dict[str, Any]:
     if form == "records":
         assert k.record is not None
         return {"type": "array", "items": {"$ref": f"#/definitions/{_DEFINITIONS[k.record]}"}}
+    if form == "python_function":
+        return {"type": "string", "pattern": PYTHON_FUNCTION_PATTERN}
+    if form == "ks_types":
+        return {"type": "array", "items": {"type": "string"}}
+    if form == "optional_name":
+        return {"anyOf": [_identifier(RESERVED_NAMES), {"const": False}]}
     raise AssertionError(f"no schema for form {form!r}")  # a Form added to settings.py without one here
 
 
@@ -182,6 +206,8 @@ def _type_doc(s: Setting) -> str:
             "count": f"whole number, 1..{k.maximum}", "path": "path", "paths": "path or list of paths",
             "ks_text": "string", "tensor_types": "list of `[RANK, ELEMENT]`", "runtime": "`bundled` or mapping",
             "record": "mapping", "records": "list of mappings",
+            "python_function": "`file.py:NAME` or `package.module:NAME`", "ks_types": "list of ks types",
+            "optional_name": "identifier or `false`",
         }[k.form]
     return text + (" (required)" if k.required is not None else "")
 

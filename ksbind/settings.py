@@ -24,9 +24,11 @@ from ksbind.errors import closest
 #: field's ``Literal``; flag: true or false; count: a whole number from 1 to ``maximum``;
 #: path: one path; paths: a path or a list of paths; ks_text: inline ks declarations;
 #: tensor_types: a list of [RANK, ELEMENT]; runtime: ``bundled`` or the ``record``'s
-#: mapping; record: a mapping of the ``record``'s keys; records: a list of them.
+#: mapping; record: a mapping of the ``record``'s keys; records: a list of them;
+#: python_function: ``file.py:NAME`` or ``package.module:NAME``; ks_types: a list of ks
+#: types; optional_name: a name, or false for none.
 Form = Literal["text", "identifier", "module_name", "choice", "flag", "count", "path", "paths", "ks_text",
-               "tensor_types", "runtime", "record", "records"]
+               "tensor_types", "runtime", "record", "records", "python_function", "ks_types", "optional_name"]
 
 #: What a path must name when the config is read ("": anything, not checked).
 MustExist = Literal["file", "dir", ""]

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, get_args
 from ksbind import support
 from ksbind.errors import Location
 from ksbind.lang.model import FunctionDecl
+from ksbind.lang.types import KsType
 from ksbind.settings import Key
 
 #: The config's ``target:`` values. Only the type is written here; what a target does is its
@@ -186,6 +187,47 @@ class InlineDeclarations:
 
 
 @dataclass(frozen=True)
+class PythonRef:
+    """Where a ``python:`` entry's function is: a file (``path/to/file.py:NAME``, relative to the
+    config) or an importable module (``package.module:NAME``), and its name there."""
+
+    text: str  # as the config wrote it
+    attribute: str
+    file: Path | None = None
+    module: str | None = None
+
+
+@dataclass(frozen=True)
+class PythonFunctionSpec:
+    """One entry of a config's ``python:`` list: a Python function compiled through ksc (docs/frontend.md)."""
+
+    function: Annotated[PythonRef, Key(
+        "python_function", "The Python function: `path/to/file.py:NAME` (relative to the config; the file is run "
+        "as a script's would be, its folder first on `sys.path`) or `package.module:NAME` (imported). **Its "
+        "module is run at build time**: treat a config with `python:` like a Python file.",
+        required="the Python function, file.py:NAME or package.module:NAME")]
+    args: Annotated[tuple[KsType, ...] | None, Key(
+        "ks_types", "The ks type of each parameter: the signature it is compiled for, e.g. "
+        "`[(Tensor 2 Float), Float]`. For `mode: vmap`, one step's types (a tensor without its leading axis: "
+        "`Float` for a 1-d tensor). Required but for `mode: elementwise`, whose parameters are `Float`.",
+        type_doc="list of ks types", default_doc="`mode: elementwise`: `Float` per parameter",
+        expected="a list of ks types")] = None
+    mode: Annotated[Mode, Key(
+        "choice", "As `ksbind.compile`'s ([frontend.md](frontend.md#modes-and-targets)): `plain` (one call), "
+        "`elementwise` (a function of one or two floats applied to every element, broadcast), `vmap` (mapped "
+        "over the leading axis of its tensor arguments).")] = "plain"
+    name: Annotated[str | None, Key(
+        "text", "The binding's name (checked as `bindings:` names are).", type_doc="identifier",
+        default_doc="the function's name in its module", expected="a name for the binding", binding_name=True)] = None
+    vjp: Annotated[str | Literal[False] | None, Key(
+        "optional_name", "The vjp's binding name, called as a `bindings:` vjp is; `false`: no vjp. Bound only "
+        "when the function takes and returns a Float (a tensor of them included): naming one for another "
+        "function is an error.", type_doc="identifier or `false`",
+        default_doc="`NAME_vjp` when the function has one", expected="a name for the vjp binding, or false")] = None
+    location: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class ModuleSpec:
     name: Annotated[str, Key(
         "identifier", "The Python module name. Letters, digits and `_`, not starting with a digit, not a C++ or "
@@ -201,6 +243,10 @@ class ModuleSpec:
     declarations: Annotated[InlineDeclarations | None, Key(
         "ks_text", "ks text given inline (a YAML block scalar `|` is handy). Errors in it are reported at the "
         "config's own line and column.", type_doc="string", expected="ks text")] = None
+    python: Annotated[tuple[PythonFunctionSpec, ...], Key(
+        "records", "Python functions to compile through ksc, each a binding (and its vjp): the entries' keys "
+        "below ([frontend.md](frontend.md#in-a-config)). Needs `ksc:`.", record=PythonFunctionSpec,
+        type_doc="list of Python functions")] = ()
     cpp: Annotated[tuple[Path, ...], Key(
         "paths", "C++ files defining the ks functions (ksc's output, or hand-written as in `examples/`). "
         "Compiled by `ksbind build`.", must_exist="file")] = ()

@@ -23,7 +23,7 @@ from ksbind.schema import SCHEMA_FILE, TABLES, config_schema, schema_text, with_
 
 REPO = Path(__file__).resolve().parent.parent
 BAD_INPUTS = Path(__file__).parent / "bad_inputs"
-RECORDS = (spec.ModuleSpec, spec.BindingSpec, spec.KscSpec, spec.RuntimeSpec)
+RECORDS = (spec.ModuleSpec, spec.BindingSpec, spec.KscSpec, spec.RuntimeSpec, spec.PythonFunctionSpec)
 
 #: Bad-input cases a schema cannot refuse, and why: they need the disk, the declarations,
 #: the templates or the whole file at once. Every other .yaml case must be refused by it.
@@ -92,7 +92,8 @@ def test_every_key_is_declared_once_with_a_form_and_a_doc(record: type) -> None:
             assert s.spec.maximum > 0, s.key
     # The reader's key lists are the model's.
     lists = {spec.ModuleSpec: config.MODULE_KEYS, spec.BindingSpec: config.BINDING_KEYS,
-             spec.KscSpec: config.KSC_KEYS, spec.RuntimeSpec: config.RUNTIME_KEYS}
+             spec.KscSpec: config.KSC_KEYS, spec.RuntimeSpec: config.RUNTIME_KEYS,
+             spec.PythonFunctionSpec: config.PYTHON_KEYS}
     assert lists[record] == tuple(s.key for s in keys)
 
 

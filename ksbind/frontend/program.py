@@ -46,6 +46,7 @@ class Translation:
     differentiable: bool  # a Float in and a Float out: bind its vjp
     python_name: str
     folds: bool  # a for loop became a fold: the vjp is ksc's rev (SUF-AD cannot derive a fold)
+    files: tuple[str, ...] = ()  # the source file of each Python function translated (what the text depends on)
 
 
 class ProgramBuilder:
@@ -130,8 +131,9 @@ def translate_program(fn: Callable[..., Any], signature: Signature) -> Translati
     if signature.mode == "elementwise" and result != FLOAT:
         raise src.error(f"mode='elementwise' compiles a function returning one float; {src.name} returns a ks "
                         f"{result}")
+    files = tuple(dict.fromkeys(f.__code__.co_filename for f, _ in program.functions if hasattr(f, "__code__")))
     return Translation(program.text(), entry.structured_name, signature, result, differentiable, src.name,
-                       program.folds)
+                       program.folds, files)
 
 
 def _has_float(t: KsType) -> bool:
