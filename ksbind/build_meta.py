@@ -261,6 +261,7 @@ def sdist_files(project: Project) -> list[Path]:
     for m in project.modules:
         s = m.spec
         needed = [s.config_path, *s.ks_files, *s.cpp, *(s.prelude or ())]
+        needed += [p.function.file for p in s.python if p.function.file is not None]  # python: entries' files
         needed += [p for t in s.templates for p in Path(t).rglob("*") if p.is_file()]
         for path in needed:
             path = Path(path).resolve()

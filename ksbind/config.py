@@ -469,7 +469,7 @@ def _python_function(r: _NodeReader, node: yaml.Node, what: str, base: Path) -> 
         path = _normal(base / where)
         if not path.is_file():
             problem = "is a directory, not a file" if path.is_dir() else "no such file"
-            raise ConfigError(f"{what} {text!r}: {where} {problem} (looked for {path})", r.loc(node))
+            raise ConfigError(f"{what} {text!r}: {where}: {problem} (looked for {path})", r.loc(node))
         return PythonRef(text, attribute, file=path)
     if not re.fullmatch(MODULE_NAME_PATTERN, where):
         raise ConfigError(f"{what} must be path/to/file.py:NAME or package.module:NAME; {where!r} is neither a "
