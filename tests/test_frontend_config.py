@@ -2,7 +2,7 @@
 at build time, carried by ``ksbind build``, batch builds, no-op builds and wheels like any module.
 
 The unit tests read configs and translate (nothing is compiled and ksc does not run); the slow
-ones build configs/frontend_torch.yaml and compare its bindings with the Python functions, build
+ones build configs/frontend.yaml and compare its bindings with the Python functions, build
 two configs at once, rebuild after the Python file is edited, and install a wheel of one tiny
 function into a venv without ksbind."""
 from __future__ import annotations
@@ -31,7 +31,7 @@ from tests.test_ksc import KSC, RUNTIME, needs_ksc
 from tests.test_packaging import built_ok, install, run, wheel_in
 from tests.test_packaging import fresh_python as packaged_python  # noqa: F401  (the fixture, here so named)
 
-EXAMPLE = REPO / "configs" / "frontend_torch.yaml"
+EXAMPLE = REPO / "configs" / "frontend.yaml"
 ACTIVATIONS = REPO / "examples" / "frontend" / "activations.py"
 KSC_YAML = f"ksc: {{path: {KSC}, runtime: {RUNTIME}}}"
 
@@ -81,7 +81,7 @@ def test_the_example_config_names_its_functions() -> None:
         Path(str(entries["relu3"].function.file)).resolve() == ACTIVATIONS
     assert [str(t) for t in entries["vsqrl"].args or ()] == ["(Tensor 2 Float)"]
     assert entries["vsqrl"].mode == "vmap" and entries["sqrl"].mode == "plain"
-    assert entries["relu3"].location is not None and entries["relu3"].location.line == 10
+    assert entries["relu3"].location is not None and entries["relu3"].location.line == 11
 
 
 @pytest.mark.parametrize(("body", "message", "line"), [
