@@ -22,10 +22,12 @@ The ops' unit uses the shared precompiled header (ksbind/backend/pch.py) of
 own, about a second of parsing per build without it (110 MB on disk per
 compiler, flags and torch; built in the background after a module's first
 build, as the other targets' headers are). The user's unit gets none: it
-includes the user's C++ first. It links libtorch_cpu and libc10 only: no libtorch_python,
-no pybind11, no Python. torch is imported on a thread while the units compile
-(the wrapper imports it: about a second that the compile hides), started once the
-compilers are (compile_objects' ``meanwhile``).
+includes ``ksbind/vector_math.h`` (a few declarations, so that ks code's float
+calls of exp, erf, tanh... vectorise through libmvec) and then the user's C++.
+It links libtorch_cpu and libc10 only: no libtorch_python, no pybind11, no Python.
+torch is imported on a thread while the units compile (the wrapper imports it:
+about a second that the compile hides), started once the compilers are
+(compile_objects' ``meanwhile``).
 
 The cache entry holds ``NAME_torchops.so``, ``NAME.py`` and its stub; the key
 covers the generated files, the config's sources and the headers beside them,
@@ -87,6 +89,8 @@ PCH_HEADER = "ksbind/torch_stable.h"
 #: instantiations every kernel shares, which the ops' unit then leaves out (it includes the header).
 PCH_COMPANION = ("ksbind/torch_stable_support.cpp", "ksbind/torch_stable_support.h")
 LIB_EXT = ".so"
+#: Included first by the unit of ks code (unit_text), before the ks sources.
+VECTOR_MATH_HEADER = "ksbind/vector_math.h"
 
 _loaded: dict[str, ModuleType] = {}
 _cache_log = get_logger("cache")
@@ -132,8 +136,17 @@ class StablePlan:
     torch: str
 
 
+def vector_math_flags() -> tuple[str, ...]:
+    """``KSBIND_VECTOR_MATH=0``: ``-DKSBIND_VECTOR_MATH=0``, ks code's exp, erf, tanh... as ksc wrote
+    them (scalar double calls) rather than through libmvec's vector variants on float
+    (ksbind/vector_math.h). A flag of the plan: it is in the cache key."""
+    value = os.environ.get("KSBIND_VECTOR_MATH", "").strip().lower()
+    return ("-DKSBIND_VECTOR_MATH=0",) if value in ("0", "false", "no", "off") else ()
+
+
 def stable_plan(spec: ModuleSpec) -> StablePlan:
-    return StablePlan(CFLAGS + tuple(shlex.split(os.environ.get("KSBIND_CXXFLAGS", ""))), torch_version())
+    return StablePlan(CFLAGS + vector_math_flags() + tuple(shlex.split(os.environ.get("KSBIND_CXXFLAGS", ""))),
+                      torch_version())
 
 
 def toolchain(spec: ModuleSpec, plan: StablePlan) -> Toolchain:
@@ -147,7 +160,10 @@ def toolchain(spec: ModuleSpec, plan: StablePlan) -> Toolchain:
 
 def unit_text(spec: ModuleSpec, entries: Path) -> str:
     lines = ["// Written by ksbind's torch build: ks sources and the entries in one unit,",
-             "// so ks functions inline into the kernels' loops (the ops' registration is another unit)."]
+             "// so ks functions inline into the kernels' loops (the ops' registration is another unit).",
+             "// First, vector math: ks::Float calls of exp, erf, tanh... call the float functions, which",
+             "// libmvec vectorises (ksbind/vector_math.h; KSBIND_VECTOR_MATH=0: ksc's scalar double calls).",
+             f"#include <{VECTOR_MATH_HEADER}>"]
     lines += [f'#include "{p.resolve()}"' for p in spec.cpp]
     lines.append(f'#include "{entries.resolve()}"')
     return "\n".join(lines) + "\n"
@@ -277,4 +293,4 @@ class StableKind:
 TORCH = StableKind()
 
 __all__ = ["StableKind", "TORCH", "StablePlan", "stable_plan", "build_planned", "cache_key", "stable_units",
-           "toolchain", "unit_text", "CFLAGS", "GLUE_FLAGS", "torch_dir", "torch_version"]
+           "toolchain", "unit_text", "vector_math_flags", "CFLAGS", "GLUE_FLAGS", "torch_dir", "torch_version"]

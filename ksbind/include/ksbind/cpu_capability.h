@@ -221,35 +221,10 @@ void run(K& kernel, A... args) {
 
 // ------------------------------------------------------------ vector math
 
-// glibc's libmvec has vector versions of exp, log, sin, cos and pow (since
-// glibc 2.22, x86-64: SSE, AVX2 and AVX-512 variants); math.h tells g++ so
-// only under -ffast-math. Saying it here lets the kernels above vectorise ks
-// code that calls them (a softmax's exp), each capability calling its own
-// variant. With -fno-math-errno (the torch build's flags) g++ then calls
-// e.g. _ZGVeN16v_expf for 16 floats at once. libmvec's results are within 4
-// ulp (glibc's scalar functions: 1 ulp), so results of these functions may
-// differ in the last bits between capabilities, as ATen's vectorised ones
-// differ from its scalar ones. -DKSBIND_VECTOR_MATH=0 turns it off.
-// Declaring after the ks code has been parsed still counts: g++ vectorises
-// once the whole unit is read.
-#ifndef KSBIND_VECTOR_MATH
-#define KSBIND_VECTOR_MATH 1
-#endif
-#include <math.h>
-#if KSBIND_VECTOR_MATH && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
-    defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 22)) && !defined(__FAST_MATH__)
-extern "C" {
-#define KSBIND_SIMD_MATH __THROW __attribute__((simd("notinbranch")))
-float expf(float) KSBIND_SIMD_MATH;
-float logf(float) KSBIND_SIMD_MATH;
-float sinf(float) KSBIND_SIMD_MATH;
-float cosf(float) KSBIND_SIMD_MATH;
-float powf(float, float) KSBIND_SIMD_MATH;
-double exp(double) KSBIND_SIMD_MATH;
-double log(double) KSBIND_SIMD_MATH;
-double sin(double) KSBIND_SIMD_MATH;
-double cos(double) KSBIND_SIMD_MATH;
-double pow(double, double) KSBIND_SIMD_MATH;
-#undef KSBIND_SIMD_MATH
-}
-#endif
+// Calls of exp, log, sin, cos, pow, erf, tanh and cosh in the kernels vectorise
+// through glibc's libmvec, each capability calling its own variant
+// (ksbind/vector_math.h; -DKSBIND_VECTOR_MATH=0 turns it off). Declaring after
+// the ks code has been parsed still counts for the attributes (g++ vectorises
+// once the whole unit is read); the torch build's unit includes it before the
+// ks code too, so that ks::Float calls find the float functions.
+#include <ksbind/vector_math.h>

@@ -1,0 +1,139 @@
+"""Vector math in the torch target's kernels (ksbind/include/ksbind/vector_math.h): ks code's
+float calls of erf, sin, exp... call the float functions, which g++ vectorises through glibc's
+libmvec (``_ZGVeN16v_erff``...) in every CPU capability's copy of the loops; KSBIND_VECTOR_MATH=0
+keeps ksc's scalar double calls. The results stay within libmvec's 4 ulp of torch's own."""
+from __future__ import annotations
+
+import platform
+import re
+import subprocess
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any, cast
+
+import pytest
+import torch
+
+import ksbind
+from ksbind.backend import torch_build
+from ksbind.codegen.render import RenderedModule
+from ksbind.spec import ModuleSpec
+from tests.test_ksc import KSC, RUNTIME, needs_ksc
+
+#: One elementwise binding per function, each calling one of the functions libmvec vectorises.
+KS = """\
+(def v_erf Float (x : Float) (erf x))
+(def v_sin Float (x : Float) (sin x))
+(def v_cos Float (x : Float) (cos x))
+(def v_exp Float (x : Float) (exp x))
+(def v_log Float (x : Float) (log x))
+(def v_tanh Float (x : Float) (tanh x))
+"""
+FUNCTIONS = {"v_erf": torch.erf, "v_sin": torch.sin, "v_cos": torch.cos, "v_exp": torch.exp, "v_log": torch.log,
+             "v_tanh": torch.tanh}
+#: libmvec's float variants the loops call (SSE, AVX2 and AVX-512 copies: b, d and e).
+VECTOR_SYMBOL = re.compile(r"_ZGV[bcde]N\d+v_(erf|sin|cos|exp|log|tanh)f\b")
+
+
+def has_libmvec() -> bool:
+    """glibc on x86-64 with libmvec's erf (glibc 2.35 and later) and g++ as the compiler."""
+    if platform.machine() != "x86_64" or platform.libc_ver()[0] != "glibc":
+        return False
+    version = tuple(int(p) for p in platform.libc_ver()[1].split(".")[:2])
+    return version >= (2, 35) and any(Path(d, "libmvec.so.1").is_file()
+                                      for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
+                                                "/usr/lib64"))
+
+
+def _plan_key(monkeypatch: pytest.MonkeyPatch, value: str | None) -> tuple[torch_build.StablePlan, str]:
+    if value is None:
+        monkeypatch.delenv("KSBIND_VECTOR_MATH", raising=False)
+    else:
+        monkeypatch.setenv("KSBIND_VECTOR_MATH", value)
+    spec = cast(ModuleSpec, SimpleNamespace(name="m", fast_math=False, debug=False, cpp=[],
+                                            runtime=SimpleNamespace(bundled=True, sources=())))
+    rendered = cast(RenderedModule, SimpleNamespace(files={}))
+    plan = torch_build.stable_plan(spec)
+    return plan, torch_build.cache_key(spec, rendered, plan)
+
+
+def test_the_switch_is_a_flag_of_the_plan_and_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan_on, key_on = _plan_key(monkeypatch, None)
+    assert "-DKSBIND_VECTOR_MATH=0" not in plan_on.cflags
+    assert _plan_key(monkeypatch, "1") == (plan_on, key_on)
+    for off in ("0", "off", "false", " no "):
+        plan_off, key_off = _plan_key(monkeypatch, off)
+        assert "-DKSBIND_VECTOR_MATH=0" in plan_off.cflags and key_off != key_on, off
+
+
+def test_the_unit_includes_the_vector_math_header_before_the_ks_code(tmp_path: Path) -> None:
+    ks = tmp_path / "f.cpp"
+    spec = cast(ModuleSpec, SimpleNamespace(cpp=[ks]))
+    lines = torch_build.unit_text(spec, tmp_path / "entries.cpp").splitlines()
+    includes = [line for line in lines if line.startswith("#include")]
+    assert includes == ["#include <ksbind/vector_math.h>", f'#include "{ks.resolve()}"',
+                        f'#include "{(tmp_path / "entries.cpp").resolve()}"']
+    assert (Path(torch_build.__file__).parents[1] / "include" / "ksbind" / "vector_math.h").is_file()
+
+
+def _inputs() -> torch.Tensor:
+    g = torch.Generator().manual_seed(35)
+    edges = torch.tensor([0.0, -0.0, 1e-40, -1e-40, 1e-45, 1.17e-38, 0.5, -0.5, 1.0, 3.0, -3.0, 9.0, -9.0, 20.0,
+                          -20.0, 88.0, -88.0, 89.0, -104.0, 1e4, -1e4, 1e30, -1e30, 3.4e38, -3.4e38,
+                          float("inf"), float("-inf"), float("nan")])
+    spread = torch.exp(torch.empty(3000).uniform_(-90, 90, generator=g)) * torch.randn(3000, generator=g).sign()
+    return torch.cat([edges, torch.randn(5000, generator=g) * 4, spread])
+
+
+def _library(m: ModuleType) -> Path:
+    found = sorted(Path(cast(str, m.__file__)).parent.glob("*_torchops.so"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _undefined_symbols(lib: Path) -> str:
+    return subprocess.run(["nm", "-D", "--undefined-only", str(lib)], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def _build(tmp_path: Path) -> Any:
+    bindings: list[Any] = [{"name": name, "mode": "elementwise"} for name in FUNCTIONS]
+    return ksbind.load_ks(KS, bindings, target="torch", ksc=KSC, ksc_runtime=RUNTIME, cache_dir=tmp_path,
+                          quiet=True)
+
+
+@needs_ksc
+def test_elementwise_kernels_call_libmvec_and_match_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KSBIND_VECTOR_MATH", raising=False)
+    m = _build(tmp_path)
+    symbols = _undefined_symbols(_library(m))
+    if has_libmvec():
+        called = {(g.group(0)[5], g.group(1)) for g in VECTOR_SYMBOL.finditer(symbols)}
+        caps = {"default": "b", "avx2": "d", "avx512": "e"}
+        for cap in m.cpu_capabilities():
+            for fn in ("erf", "sin", "cos", "exp", "log", "tanh"):
+                assert (caps[cap], fn) in called, (cap, fn, symbols)
+    x = _inputs()
+    before = m.cpu_capability()
+    try:
+        for cap in m.cpu_capabilities():
+            assert m._set_cpu_capability(cap) == cap
+            for name, reference in FUNCTIONS.items():
+                # 1e-6 relative (libmvec's 4 ulp and torch's own rounding); results below the
+                # smallest normal float within a few of its ulps.
+                torch.testing.assert_close(getattr(m, name)(x), reference(x), rtol=1e-6, atol=1e-44, equal_nan=True,
+                                           msg=lambda text, n=name, c=cap: f"{c}, {n}: {text}")
+    finally:
+        m._set_cpu_capability(before)
+
+
+@needs_ksc
+def test_vector_math_off_keeps_the_scalar_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KSBIND_VECTOR_MATH", "0")
+    m = _build(tmp_path)
+    symbols = _undefined_symbols(_library(m))
+    assert not re.search(r"_ZGV\w+_(erf|tanh|cos|log)", symbols), symbols
+    assert re.search(r"\berf@", symbols), symbols  # ksc's double call, as it wrote it
+    x = _inputs()
+    for name, reference in FUNCTIONS.items():
+        torch.testing.assert_close(getattr(m, name)(x), reference(x), rtol=1e-6, atol=1e-44, equal_nan=True)
