@@ -17,9 +17,11 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any, overload
 
+from ksbind.cache.layout import cache_root
 from ksbind.codegen.targets import get_target
 from ksbind.errors import ConfigError, KsbindError
 from ksbind.frontend.program import Translation, translate_program
@@ -61,7 +63,7 @@ class CompiledFunction:
         self.__qualname__: str = getattr(fn, "__qualname__", self.__name__)
         self.__ksbind_python__ = fn
         self.target, self.mode = target, mode
-        self._ksc = KscSpec(None if ksc is None else _path(ksc), None if ksc_runtime is None else _path(ksc_runtime),
+        self._ksc = KscSpec(None if ksc is None else Path(ksc), None if ksc_runtime is None else Path(ksc_runtime),
                             set_by="compile")
         self._cache_dir, self._quiet, self._debug, self._fast_math = cache_dir, quiet, debug, fast_math
         self._names = _parameter_names(fn)
@@ -118,6 +120,10 @@ class CompiledFunction:
 
     # -- building
 
+    def _options_key(self) -> str:
+        root = Path(self._cache_dir) if self._cache_dir is not None else cache_root()
+        return f"{root.resolve()}|debug={self._debug}|fast_math={self._fast_math}"
+
     def _positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         try:
             bound = inspect.signature(self.__ksbind_python__).bind(*args, **kwargs)
@@ -147,7 +153,7 @@ class CompiledFunction:
                            vjp_from="rev" if translation.folds and vjp else "auto")
         options = LoadOptions(target=self.target, ksc=self._ksc, cache_dir=self._cache_dir, quiet=self._quiet,
                               debug=self._debug, fast_math=self._fast_math,
-                              name=_module_name(translation, spec.mode))
+                              name=_module_name(translation, spec.mode, self._options_key()))
         module = _load(translation.ks_text, [spec], options)
         return _Built(translation, module, binding, vjp)
 
@@ -173,11 +179,13 @@ def _binding_mode(signature: Signature) -> Mode:
     return signature.mode
 
 
-def _module_name(t: Translation, mode: Mode) -> str:
-    """A name per text and mode: plain and vmap builds of one function are different modules."""
+def _module_name(t: Translation, mode: Mode, options: str) -> str:
+    """A name per text, mode and build options (the cache folder among them): a torch op library's
+    namespace is its module's name, and one process cannot load two libraries of one namespace
+    (plain and vmap builds of one function, or one function built in two caches)."""
     import hashlib
 
-    digest = hashlib.sha256(f"{mode}\n{t.ks_text}".encode()).hexdigest()[:10]
+    digest = hashlib.sha256(f"{mode}\n{options}\n{t.ks_text}".encode()).hexdigest()[:10]
     base = "".join(c if c.isalnum() else "_" for c in t.python_name)[:40]
     return f"ksc_{base}_{digest}"
 
@@ -187,12 +195,6 @@ def _parameter_names(fn: Callable[..., Any]) -> list[str]:
         return list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         return []
-
-
-def _path(p: str | os.PathLike[str]) -> Any:
-    from pathlib import Path
-
-    return Path(p)
 
 
 @overload

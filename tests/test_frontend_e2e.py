@@ -281,3 +281,12 @@ def test_calls_after_the_first_follow_each_signature(cache: Path) -> None:
     assert float(c(2.0)) == 4.0 and "(Tensor 1 Float)" not in (c.ks or "")  # .ks follows the last call
     with pytest.raises(ksbind.KsbindError, match="float64"):
         c(v.double())
+
+
+def test_one_function_built_in_two_caches_in_one_process(cache: Path, tmp_path: Path) -> None:
+    """A torch op library's namespace is its module's name: the two builds must not share one."""
+    first = compiled(ff.relu3, cache, mode="elementwise")
+    second = compiled(ff.relu3, tmp_path / "other-cache", mode="elementwise")
+    x = torch.linspace(-2, 2, 9)
+    torch.testing.assert_close(first(x), second(x))
+    assert first.module_for(x).__name__ != second.module_for(x).__name__
