@@ -108,7 +108,7 @@ def test_elementwise_kernels_call_libmvec_and_match_torch(tmp_path: Path, monkey
     m = _build(tmp_path)
     symbols = _undefined_symbols(_library(m))
     if has_libmvec():
-        called = {(g.group(0)[5], g.group(1)) for g in VECTOR_SYMBOL.finditer(symbols)}
+        called = {(g.group(0)[4], g.group(1)) for g in VECTOR_SYMBOL.finditer(symbols)}
         caps = {"default": "b", "avx2": "d", "avx512": "e"}
         for cap in m.cpu_capabilities():
             for fn in ("erf", "sin", "cos", "exp", "log", "tanh"):
@@ -133,7 +133,8 @@ def test_vector_math_off_keeps_the_scalar_calls(tmp_path: Path, monkeypatch: pyt
     m = _build(tmp_path)
     symbols = _undefined_symbols(_library(m))
     assert not re.search(r"_ZGV\w+_(erf|tanh|cos|log)", symbols), symbols
-    assert re.search(r"\berf@", symbols), symbols  # ksc's double call, as it wrote it
+    # ksc's scalar call (g++ narrows the double erf of a float to erff at -O3 -fno-math-errno)
+    assert re.search(r"\berff?@", symbols), symbols
     x = _inputs()
     for name, reference in FUNCTIONS.items():
         torch.testing.assert_close(getattr(m, name)(x), reference(x), rtol=1e-6, atol=1e-44, equal_nan=True)
