@@ -827,6 +827,7 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
     params = b["params"]
     grad_enabled: Callable[[], bool] = torch.is_grad_enabled
     compiling: Callable[[], bool] = torch.compiler.is_compiling
+    tracing: Callable[[], bool] = torch._C._is_tracing
 
     tensor_leaves = [i for i, x in enumerate(leaves) if x["kind"] in _TENSOR_LEAVES]
     route = _ragged_router(b, leaves, b["spec"], "result", tensor_leaves, ragged)
@@ -844,10 +845,14 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
             # this function again (inside it the tensors are plain); the op's own autograd, which
             # torch.library generates, has no setup_context and so no part in torch.func.
             return func_transforms(*args)
-        # The dispatcher's autograd only where a gradient may be needed (or a trace records the op):
-        # its Python kernel costs microseconds a call.
-        if compiling() or (has_vjp and grad_enabled() and any(flat[i].requires_grad for i in grad_leaves)):
+        # A trace records the op (dynamo, export, jit.trace). An eager call that may need a gradient
+        # goes through the Function over the direct op that torch.func uses: the dispatcher's
+        # autograd kernel that torch.library generates is several Python calls deeper (a 16 x 16
+        # forward+backward took a third longer through it).
+        if compiling() or tracing():
             run = op
+        elif has_vjp and grad_enabled() and any(flat[i].requires_grad for i in grad_leaves):
+            return func_transforms(*args)
         else:
             run = direct_eager  # not traced: compiling() is False
         try:
@@ -928,7 +933,11 @@ def _fast_path(b: dict[str, Any], direct: Any, direct_eager: Callable[..., Any],
     # which has the same fake kernel, not its builtin (_eager_entry), which dynamo cannot trace;
     # torch.export's FakeTensors are not plain tensors, so export records the binding's op.
     grads = " or ".join(f"{params[i]}.requires_grad" for i in grad_leaves) if b["vjp"] else ""
-    needs = "_ksbind_functorch()" + (f" or (({grads}) and _ksbind_grad())" if grads else "")
+    # torch.jit.trace records the op (differentiable, as the traced model will be trained), never the
+    # direct one, whether or not this call needs a gradient (its check reruns under no_grad).
+    # (Asked only outside dynamo, which cannot trace _is_tracing and records the op through its own path.)
+    needs = ("_ksbind_functorch() or (not _ksbind_dynamo() and _ksbind_tracing())"
+             + (f" or (({grads}) and _ksbind_grad())" if grads else ""))
     source = (f"def {b['name']}({args}):\n"
               f"    if {plain} and not ({needs}):\n"
               f"        try:\n"
@@ -940,6 +949,7 @@ def _fast_path(b: dict[str, Any], direct: Any, direct_eager: Callable[..., Any],
               f"    return _ksbind_general({args})\n")
     scope: dict[str, Any] = {
         "_ksbind_tensor": torch.Tensor, "_ksbind_functorch": torch._C._are_functorch_transforms_active,
+        "_ksbind_tracing": torch._C._is_tracing,
         "_ksbind_grad": torch.is_grad_enabled,
         "_ksbind_direct": direct, "_ksbind_eager": direct_eager, "_ksbind_dynamo": _dynamo_tracing,
         "_ksbind_general": general, "_ksbind_failure": _failure, "_ksbind_leaves": leaves,

@@ -335,3 +335,37 @@ def test_library_ops_batch_with_their_rule_and_refuse_double_backward(torch_lib:
         torch.autograd.grad(lib.vrelu3(x).sum(), x, create_graph=True)
     (g,) = torch.autograd.grad(lib.vrelu3(x).sum(), x)
     torch.testing.assert_close(g, torch.where(x < 0, 0.0, torch.where(x < 1, x * x, 1.0)).detach())
+
+
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit.trace is deprecated in torch 2.13
+def test_jit_trace_records_the_differentiable_op(ops: ModuleType) -> None:
+    """torch.jit.trace (even under no_grad) records the binding's op, never its direct one: the
+    traced model then trains, with gradients from the vjp, instead of gradients silently None."""
+    class Relu3(torch.nn.Module):
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            return ops.relu3(t)
+
+    linear = torch.nn.Linear(3, 4)
+    x = torch.randn(5, 3)
+    with torch.no_grad():
+        traced = torch.jit.trace(torch.nn.Sequential(linear, Relu3()), (x,))
+    graph = str(traced.inlined_graph)
+    assert "_direct_" not in graph and "::relu3" in graph
+    traced(x).sum().backward()
+    assert linear.weight.grad is not None
+    expected = torch.autograd.grad(relu3_ref(linear(x)).sum(), linear.weight)[0]
+    torch.testing.assert_close(linear.weight.grad, expected)
+
+
+def test_eager_autograd_goes_through_the_function_and_keeps_the_ops_behaviour(ops: ModuleType) -> None:
+    """An eager call needing a gradient goes through the Function torch.func uses (not the
+    dispatcher's generated autograd kernel): same values and gradients, and double backward
+    still refused."""
+    x = torch.randn(6, requires_grad=True)
+    y = ops.vrelu3(x)
+    assert type(y.grad_fn).__name__ == "FunctionBackward", type(y.grad_fn).__name__  # not GeneratedBackwardFor...
+    (g,) = torch.autograd.grad(y.sum(), x)
+    torch.testing.assert_close(g, torch.where(x < 0, 0.0, torch.where(x < 1, x * x, 1.0)).detach())
+    with pytest.raises(RuntimeError, match="double backward is not supported"):
+        torch.autograd.grad(ops.vrelu3(x).sum(), x, create_graph=True)

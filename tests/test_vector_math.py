@@ -119,10 +119,12 @@ def test_elementwise_kernels_call_libmvec_and_match_torch(tmp_path: Path, monkey
         for cap in m.cpu_capabilities():
             assert m._set_cpu_capability(cap) == cap
             for name, reference in FUNCTIONS.items():
+                def message(text: str, n: str = name, c: str = cap) -> str:
+                    return f"{c}, {n}: {text}"
                 # 1e-6 relative (libmvec's 4 ulp and torch's own rounding); results below the
                 # smallest normal float within a few of its ulps.
                 torch.testing.assert_close(getattr(m, name)(x), reference(x), rtol=1e-6, atol=1e-44, equal_nan=True,
-                                           msg=lambda text, n=name, c=cap: f"{c}, {n}: {text}")
+                                           msg=message)
     finally:
         m._set_cpu_capability(before)
 
