@@ -29,11 +29,11 @@ def ks_of(fn: Any, *params: Any, mode: str = "plain") -> str:
     return t.ks_text
 
 
-def test_sqrl_is_one_map_with_the_branch_inside() -> None:
+def test_sqrl_is_one_loop_with_the_branch_inside() -> None:
     text = ks_of(ff.sqrl, M2)
-    assert text.count("(map") == 1, text  # -0.125 * x, x ** 2, sin(t) * t: one loop over x
-    assert "(if c" in text and "(sum x)" in text
-    assert "ksb_zip" not in text
+    assert text.count("(def ksb_zip") == 1, text  # -0.125 * x, x ** 2, sin(t) * t: one loop over x
+    assert re.search(r"\(def ksb_ew1 Float\s+\(\(x_i : Float\) \(c : Bool\)\)", text), text  # the branch's Bool inside
+    assert "(sum x)" in text and "(map" not in text
 
 
 def test_two_tensor_elementwise_code_gets_a_zip_helper_with_written_derivatives() -> None:
@@ -59,7 +59,7 @@ def test_calls_become_defs_of_their_own() -> None:
 
 def test_loops_are_folds_and_comprehensions_builds() -> None:
     t = translate_program(ff.accumulate, Signature((V1, INTEGER), "plain"))
-    assert "(fold" in t.ks_text and t.folds and "(map" not in t.ks_text
+    assert "(fold" in t.ks_text and t.folds and "ksb_zip" not in t.ks_text  # rev needs inline builds
     assert "(sumbuild" in ks_of(ff.generator_sum, V1)
     assert "(build" in ks_of(ff.comprehension, V1)
 
@@ -162,3 +162,17 @@ def test_compile_checks_its_options_before_reading_anything() -> None:
         ksbind.compile(ff.relu3, mode="rowwise")  # type: ignore[call-overload]
     compiled = ksbind.compile(ff.relu3, mode="elementwise")
     assert compiled.__wrapped__ is ff.relu3 and compiled.__name__ == "relu3" and compiled.ks is None
+
+
+def test_a_let_of_two_names_is_not_read_as_a_tuple_pattern() -> None:
+    """(let ((a x) (b y)) ...) is ks's tuple pattern (a x) bound to a call of b: the front end
+    nests such lets."""
+    from ksbind.frontend.ir import Let, Var, to_node
+
+    a, x, b, y = (Var(n, FLOAT) for n in "axby")
+    assert str(to_node(Let((("a", x), ("b", y)), b))) == "(let ((a x)) (let ((b y)) b))"
+
+
+def test_an_if_on_a_tensor_says_what_to_write_instead() -> None:
+    with pytest.raises(FrontendError, match="torch.where.*mode='elementwise'"):
+        translate_program(ff.relu3, Signature((V1,), "plain"))

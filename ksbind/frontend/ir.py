@@ -248,6 +248,9 @@ def to_node(e: Expr) -> Node:
                 binds.append(_list(_atom(whole), to_node(value)))
             for i, part in enumerate(names):
                 binds.append(_list(_atom(part), _list(_atom(f"get${i + 1}${len(names)}"), _atom(whole))))
+        if len(binds) == 2 and isinstance(binds[0], SList) and all(isinstance(i, Atom) for i in binds[0].items):
+            # ((a x) (b y)) would read as the tuple pattern (a x) bound to a call of b: nest them
+            return _list(_atom("let"), _list(binds[0]), _list(_atom("let"), _list(binds[1]), to_node(e.body)))
         return _list(_atom("let"), _list(*binds), to_node(e.body))
     if isinstance(e, If):
         return _list(_atom("if"), to_node(e.cond), to_node(e.then), to_node(e.other))

@@ -7,8 +7,8 @@ module-level number), a tuple or list of values, a tensor's shape, or an
 elementwise tensor not yet made (``Elementwise``). Elementwise tensor code
 (``torch.sin(t) * t``) stays a scalar expression over the elements of its
 input tensors until a reduction, a return or a call needs the tensor; then it
-becomes one ``map`` (one input tensor) or one call of a zip helper with its
-derivatives written out (several: ``program.py`` writes it), so a chain of
+becomes one call of a zip helper, a loop over the input tensors whose
+derivatives ``program.py`` writes out element by element, so a chain of
 elementwise operations is one loop, as a fused kernel would be.
 
 Statements become ``let``s; an ``if`` becomes a ks ``if`` (its branches'
@@ -130,7 +130,7 @@ Value = Expr | Static | PyTuple | PyList | Comprehension | Shape | Method | Elem
 class Program(Protocol):
     """What a translation asks of the program it is part of (``program.py``)."""
 
-    use_map: bool
+    use_helpers: bool  # elementwise loops as zip helpers (else inline builds: ksc's rev, for folds)
 
     def function(self, fn: Callable[..., Any], params: tuple[KsType, ...], caller: PythonSource,
                  node: ast.AST) -> tuple[str, KsType]:
@@ -360,6 +360,10 @@ class Translator:
     def condition(self, test: ast.expr, env: dict[str, Value]) -> Expr:
         value = self.expr(test, env)
         with self.at(test):
+            if self.is_tensor(value):
+                raise self.error("an if on a tensor's elements: a condition is one bool (a 0-dim tensor's value "
+                                 "is one); for a choice per element use torch.where, or compile the function of "
+                                 "floats with mode='elementwise'")
             c = self.scalar(value)
             if c.type != BOOL:
                 raise self.error(f"a condition must be a comparison or a bool; this one is a ks {c.type} "
@@ -658,10 +662,7 @@ class Translator:
     def make_elementwise(self, ew: Elementwise) -> Expr:
         body = ir.let(ew.binds, ew.body)
         result = TensorType(ew.rank, body.type)
-        if len(ew.leaves) == 1 and self.program.use_map:
-            element, tensor = ew.leaves[0]
-            return call("map", result, Lam(element, body), tensor)
-        if not self.program.use_map:  # ksc's rev (a fold's vjp) goes through build and index, not a helper
+        if not self.program.use_helpers:  # ksc's rev (a fold's vjp) goes through build and index, not a helper
             first = ew.leaves[0][1]
             rank = ew.rank
             ix = Var(self.fresh("ix"), INTEGER if rank == 1 else TupleType((INTEGER,) * rank))
