@@ -431,6 +431,10 @@ def _record(r: _NodeReader, node: yaml.Node, key: str, record: type, base: Path)
 def _bindings(r: _NodeReader, node: yaml.Node, what: str) -> tuple[BindingSpec, ...]:
     out = []
     for item in r.sequence(node, what):
+        if isinstance(item, yaml.ScalarNode) and item.tag == "tag:yaml.org,2002:str":
+            # a bare name, as load_ks takes one: {name: NAME}, read and located as that mapping
+            key = yaml.ScalarNode("tag:yaml.org,2002:str", "name", item.start_mark, item.end_mark)
+            item = yaml.MappingNode("tag:yaml.org,2002:map", [(key, item)], item.start_mark, item.end_mark)
         fields = _known_keys(r, item, "a binding", BINDING_KEYS)
         values = _read_settings(r, fields, settings_of(BindingSpec), "a binding", r.loc(item), Path())
         if values.get("vjp_from", "auto") != "auto" and "vjp" not in values:

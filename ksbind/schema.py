@@ -165,7 +165,10 @@ def _value(s: Setting) -> dict[str, Any]:
         return {"$ref": f"#/definitions/{_DEFINITIONS[k.record]}"}
     if form == "records":
         assert k.record is not None
-        return {"type": "array", "items": {"$ref": f"#/definitions/{_DEFINITIONS[k.record]}"}}
+        record = {"$ref": f"#/definitions/{_DEFINITIONS[k.record]}"}
+        if k.record is BindingSpec:  # a binding may be a bare name, as load_ks takes one
+            return {"type": "array", "items": {"anyOf": [_identifier(RESERVED_NAMES), record]}}
+        return {"type": "array", "items": record}
     if form == "python_function":
         return {"type": "string", "pattern": PYTHON_FUNCTION_PATTERN}
     if form == "ks_types":

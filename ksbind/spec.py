@@ -256,7 +256,8 @@ class ModuleSpec:
         "holding `knossos.h`) is required.", record=RuntimeSpec,
         default_doc="`bundled`; with `ksc:`, ksc's runtime")] = RuntimeSpec()
     bindings: Annotated[tuple[BindingSpec, ...] | None, Key(
-        "records", "What to bind (below). Omitted: the defaults. An empty list binds nothing.",
+        "records", "What to bind (below): each a mapping, or a bare name (`- cube` is `- {name: cube}`, as "
+        "`load_ks` takes it). Omitted: the defaults. An empty list binds nothing.",
         record=BindingSpec, type_doc="list of bindings", default_doc="every base function")] = None
     tensor_types: Annotated[tuple[tuple[int, TensorElement], ...], Key(
         "tensor_types", "ks target only (elsewhere a ConfigError: python-target tensors are nested lists, "

@@ -122,6 +122,16 @@ def test_bindings_by_structured_and_plain_name(project: Path) -> None:
                    ("over_int", "over$ai", "sufrev$over$ai"), ("vjp_only", "sufrev$over$af", None)]
 
 
+def test_a_binding_may_be_a_bare_name_as_in_load_ks(project: Path) -> None:
+    """``- g`` is ``- {name: g}``: read, checked and located as that mapping."""
+    got = names_and_symbols(project, "bindings:\n  - g\n  - {name: first, function: f, vjp: first_vjp}\n")
+    assert got == [("g", "g$aT1f", None), ("first", "f$aff", "sufrev$f$aff")]
+    cfg = config(project, "name: m\nks: ../src/m.ks\nbindings: [g, h, g]\n")
+    with pytest.raises(BindingError, match="duplicate binding name 'g'") as info:
+        resolve_spec(ksbind.load_config(cfg)[0])
+    assert info.value.location is not None and (info.value.location.line, info.value.location.column) == (3, 18)
+
+
 @pytest.mark.parametrize("bindings,error,fragment", [
     ("[{name: x, function: over}]", BindingError, "'over' is ambiguous: it names [over Float], [over Integer]"),
     ("[{name: x, function: nope}]", BindingError, "no function named 'nope'"),
