@@ -366,3 +366,23 @@ def test_a_changed_ksc_runs_again(tmp_path: Path) -> None:
     again = dataclasses.replace(spec, ksc=KscSpec(other, RUNTIME))
     assert resolve_spec(again, tmp_path / "c").ksc_ran
     assert not resolve_spec(again, tmp_path / "c").ksc_ran
+
+
+@pytest.mark.parametrize("first_rev", [True, False], ids=["rev-first", "rev-second"])
+def test_vjp_from_rev_holds_for_every_binding_of_the_function_in_any_order(tmp_path: Path, first_rev: bool) -> None:
+    """Two bindings of one function, one vjp_from: rev and one auto: both get [rev F], whichever
+    comes first (the later binding's auto once replaced the earlier rev with sufrev)."""
+    rev = BindingSpec("by_rev", function="softplus", vjp="by_rev_vjp", vjp_from="rev", location=Location("nn.yaml", 5, 5))
+    auto = BindingSpec("by_auto", function="softplus", vjp="by_auto_vjp", location=Location("nn.yaml", 6, 5))
+    spec = dataclasses.replace(nn_spec(tmp_path, ()), bindings=(rev, auto) if first_rev else (auto, rev))
+    r = resolve_spec(spec, tmp_path / "cache")
+    assert vjp_kinds(r) == {"by_rev": "rev", "by_auto": "rev"}
+    assert "[rev [softplus Float]]" in r.spec.ks_files[0].read_text()
+
+
+def test_two_bindings_asking_for_different_vjps_of_one_function_are_an_error(tmp_path: Path) -> None:
+    rev = BindingSpec("a", function="softplus", vjp="a_vjp", vjp_from="rev", location=Location("nn.yaml", 5, 5))
+    suf = BindingSpec("b", function="softplus", vjp="b_vjp", vjp_from="sufrev", location=Location("nn.yaml", 6, 5))
+    with pytest.raises(KscVjpError, match="ask for different vjps, vjp_from: rev .* and sufrev") as e:
+        resolve_spec(dataclasses.replace(nn_spec(tmp_path, ()), bindings=(rev, suf)), tmp_path / "cache")
+    assert e.value.location == Location("nn.yaml", 6, 5)

@@ -231,6 +231,27 @@ class Planner:
             return "rev"
         return "sufrev"
 
+    def _chosen_kinds(self) -> dict[StructuredName, VjpKind]:
+        """One derivation per function: a binding's vjp_from: rev or sufrev is what every binding of
+        that function gets (auto takes either), whatever the bindings' order; two bindings asking
+        for different ones are an error (a module builds one vjp per function)."""
+        explicit: dict[StructuredName, VjpRequest] = {}
+        for v in self.vjps:
+            if v.vjp_from == "auto":
+                continue
+            first = explicit.setdefault(v.primal, v)
+            if first.vjp_from != v.vjp_from:
+                raise KscVjpError(f"two bindings of {v.primal} ask for different vjps, vjp_from: "
+                                  f"{first.vjp_from} (at {first.location}) and {v.vjp_from}: a module builds one vjp "
+                                  "per function; give both the same vjp_from", v.location)
+        kinds: dict[StructuredName, VjpKind] = {}
+        for v in self.vjps:
+            if v.primal in explicit:
+                kinds[v.primal] = explicit[v.primal].vjp_from  # type: ignore[assignment]  # not auto
+            else:
+                kinds.setdefault(v.primal, self._initial_kind(v))
+        return kinds
+
     def planned(self) -> list[StructuredName]:
         """The gdefs ksbind adds, in the order ksc must see them."""
         needs: dict[StructuredName, set[str]] = {}
@@ -254,7 +275,7 @@ class Planner:
 
     def solve(self) -> dict[StructuredName, VjpKind]:
         """Each vjp's derivation ("sufrev" or "rev") once ksc has built them all."""
-        self.kinds = {v.primal: self._initial_kind(v) for v in self.vjps}
+        self.kinds = self._chosen_kinds()
         asked: StructuredName | None = None
         for _ in range(MAX_RUNS):
             failure = self._run()
@@ -317,8 +338,9 @@ class Planner:
     def _fall_back_to_rev(self, asked: StructuredName | None, failure: KscFailure) -> bool:
         """vjp_from: auto vjps that need what SUF-AD cannot derive become [rev F] (which ksc can)."""
         sufrev = [v for v in self.vjps if self.kinds[v.primal] == "sufrev"]
-        auto = [v for v in sufrev if v.vjp_from == "auto" and StructuredName.derived("sufrev", v.primal)
-                not in self.declared]
+        chosen = {v.primal for v in self.vjps if v.vjp_from != "auto"}  # another binding said sufrev
+        auto = [v for v in sufrev if v.vjp_from == "auto" and v.primal not in chosen
+                and StructuredName.derived("sufrev", v.primal) not in self.declared]
         if not auto:
             return False
         culprits: list[VjpRequest] = []
