@@ -404,3 +404,14 @@ def test_packed_bad_arguments_name_the_argument(packed: tuple[ModuleType, list[s
         m.pairsum([(1.0, nested)])
     with pytest.raises(ValueError, match=r"argument '\w+\[0\]\[1\]': expected a dense \(strided\) tensor"):
         m.pairsum([(1.0, torch.ones(2).to_sparse())])
+
+
+@pytest.mark.parametrize("shape,dim", [((0, 2**32 + 3), 1), ((2**31, 0), 0), ((2**32 + 2, 0), 0)])
+def test_every_dimension_is_checked_against_a_ks_tensors_sizes(torch_ops: ModuleType, shape: tuple[int, int],
+                                                                dim: int) -> None:
+    """A tensor of no elements may have a dimension of 2^31 or more, which a ks tensor's int sizes
+    would wrap (a (0, 2^32 + 3) transpose came back (3, 0)): a ValueError naming the dimension."""
+    with pytest.raises(ValueError, match=rf"dimension {dim} has size {shape[dim]}; ks tensors have 32-bit sizes"):
+        torch_ops.transpose(torch.empty(shape))
+    with pytest.raises(ValueError, match=rf"dimension {dim} has size"):
+        torch_ops.rowsums(torch.empty(shape))

@@ -155,6 +155,12 @@ void check_tensor(Tensor& t, int64_t rank, const char* where, const char* ks_typ
                                ", got shape " + shape_text(t.sizes()));
     if (t.numel() > INT_MAX)
         value_error(where, "tensor has " + std::to_string(t.numel()) + " elements; ks indexes with 32-bit ints");
+    // Each dimension too: a tensor of no elements may still have one of 2^32 or more, which a ks
+    // tensor's int sizes would wrap.
+    for (int64_t d = 0; d < rank; ++d)
+        if (t.size(d) > INT_MAX)
+            value_error(where, "dimension " + std::to_string(d) + " has size " + std::to_string(t.size(d)) +
+                                   "; ks tensors have 32-bit sizes (shape " + shape_text(t.sizes()) + ")");
     if (t.is_contiguous()) return;
     // The elementwise loops read an expanded tensor (stride 0) in place: copying one,
     // such as the gradient of a sum (a 0-dim tensor expanded to the result's shape),
