@@ -283,6 +283,39 @@ def forward_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[.
     return _caller(Function, name)
 
 
+def missing_vjp_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[..., Any]:
+    """``f(*args)`` for an eager call of a binding without a vjp whose float arguments need a
+    gradient: its float results are differentiable, and a backward that reaches them raises,
+    naming the binding, rather than leaving the arguments' gradients silently None or short.
+    (As torch's own ops without a derivative do; a result no backward reaches costs nothing.)"""
+    name = b["name"]
+
+    class Function(torch.autograd.Function):
+        @staticmethod
+        def forward(spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
+            out = entry(*unflatten(spec, iter(leaves)))
+            out_leaves: list[torch.Tensor] = []
+            box.spec = flatten(out, out_leaves)
+            return tuple(out_leaves)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
+            ctx.mark_non_differentiable(*[t for t in output if not t.is_floating_point()])
+
+        @staticmethod
+        def backward(ctx: Any, *grads: torch.Tensor) -> Any:
+            raise RuntimeError(f"{name}: this binding has no vjp, so the gradient of its arguments cannot be "
+                               f"computed; give it a vjp in the config (vjp: {name}_vjp), or detach its arguments "
+                               "if no gradient should flow through it")
+
+        @staticmethod
+        def jvp(ctx: Any, *tangents: Any) -> Any:
+            raise forward_mode_error(name)
+
+    Function.__name__ = Function.__qualname__ = f"{name}_NoVjp"
+    return _caller(Function, name)
+
+
 def double_backward_error(name: str, vjp_name: str) -> RuntimeError:
     return RuntimeError(
         f"{name}: double backward is not supported: the gradient of its vjp {vjp_name!r} would be needed "
@@ -851,8 +884,8 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
         # forward+backward took a third longer through it).
         if compiling() or tracing():
             run = op
-        elif has_vjp and grad_enabled() and any(flat[i].requires_grad for i in grad_leaves):
-            return func_transforms(*args)
+        elif grad_enabled() and any(flat[i].requires_grad for i in grad_leaves):
+            return func_transforms(*args) if has_vjp else missing_vjp(*args)
         else:
             run = direct_eager  # not traced: compiling() is False
         try:
@@ -864,6 +897,7 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
     legacy = _legacy_binding(b)
     func_transforms = (autograd_function(legacy, call, _stable_vjp_function(ops, b)) if has_vjp
                        else forward_function(legacy, call))
+    missing_vjp = missing_vjp_function(legacy, call)
     packs_nested = bool(ragged) and _nested_result(b["ragged"]["result"])
     fast = None if packs_nested else _fast_path(b, direct, direct_eager, call, grad_leaves)
     function = fast if fast is not None else call
@@ -932,7 +966,8 @@ def _fast_path(b: dict[str, Any], direct: Any, direct_eager: Callable[..., Any],
     # requires_grad first: usually False, so grad mode is not asked. Under dynamo the direct op,
     # which has the same fake kernel, not its builtin (_eager_entry), which dynamo cannot trace;
     # torch.export's FakeTensors are not plain tensors, so export records the binding's op.
-    grads = " or ".join(f"{params[i]}.requires_grad" for i in grad_leaves) if b["vjp"] else ""
+    # With a vjp, for its autograd; without, for the Function whose backward says it has none.
+    grads = " or ".join(f"{params[i]}.requires_grad" for i in grad_leaves)
     # torch.jit.trace records the op (differentiable, as the traced model will be trained), never the
     # direct one, whether or not this call needs a gradient (its check reruns under no_grad).
     # (Asked only outside dynamo, which cannot trace _is_tracing and records the op through its own path.)

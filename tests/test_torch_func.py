@@ -369,3 +369,18 @@ def test_eager_autograd_goes_through_the_function_and_keeps_the_ops_behaviour(op
     torch.testing.assert_close(g, torch.where(x < 0, 0.0, torch.where(x < 1, x * x, 1.0)).detach())
     with pytest.raises(RuntimeError, match="double backward is not supported"):
         torch.autograd.grad(ops.vrelu3(x).sum(), x, create_graph=True)
+
+
+def test_a_binding_without_vjp_raises_when_a_backward_reaches_it(ops: ModuleType) -> None:
+    """Eager autograd through a binding without a vjp is an error naming it, as under torch.func,
+    never a gradient left None (transpose) or short (stats: x.sum()'s part alone)."""
+    x = torch.randn(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="transpose: this binding has no vjp"):
+        ops.transpose(x.reshape(2, 2)).sum().backward()
+    s, _ = ops.stats(x)
+    with pytest.raises(RuntimeError, match="stats: this binding has no vjp"):
+        (s + x.sum()).backward()
+    # a result no backward reaches, or arguments that need no gradient, are no error
+    torch.testing.assert_close(ops.transpose(x.reshape(2, 2)).detach(), x.detach().reshape(2, 2).t())
+    torch.testing.assert_close(ops.transpose(x.detach().reshape(2, 2)), x.detach().reshape(2, 2).t())
+    assert x.grad is None
