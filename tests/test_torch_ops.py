@@ -415,3 +415,8 @@ def test_every_dimension_is_checked_against_a_ks_tensors_sizes(torch_ops: Module
         torch_ops.transpose(torch.empty(shape))
     with pytest.raises(ValueError, match=rf"dimension {dim} has size"):
         torch_ops.rowsums(torch.empty(shape))
+
+
+def test_a_complex_tensor_is_refused_naming_its_dtype(torch_ops: ModuleType) -> None:
+    with pytest.raises(TypeError, match=r"expected a torch.float32 tensor .* got torch.complex64"):
+        torch_ops.vrelu3(torch.zeros(3, dtype=torch.complex64))

@@ -125,6 +125,9 @@ inline std::string dtype_text(ScalarType t) {
         case ScalarType::Char: return "torch.int8";
         case ScalarType::Byte: return "torch.uint8";
         case ScalarType::Bool: return "torch.bool";
+        case ScalarType::ComplexHalf: return "torch.complex32";
+        case ScalarType::ComplexFloat: return "torch.complex64";
+        case ScalarType::ComplexDouble: return "torch.complex128";
         default: return "dtype " + std::to_string(static_cast<int>(t));
     }
 }
