@@ -618,12 +618,18 @@ def _support_functions(ops: Any) -> dict[str, Callable[..., Any]]:
     def logging(on: bool) -> None:
         ops._ksbind_logging(bool(on))
 
+    def set_arena_bytes(bytes: int) -> None:
+        # the op's schema takes an int: anything else is the dispatcher's RuntimeError otherwise
+        if isinstance(bytes, bool) or not isinstance(bytes, int):
+            raise TypeError(f"set_arena_bytes(): bytes must be an int, got {type(bytes).__name__} ({bytes!r})")
+        _translated_call(ops._ksbind_set_arena_bytes, (bytes,), "set_arena_bytes")
+
     functions: dict[str, Callable[..., Any]] = {
         "reset_allocator": lambda: _translated_call(ops._ksbind_reset_allocator, ()),
         "allocator_top": lambda: ops._ksbind_allocator_top(),
         "allocator_peak": lambda: ops._ksbind_allocator_peak(),
         "arena_bytes": lambda: ops._ksbind_arena_bytes(),
-        "set_arena_bytes": lambda bytes: ops._ksbind_set_arena_bytes(bytes),
+        "set_arena_bytes": set_arena_bytes,
         "logging": logging, "cpu_capability": cpu_capability, "cpu_capabilities": cpu_capabilities,
         "_set_cpu_capability": _set_cpu_capability,
     }

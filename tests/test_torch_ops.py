@@ -420,3 +420,11 @@ def test_every_dimension_is_checked_against_a_ks_tensors_sizes(torch_ops: Module
 def test_a_complex_tensor_is_refused_naming_its_dtype(torch_ops: ModuleType) -> None:
     with pytest.raises(TypeError, match=r"expected a torch.float32 tensor .* got torch.complex64"):
         torch_ops.vrelu3(torch.zeros(3, dtype=torch.complex64))
+
+
+def test_set_arena_bytes_of_a_float_is_a_type_error(torch_ops: ModuleType) -> None:
+    with pytest.raises(TypeError, match=r"set_arena_bytes\(\): bytes must be an int, got float"):
+        torch_ops.set_arena_bytes(1e6)
+    size = torch_ops.arena_bytes()
+    torch_ops.set_arena_bytes(size)  # an int is taken as before
+    assert torch_ops.arena_bytes() == size
