@@ -539,7 +539,10 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
     batching rule) and ``_direct_NAME`` (the same kernel, for calls that need none of those).
     ``extension_suffix``: the library is named as an extension module (a wheel's: ``.abi3.so``)."""
     ops = load_library(_library_file(namespace, lib, extension_suffix), library)
-    message = ops._ksbind_configure(arena_bytes, logging)
+    try:
+        message = ops._ksbind_configure(arena_bytes, logging)
+    except (RuntimeError, ValueError) as e:  # a bad KSBIND_CPU_CAPABILITY: the import fails, as documented
+        raise ImportError(f"{namespace.get('__name__', lib)}: {e}") from None
     if message:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
     namespace.update(_support_functions(ops))
