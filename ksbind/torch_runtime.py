@@ -448,8 +448,9 @@ def _vmap_mode_batched(params: Sequence[dict[str, Any]], fn: Callable[..., Any],
 def _looped(fn: Callable[..., Any], spec: Any, box: _Box, moved: Sequence[torch.Tensor],
             batched: Sequence[bool], size: int) -> list[torch.Tensor]:
     if size == 0:
-        raise ValueError("torch.vmap over an empty batch: a plain ks binding called once per batch element "
-                         "has no element to tell its result's shape")
+        raise ValueError("torch.vmap over an empty batch: this binding is called once per batch element "
+                         "here (a plain binding, or a vmap-mode one whose batch cannot be folded into its own "
+                         "leading axis), and no element tells its result's shape")
     steps: list[list[torch.Tensor]] = []
     for i in range(size):
         step = [t[i] if bt else t for t, bt in zip(moved, batched)]
