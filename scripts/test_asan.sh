@@ -18,7 +18,11 @@ if [ ! -e "$libasan" ]; then
 fi
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
-export KSBIND_TEST_CACHE_DIR=$cache KSBIND_TEST_RUNTIMES=bundled PYTHONMALLOC=malloc KSBIND_SANITIZED=1
+# PYTHONMALLOC=malloc (every Python allocation through the sanitizer's malloc, for its leak
+# checks) only where nothing is compiled: the build starts compilers with a preexec_fn (Python
+# code between fork and exec), and a fork while another thread held malloc's lock once left
+# that child waiting for it forever (a CI run hung here).
+export KSBIND_TEST_CACHE_DIR=$cache KSBIND_TEST_RUNTIMES=bundled KSBIND_SANITIZED=1
 export KSBIND_CXXFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -O1"
 export UBSAN_OPTIONS=print_stacktrace=1
 TESTS=(tests/test_calls.py tests/test_python_module.py tests/test_python_scalar_calls.py)
@@ -29,7 +33,7 @@ built('calls.yaml'); built('examples.yaml', 'examples_python')"
 # ...then test the cached modules with leaks checked when each process exits
 # (the ks-target comparisons are left out: their module would be compiled
 # under the preloaded sanitizer, and they convert nothing of the python target's).
-ASAN_OPTIONS="detect_leaks=1:malloc_context_size=6:fast_unwind_on_malloc=0" \
+PYTHONMALLOC=malloc ASAN_OPTIONS="detect_leaks=1:malloc_context_size=6:fast_unwind_on_malloc=0" \
 LSAN_OPTIONS="suppressions=$PWD/tests/asan.supp:print_suppressions=0" \
 LD_PRELOAD="$libasan $libstdcxx" .venv/bin/python -m pytest -q -p no:cacheprovider "${TESTS[@]}" \
   -k "not torch and not ks_target" "$@"
