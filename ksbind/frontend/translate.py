@@ -747,7 +747,7 @@ class Translator:
                 raise self.error(f"{op} of a ks {x.type}")
             return rule(self.simple(x, "u") if not ir.is_simple(x) else x)
 
-        if not any(self.is_tensor(v) for v in (value,)):
+        if not self.is_tensor(value):
             return scalar_rule(self.simple(self.scalar(value), "u"))
         return self.lift([value], scalar_rule)
 
@@ -853,8 +853,6 @@ class Translator:
             op_name = METHODS.get(callee.name)
             if op_name is None:
                 raise self.error(f"the tensor method .{callee.name}() is not in the table")
-            if op_name in ("comprehension_sum",):
-                raise AssertionError
             return self.operation(op_name, node, [callee.obj, *(self.expr(a, env) for a in node.args)],
                                   self.keywords(node, env), method=True)
         if not isinstance(callee, Static):
