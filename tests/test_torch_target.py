@@ -163,6 +163,7 @@ def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
     text = unit_text(spec, tmp_path / ENTRIES)
     lines = [ln for ln in text.splitlines() if ln.startswith("#include")]
     assert lines == ["#include <ksbind/vector_math.h>",  # first: ks code's float calls find the float functions
+                     "#include <ksbind/float_sums.h>",  # then ks's sum of a float tensor, vectorised
                      f'#include "{(REPO / "examples" / "relu3" / "relu3.cpp").resolve()}"',
                      f'#include "{(tmp_path / ENTRIES).resolve()}"']
 

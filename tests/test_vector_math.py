@@ -71,9 +71,12 @@ def test_the_unit_includes_the_vector_math_header_before_the_ks_code(tmp_path: P
     spec = cast(ModuleSpec, SimpleNamespace(cpp=[ks]))
     lines = torch_build.unit_text(spec, tmp_path / "entries.cpp").splitlines()
     includes = [line for line in lines if line.startswith("#include")]
-    assert includes == ["#include <ksbind/vector_math.h>", f'#include "{ks.resolve()}"',
-                        f'#include "{(tmp_path / "entries.cpp").resolve()}"']
-    assert (Path(torch_build.__file__).parents[1] / "include" / "ksbind" / "vector_math.h").is_file()
+    assert includes == ["#include <ksbind/vector_math.h>", "#include <ksbind/float_sums.h>",
+                        f'#include "{ks.resolve()}"', f'#include "{(tmp_path / "entries.cpp").resolve()}"']
+    # the sums go with the rest of the kernels' maths (KSBIND_VECTOR_MATH=0 leaves them out)
+    assert lines[lines.index("#include <ksbind/float_sums.h>") - 1] == "#if KSBIND_VECTOR_MATH"
+    for header in ("vector_math.h", "float_sums.h"):
+        assert (Path(torch_build.__file__).parents[1] / "include" / "ksbind" / header).is_file()
 
 
 def _inputs() -> torch.Tensor:
@@ -140,3 +143,59 @@ def test_vector_math_off_keeps_the_scalar_calls(tmp_path: Path, monkeypatch: pyt
     x = _inputs()
     for name, reference in FUNCTIONS.items():
         torch.testing.assert_close(getattr(m, name)(x), reference(x), rtol=1e-6, atol=1e-44, equal_nan=True)
+
+
+#: sin(x) * x: its vjp computes sin(x) and cos(x) of one argument, which g++ would merge into
+#: one scalar sincosf call (no vector variant) had the calls the builtin names.
+SIN_X = "(def sin_x Float (x : Float) (mul (sin x) x))\n"
+
+
+@needs_ksc
+def test_a_vjp_with_sin_and_cos_of_one_argument_vectorises(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KSBIND_VECTOR_MATH", raising=False)
+    m = ksbind.load_ks(SIN_X, [{"name": "sin_x", "mode": "elementwise", "vjp": "sin_x_vjp"}], target="torch", ksc=KSC,
+                       ksc_runtime=RUNTIME, cache_dir=tmp_path, quiet=True)
+    symbols = _undefined_symbols(_library(m))
+    if has_libmvec():
+        assert "sincosf" not in symbols, symbols
+        for fn in ("sin", "cos"):
+            assert re.search(rf"_ZGV[bcde]N\d+v_{fn}f\b", symbols), (fn, symbols)
+    x = (torch.randn(5000, generator=torch.Generator().manual_seed(3)) * 4).requires_grad_(True)
+    (grad,) = torch.autograd.grad(m.sin_x(x).sum(), [x])
+    torch.testing.assert_close(grad, torch.cos(x.detach()) * x.detach() + torch.sin(x.detach()), rtol=1e-5,
+                               atol=1e-6)
+
+
+SUMS = """\
+(def total Float (x : (Tensor 1 Float)) (sum x))
+(def total2 Float (x : (Tensor 2 Float)) (sum x))
+"""
+
+
+def _sequential(x: torch.Tensor) -> float:
+    """ksc's order: one float32 add after another."""
+    total = x[0].clone()
+    for v in x[1:]:
+        total = total + v
+    return float(total)
+
+
+@needs_ksc
+def test_sums_of_float_tensors_are_exact_in_ksc_order_when_small_and_close_when_large(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KSBIND_VECTOR_MATH", raising=False)
+    m = ksbind.load_ks(SUMS, ["total", "total2"], target="torch", ksc=KSC, ksc_runtime=RUNTIME,
+                       cache_dir=tmp_path, quiet=True)
+    g = torch.Generator().manual_seed(8)
+    for n in range(1, 16):  # fewer than sixteen: ksc's order, ksc's result to the bit
+        x = torch.randn(n, generator=g) * 1e3
+        assert float(m.total(x)) == _sequential(x), n
+    for n in (16, 17, 31, 32, 33, 255, 256, 1000, 4099, 100_000):
+        x = torch.randn(n, generator=g) + 0.5
+        exact = float(x.double().sum())
+        # the pairwise partial sums: within a few float ulps of the exact sum, scaled by its terms
+        assert abs(float(m.total(x)) - exact) <= 1e-6 * float(x.abs().double().sum()), n
+        assert float(m.total2(x.reshape(1, n))) == float(m.total(x)), n
+    with pytest.raises(Exception, match="ne > 0"):  # ksc's own check, kept: a sum of no elements
+        m.total(torch.empty(0))

@@ -91,6 +91,8 @@ PCH_COMPANION = ("ksbind/torch_stable_support.cpp", "ksbind/torch_stable_support
 LIB_EXT = ".so"
 #: Included first by the unit of ks code (unit_text), before the ks sources.
 VECTOR_MATH_HEADER = "ksbind/vector_math.h"
+#: Then the vectorised sums of float tensors (left out with KSBIND_VECTOR_MATH=0).
+FLOAT_SUMS_HEADER = "ksbind/float_sums.h"
 
 _loaded: dict[str, ModuleType] = {}
 _cache_log = get_logger("cache")
@@ -163,7 +165,11 @@ def unit_text(spec: ModuleSpec, entries: Path) -> str:
              "// so ks functions inline into the kernels' loops (the ops' registration is another unit).",
              "// First, vector math: ks::Float calls of exp, erf, tanh... call the float functions, which",
              "// libmvec vectorises (ksbind/vector_math.h; KSBIND_VECTOR_MATH=0: ksc's scalar double calls).",
-             f"#include <{VECTOR_MATH_HEADER}>"]
+             f"#include <{VECTOR_MATH_HEADER}>",
+             "// and ks's sum of a float tensor, vectorised (ksbind/float_sums.h).",
+             "#if KSBIND_VECTOR_MATH",
+             f"#include <{FLOAT_SUMS_HEADER}>",
+             "#endif"]
     lines += [f'#include "{p.resolve()}"' for p in spec.cpp]
     lines.append(f'#include "{entries.resolve()}"')
     return "\n".join(lines) + "\n"

@@ -37,6 +37,7 @@
 
 #include <cmath>
 #include <math.h>
+#include <type_traits>
 
 #ifndef KSBIND_VECTOR_MATH
 #define KSBIND_VECTOR_MATH 1
@@ -82,17 +83,41 @@ double cosh(double) KSBIND_SIMD_MATH;
 #endif
 
 #if KSBIND_LIBMVEC
-// ks::Float calls of prelude.h's functions call the float ones (see above).
-namespace ks {
-using std::cos;
-using std::exp;
-using std::log;
-using std::pow;
-using std::sin;
+// ks code's calls (prelude.h's, unqualified inside namespace ks) go through
+// these overloads. A float argument calls the float function, as `std::sin`
+// would (see above). Each calls the C function under a second name, an asm
+// label of the same symbol ("sinf"), declared const and with its vector
+// variants: g++ knows the names sin and cos as builtins and merges sin(x) and
+// cos(x) of one argument (every vjp of sin or cos has both) into one sincosf
+// call, which has no vector variant it uses, so the whole loop stayed scalar;
+// a call under another name is not merged, and vectorises. const is what
+// -fno-math-errno makes of the builtins (no errno, no memory touched).
+#define KSBIND_VECTOR_FN __attribute__((const, simd("notinbranch")))
+#define KSBIND_KS_MATH(NAME)                                                                                \
+    namespace ksbind::vector_math {                                                                     \
+    extern "C" float NAME##_float(float) __THROW __asm__(#NAME "f") KSBIND_VECTOR_FN;                        \
+    extern "C" double NAME##_double(double) __THROW __asm__(#NAME) KSBIND_VECTOR_FN;                        \
+    }                                                                                                   \
+    namespace ks {                                                                                      \
+    inline float NAME(float x) { return ksbind::vector_math::NAME##_float(x); }                         \
+    inline double NAME(double x) { return ksbind::vector_math::NAME##_double(x); }                      \
+    inline long double NAME(long double x) { return std::NAME(x); }                                     \
+    template <class I, class = std::enable_if_t<std::is_integral_v<I>>>                                 \
+    inline double NAME(I x) { return NAME(static_cast<double>(x)); }                                    \
+    }
+KSBIND_KS_MATH(cos)
+KSBIND_KS_MATH(exp)
+KSBIND_KS_MATH(log)
+KSBIND_KS_MATH(sin)
 #if KSBIND_LIBMVEC_2_35
-using std::cosh;
-using std::erf;
-using std::tanh;
+KSBIND_KS_MATH(cosh)
+KSBIND_KS_MATH(erf)
+KSBIND_KS_MATH(tanh)
 #endif
+#undef KSBIND_KS_MATH
+#undef KSBIND_VECTOR_FN
+// pow: prelude.h calls std::pow by name, which the declarations above vectorise.
+namespace ks {
+using std::pow;
 }  // namespace ks
 #endif
