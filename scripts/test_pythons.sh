@@ -26,7 +26,13 @@ status=0
 for v in $VERSIONS; do
   py=$(ls -d "$root"/versions/"$v".*/bin/python"$v" 2>/dev/null | sort -V | tail -1 || true)
   if [ -z "$py" ]; then
-    echo "SKIPPED: CPython $v is not installed here (looked in $root/versions)"
+    if [ -n "${CI:-}" ]; then
+      # CI claims every one of these Pythons: a missing one fails the run, never a quiet skip.
+      echo "FAILED: CI needs CPython $v (looked in $root/versions; pyenv install $v)"
+      status=1
+    else
+      echo "SKIPPED: CPython $v is not installed here (looked in $root/versions)"
+    fi
     continue
   fi
   venv=.venv-py$v

@@ -38,6 +38,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # built early would be evicted before a later test relies on it being a cache hit. Tests
     # of the cap set their own (tests/test_cache.py).
     os.environ.setdefault("KSBIND_CACHE_MAX_BYTES", "64G")
+    # Outside CI the ksc-dependent tests skip, saying why, where ../shared/ksc is absent; in CI
+    # that would pass hundreds of them silently, so a missing ksc fails the run at once.
+    if os.environ.get("CI") and not (SHARED / "ksc" / "bin" / "ksc").is_file():
+        raise pytest.UsageError(f"CI needs ksc at {SHARED / 'ksc' / 'bin' / 'ksc'} "
+                                "(set KSBIND_SHARED to the folder holding ksc/)")
     if config.getoption("lane") == "unit":
         folder = Path(tempfile.mkdtemp(prefix="ksbind-unit-lane-"))
         atexit.register(shutil.rmtree, folder, True)
