@@ -38,7 +38,7 @@ from pathlib import Path
 
 from benchmarks import KSC, KSC_PROGRAMS, ksc_missing
 from benchmarks import KSC_RUNTIME as RUNTIME
-from benchmarks.timing import Times, build_in_new_process, children_cpu, log, parser
+from benchmarks.timing import NO_COMPILER_CACHE, Times, build_in_new_process, children_cpu, log, parser
 
 GMM = KSC_PROGRAMS / "gmm.ks"
 #: The literal edited in gmm.ks (n * d * -0.5 * log(2 pi)): each edit gives it another value.
@@ -92,7 +92,8 @@ def gxx_alone(cache: Path, name: str, flags: Sequence[str] | None = None,
     with tempfile.TemporaryDirectory() as tmp:
         start, cpu = time.perf_counter(), children_cpu()
         subprocess.run([*cxx, *(BASE_FLAGS if flags is None else flags), f"-I{RUNTIME}", f"-I{cpp.parent}", "-c",
-                        str(cpp), "-o", str(Path(tmp) / "user.o")], check=True)
+                        str(cpp), "-o", str(Path(tmp) / "user.o")], check=True,
+                       env={**os.environ, **NO_COMPILER_CACHE})
         return time.perf_counter() - start, children_cpu() - cpu
 
 

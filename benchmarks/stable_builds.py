@@ -65,12 +65,12 @@ def measure(work: Path, repeats: int) -> Times:
         for target in TARGETS:
             name = f"gmm_{target}_{r}"
             times.add(f"gmm_{target}", build(write(work / f"{name}.yaml", GMM_CONFIG.format(
-                name=name, target=target, ks=GMM, ksc=KSC, runtime=RUNTIME, out=work / "out" / name)), warm, work))
+                name=name, binding=f"objective_{r}", target=target, ks=GMM, ksc=KSC, runtime=RUNTIME, out=work / "out" / name)), warm, work))
             times.add(f"gmm_gxx_{target}", compiler_alone(warm, name, target))
             cache = work / f"empty-{target}-{r}"
             first = f"first_{target}_{r}"
             times.add(f"first_{target}", build(write(work / f"{first}.yaml", GMM_CONFIG.format(
-                name=first, target=target, ks=GMM, ksc=KSC, runtime=RUNTIME, out=work / "out" / first)), cache, work))
+                name=first, binding=f"objective_first_{r}", target=target, ks=GMM, ksc=KSC, runtime=RUNTIME, out=work / "out" / first)), cache, work))
             times.add(f"first_gxx_{target}", compiler_alone(cache, first, target))
             shutil.rmtree(cache, ignore_errors=True)
             tag = f"m_{target}{r}_"

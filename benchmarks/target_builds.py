@@ -7,8 +7,9 @@ process; the figures are medians.
 The cases:
 
 - ``gmm, TARGET``: ksc's GMM objective + vjp (``gmm.ks`` through ksc) built
-  for TARGET as a module never built before (its own name, so no object of it
-  is cached), with the shared parts warm: other modules of the same target and
+  for TARGET as a module never built before (its own module and binding names
+  on every repeat, so its generated units are new and no object of it is cached; ccache
+  off on both sides, benchmarks/timing.py's NO_COMPILER_CACHE), with the shared parts warm: other modules of the same target and
   toolchain were built first (ksc's ``ex1.ks``) and their shared precompiled
   headers finished (the python and ks targets'; the torch target has none). Against ``g++ alone``: the compiler (``CXX``, default
   g++) on the module's user C++ (ksc's output) with the flags the target gives
@@ -44,7 +45,7 @@ target: {target}
 ks: [{ks}]
 ksc: {{path: {ksc}, runtime: {runtime}}}
 bindings:
-  - {{name: objective, function: gmm_knossos_gmm_objective, vjp: objective_vjp}}
+  - {{name: {binding}, function: gmm_knossos_gmm_objective, vjp: {binding}_vjp}}
 output: {out}
 """
 WARMUP = """\
@@ -63,7 +64,7 @@ declarations: |
   (edef relu3 Float (Float))
 cpp: [{cpp}]
 bindings:
-  - {{name: relu3, function: relu3, mode: elementwise}}
+  - {{name: {binding}, function: relu3, mode: elementwise}}
 output: {out}
 """
 #: The ks function (as ksc writes one) the elementwise module binds.
@@ -145,26 +146,28 @@ def measure(work: Path, repeats: int, baseline: Path | None = None,
                                                              runtime=RUNTIME, out=work / "out" / name)), warm, work)
     for i in range(2):
         name = f"warm_ew_{i}"
-        build(write(work / f"{name}.yaml", ELEMENTWISE.format(name=name, cpp=cpp, out=work / "out" / name)),
-              warm, work)
+        build(write(work / f"{name}.yaml", ELEMENTWISE.format(name=name, binding=f"relu3_w{i}", cpp=cpp,
+                                                             out=work / "out" / name)), warm, work)
     old_env = {} if baseline else {"KSBIND_OBJECT_CACHE": "0", "KSBIND_PCH": "0"}
     for r in range(repeats):
         log(f"repeat {r + 1} of {repeats}")
         for target in TARGETS:
             name = f"gmm_{target}_{r}"
             config = write(work / f"{name}.yaml", GMM_CONFIG.format(
-                name=name, target=target, ks=GMM, ksc=KSC, runtime=RUNTIME, out=work / "out" / name))
+                name=name, binding=f"objective_{r}", target=target, ks=GMM, ksc=KSC, runtime=RUNTIME,
+                out=work / "out" / name))
             times.add(f"cold_{target}", build(config, warm, work))
             times.add(f"gxx_{target}", compiler_alone(warm, name, target))
             for label, env, path in (("new", {}, None), ("old", old_env, baseline)):
                 cache = work / f"empty-{label}-{target}-{r}"
                 first = write(work / f"first_{label}_{name}.yaml", GMM_CONFIG.format(
-                    name=f"first_{name}", target=target, ks=GMM, ksc=KSC, runtime=RUNTIME,
+                    name=f"first_{name}", binding=f"objective_{label}_{r}", target=target, ks=GMM, ksc=KSC, runtime=RUNTIME,
                     out=work / "out" / f"first_{label}_{name}"))
                 times.add(f"first_{label}_{target}", build(first, cache, work, env, path))
                 shutil.rmtree(cache, ignore_errors=True)
         name = f"ew_{r}"
-        config = write(work / f"{name}.yaml", ELEMENTWISE.format(name=name, cpp=cpp, out=work / "out" / name))
+        config = write(work / f"{name}.yaml", ELEMENTWISE.format(name=name, binding=f"relu3_{r}", cpp=cpp,
+                                                                 out=work / "out" / name))
         times.add("elementwise", build(config, warm, work))
         times.add("load_inline", load_inline_cold(work / f"inline-{r}"))
     return times

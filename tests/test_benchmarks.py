@@ -58,6 +58,17 @@ def test_a_run_checks_each_group_against_its_declared_rows(tmp_path, capsys) -> 
         measure(Run(QUICK, tmp_path), [Group("drifted", lambda run: rows("b"), ("a",))])
 
 
+def test_a_row_is_judged_on_its_unrounded_ratio() -> None:
+    """1.054 against "<= 1.05" shows as 1.054 and is not met (it was, rounded to 1.05)."""
+    from benchmarks.timing import Row, table
+
+    row = Row("r", "ours", "theirs", 1.054, 1.0, "s", "<= 1.05")
+    assert not row.met and "| 1.054 | <= 1.05 | NO |" in table([row])
+    assert Row("r", "ours", "theirs", 1.05, 1.0, "s", "<= 1.05").met
+    assert Row("r", "ours", "theirs", 0.896, 1.0, "s", ">= 0.9").met is False
+    assert Row("r", "ours", "theirs", 5.0, 5.0, "bytes", "= 1.0").met
+
+
 @pytest.mark.skipif(not EVERYTHING, reason="a dozen module builds, about 5.5 min: scripts/test.sh --all")
 def test_benchmark_runner_prints_every_row(tmp_path) -> None:
     from benchmarks import ks_patterns
