@@ -44,7 +44,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("KSBIND_GIL_RELEASE_ELEMENTS", "a built module releases the GIL for calls on at least this many elements"),
     ("KSBIND_CPU_CAPABILITY", "torch modules: cap the SIMD kernels used (default, avx2, avx512)"),
     ("KSBIND_VECTOR_MATH", "0: torch modules' kernels call ks's exp, erf, sin, tanh... as scalar double functions "
-                           "rather than through libmvec's vector float ones (part of the cache key)"),
+                           "rather than through libmvec's vector float ones, and divide as written (part of the "
+                           "cache key)"),
     ("PATH", "where ksc, the compiler and its launcher are found; a wheel build (ksbind.build_meta) puts its "
              "Python's scripts folder first to run auditwheel"),
 )

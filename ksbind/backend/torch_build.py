@@ -138,12 +138,20 @@ class StablePlan:
     torch: str
 
 
+#: With vector math on: a division by a value that does not change inside the loop (ks's
+#: ``(div x (sqrt 2.0))``) is a multiplication by its reciprocal, as inductor compiles a
+#: division by a constant. A vector divide costs several multiplies: about a seventh of a
+#: GELU's forward+backward. Results may differ from the division's in the last bit.
+RECIPROCAL_MATH = ("-freciprocal-math",)
+
+
 def vector_math_flags() -> tuple[str, ...]:
     """``KSBIND_VECTOR_MATH=0``: ``-DKSBIND_VECTOR_MATH=0``, ks code's exp, erf, tanh... as ksc wrote
     them (scalar double calls) rather than through libmvec's vector variants on float
-    (ksbind/vector_math.h). A flag of the plan: it is in the cache key."""
+    (ksbind/vector_math.h), and divisions as written; otherwise RECIPROCAL_MATH. A flag of
+    the plan: it is in the cache key."""
     value = os.environ.get("KSBIND_VECTOR_MATH", "").strip().lower()
-    return ("-DKSBIND_VECTOR_MATH=0",) if value in ("0", "false", "no", "off") else ()
+    return ("-DKSBIND_VECTOR_MATH=0",) if value in ("0", "false", "no", "off") else RECIPROCAL_MATH
 
 
 def stable_plan(spec: ModuleSpec) -> StablePlan:
