@@ -189,7 +189,7 @@ def _resolve(spec: BindingSpec, decls: Sequence[FunctionDecl],
             except KsbindError as e:
                 raise BindingError(f"cannot bind a vjp for {decl.name}: {e.message}", spec.location) from None
     return Binding(spec.name, decl, spec.vjp, vjp_decl, spec.mode, spec.location, spec.release_gil, spec.long_call,
-                   spec.result_shape)
+                   spec.result_shape, spec.mutates)
 
 
 def plain_name_index(decls: Sequence[FunctionDecl]) -> dict[str, list[FunctionDecl]]:

@@ -269,6 +269,9 @@ def _read(r: _NodeReader, s: Setting, node: yaml.Node, base: Path) -> Any:
         return _ks_types(r, node, s.what)
     if form == "optional_name":
         return _optional_name(r, node, s.what, expected or "a name, or false")
+    if form == "names":
+        items = [node] if isinstance(node, yaml.ScalarNode) else r.sequence(node, s.what)
+        return tuple(_identifier(r, item, f"each entry of {s.what}", expected or "an identifier") for item in items)
     raise AssertionError(f"no reader for form {form!r}")  # a Form added to settings.py without one here
 
 

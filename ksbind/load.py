@@ -35,7 +35,7 @@ LOAD_KS_TEXT = "<load_ks text>"
 
 #: A binding as load_ks takes it: a function name (bound under itself), a mapping with
 #: a config binding's keys (name, function, vjp, mode, vjp_from, ...), or a BindingSpec.
-BindingArg = str | Mapping[str, str | bool] | BindingSpec
+BindingArg = str | Mapping[str, str | bool | Sequence[str]] | BindingSpec
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,13 @@ def _binding(b: BindingArg) -> BindingSpec:
         value: object = b[s.key]
         if s.spec.form == "choice":
             value = pick(value, s.choices)
+        if s.spec.form == "names":  # a name, or a list of names (as a config's)
+            value = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) else value
+            ok = isinstance(value, tuple) and all(isinstance(x, str) and identifier_problem(x) is None for x in value)
+            if not ok:
+                bad.append(f"{s.key} must be {_expected(s)}")
+            values[s.field] = value
+            continue
         ok = isinstance(value, bool) if s.spec.form == "flag" else isinstance(value, str) or (
             value is None and s.spec.form == "text" and s.default is None)  # None: the default
         if not ok:
@@ -172,6 +179,8 @@ def _binding(b: BindingArg) -> BindingSpec:
 def _expected(s: Setting) -> str:
     if s.spec.form == "choice":
         return "one of " + ", ".join(s.choices)
+    if s.spec.form == "names":
+        return "an identifier or a list of identifiers"
     return "true or false" if s.spec.form == "flag" else "a string"
 
 

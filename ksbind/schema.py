@@ -175,6 +175,8 @@ def _value(s: Setting) -> dict[str, Any]:
         return {"type": "array", "items": {"type": "string"}}
     if form == "optional_name":
         return {"anyOf": [_identifier(RESERVED_NAMES), {"const": False}]}
+    if form == "names":
+        return {"anyOf": [_identifier(), {"type": "array", "items": _identifier()}]}
     raise AssertionError(f"no schema for form {form!r}")  # a Form added to settings.py without one here
 
 
@@ -210,7 +212,7 @@ def _type_doc(s: Setting) -> str:
             "ks_text": "string", "tensor_types": "list of `[RANK, ELEMENT]`", "runtime": "`bundled` or mapping",
             "record": "mapping", "records": "list of mappings",
             "python_function": "`file.py:NAME` or `package.module:NAME`", "ks_types": "list of ks types",
-            "optional_name": "identifier or `false`",
+            "optional_name": "identifier or `false`", "names": "identifier or list of identifiers",
         }[k.form]
     return text + (" (required)" if k.required is not None else "")
 

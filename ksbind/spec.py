@@ -110,6 +110,13 @@ class BindingSpec:
         "when known): `\"(v[0] * k,)\"`. See [jax.md](jax.md#result-shapes).",
         type_doc="a Python expression",
         expected="a Python expression over the arguments (docs/jax.md)")] = None
+    mutates: Annotated[tuple[str, ...], Key(
+        "names", "torch target only (elsewhere a BindingError): the tensor arguments the binding's C++ writes "
+        "into, by name (a def's parameter names; an edef's are `arg0`, `arg1`...). Their schema type is "
+        "`Tensor(a!)`, so `torch.compile` keeps the writes and their order; each must be a contiguous tensor (a "
+        "copy would take the write), and an eager call bumps its version counter. Plain mode, no vjp. A write "
+        "not declared is undefined under `torch.compile`: see [torch.md](torch.md#arguments-written-in-place).",
+        default_doc="none", expected="an argument's name")] = ()
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,7 @@ class Binding:
     release_gil: GilPolicy = "auto"
     long_call: bool = False
     result_shape: str | None = None
+    mutates: tuple[str, ...] = ()  # tensor arguments its C++ writes into (torch target)
 
 
 @dataclass(frozen=True)

@@ -739,6 +739,12 @@ def _leaf_value(leaf: dict[str, Any], value: Any, binding: str, lists: str = "st
         if not isinstance(value, str):
             raise TypeError(f"{binding}(): argument '{where}': expected a str for ks String, got "
                             f"{type(value).__name__}")
+        try:
+            value.encode("utf-8")  # the op's str is UTF-8: the dispatcher's own refusal names no argument
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{binding}(): argument '{where}': a ks String is UTF-8 text, and this str has a "
+                             f"lone surrogate ({value[e.start]!r} at index {e.start}), which UTF-8 cannot "
+                             f"encode") from None
         return value
     if not isinstance(value, bool):
         raise TypeError(f"{binding}(): argument '{where}': expected a bool for ks Bool, got {type(value).__name__}")
@@ -874,6 +880,10 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
 
     tensor_leaves = [i for i, x in enumerate(leaves) if x["kind"] in _TENSOR_LEAVES]
     route = _ragged_router(b, leaves, b["spec"], "result", tensor_leaves, ragged)
+    # The tensors the op writes into (the binding's mutates): an eager call bumps their version
+    # counters, as torch's in-place ops do, so autograd refuses a backward needing the old values.
+    # A trace needs nothing: the schema's Tensor(a!) tells functionalization.
+    written = [i for i, x in enumerate(leaves) if x["where"] in b.get("mutates", ())]
 
     def call(*args: Any, **kwargs: Any) -> Any:
         if kwargs or len(args) != len(params):
@@ -894,6 +904,11 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
         # forward+backward took a third longer through it).
         if compiling() or tracing():
             run = op
+        elif written and grad_enabled() and any(flat[i].requires_grad for i in written):
+            where = next(leaves[i]["where"] for i in written if flat[i].requires_grad)
+            raise RuntimeError(f"{name}(): argument '{where}' requires grad, and this binding writes into it "
+                               f"(mutates): autograd cannot differentiate through the write; pass a tensor that "
+                               f"does not require grad, or call it under torch.no_grad()")
         elif grad_enabled() and any(flat[i].requires_grad for i in grad_leaves):
             return func_transforms(*args) if has_vjp else missing_vjp(*args)
         else:
@@ -902,6 +917,9 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
             out = run(*flat)
         except (RuntimeError, ValueError, OverflowError) as e:
             raise _failure(name, leaves, flat, e) from None
+        if written and run is not op:
+            for i in written:
+                torch.autograd.graph.increment_version(flat[i])
         return out if single else _rebuild(tree, out)
 
     legacy = _legacy_binding(b)
@@ -909,7 +927,8 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
                        else forward_function(legacy, call))
     missing_vjp = missing_vjp_function(legacy, call)
     packs_nested = bool(ragged) and _nested_result(b["ragged"]["result"])
-    fast = None if packs_nested else _fast_path(b, direct, direct_eager, call, grad_leaves)
+    # No fast path for a binding that writes into its arguments: call bumps their versions.
+    fast = None if packs_nested or written else _fast_path(b, direct, direct_eager, call, grad_leaves)
     function = fast if fast is not None else call
     function.__name__ = function.__qualname__ = name
     function.__doc__ = b["doc"]

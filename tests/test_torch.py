@@ -424,8 +424,9 @@ def test_cached_build_in_a_new_process_skips_cpp_extension() -> None:
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
-    assert "compiling" not in proc.stderr
-    assert float(proc.stdout.split()[-1]) < 5.0
+    # What a cache hit is, said by events rather than a time bound that a loaded machine would flake:
+    # no compiler ran (the build logs each compile) and cpp_extension was never imported (above).
+    assert "compiling" not in proc.stderr, proc.stderr
 
 
 def test_relu3_nn_module_example_trains(relu3_torch: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:

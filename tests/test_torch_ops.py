@@ -38,6 +38,7 @@ CASES: dict[str, Any] = {
     "sumsq_rows": lambda: (torch.randn(5, 3),),
     "stats": lambda: (torch.randn(6),),
     "split_stats": lambda: (torch.randn(6),),
+    "poke_at": lambda: (torch.randn(4), 2.5),  # writes into its tensor: opcheck checks the schema says so
 }
 
 
@@ -49,7 +50,7 @@ def _ops(module: ModuleType) -> Any:
 def test_every_binding_is_a_dispatcher_op_that_passes_opcheck(torch_ops: ModuleType) -> None:
     torch.manual_seed(2)
     for name, make in CASES.items():
-        differentiable = name != "stats"  # stats has no vjp
+        differentiable = name not in ("stats", "poke_at")  # no vjp
         args = [a.requires_grad_() if differentiable and isinstance(a, torch.Tensor) and a.is_floating_point() else a
                 for a in make()]
         op = getattr(_ops(torch_ops), name)
@@ -85,6 +86,74 @@ def test_torch_compile_fullgraph_of_calls_needing_no_gradient(torch_ops: ModuleT
 
     v = torch.randn(8)
     torch.testing.assert_close(torch.compile(f, fullgraph=True, backend="aot_eager")(v), f(v))
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_integer_from_item_reaches_the_op_under_torch_compile(torch_ops: ModuleType, backend: str) -> None:
+    """A ks Integer argument is a SymInt in the schema: an int that torch.compile only knows as a
+    symbol (n.item()) is accepted (an `int` schema refused it: "found type 'SymInt'"), and its
+    range is still checked when the value arrives."""
+    torch._dynamo.reset()
+
+    def f(v: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+        return torch_ops.add_int(v, n.item())
+
+    v = torch.arange(3, dtype=torch.int32)
+    assert "SymInt" in str(_ops(torch_ops).add_int.default._schema)
+    g = torch.compile(f, fullgraph=True, backend=backend)
+    assert g(v, torch.tensor(5)).tolist() == [5, 6, 7]
+    assert g(v, torch.tensor(-2)).tolist() == [-2, -1, 0]
+    with pytest.raises(Exception, match="int out of range for ks Integer"):
+        g(v, torch.tensor(2**40))
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_declared_write_is_kept_in_order_under_torch_compile(torch_ops: ModuleType, backend: str) -> None:
+    """poke_at is poke with `mutates: arg0`: its schema says Tensor(a!), so a compiled graph keeps the
+    write, after the reads before it (undeclared, the write was dropped, and t.sum() before it read 9)."""
+    torch._dynamo.reset()
+    assert "Tensor(a!)" in str(_ops(torch_ops).poke_at.default._schema)
+
+    def g(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        before = t.sum()
+        torch_ops.poke_at(t, 9.0)
+        return before, t * 1
+
+    def h(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        before = t.sum()
+        old = torch_ops.poke_at(t, 9.0)  # its result used too
+        return before, old, t * 1
+
+    for fn in (g, h):
+        eager_t, compiled_t = torch.arange(3.0), torch.arange(3.0)
+        want = fn(eager_t)
+        got = torch.compile(fn, fullgraph=True, backend=backend)(compiled_t)
+        for w, x in zip(want, got):
+            torch.testing.assert_close(x, torch.as_tensor(w))
+        assert float(got[0]) == 3.0 and got[-1].tolist() == [9.0, 1.0, 2.0]
+        assert compiled_t.tolist() == [9.0, 1.0, 2.0]  # the caller's tensor written, as eagerly
+
+
+def test_a_declared_write_bumps_the_version_and_refuses_what_would_lose_it(torch_ops: ModuleType) -> None:
+    y = torch.randn(4, requires_grad=True)
+    z = y * y  # saves y for backward
+    before = y._version
+    torch_ops.poke_at(y.detach(), 5.0)  # detach shares the version counter
+    assert y._version > before and y[0].item() == 5.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    with pytest.raises(RuntimeError, match=r"poke_at\(\): argument 'arg0' requires grad, and this binding writes "
+                                           r"into it \(mutates\)"):
+        torch_ops.poke_at(torch.randn(3, requires_grad=True), 1.0)
+    with torch.no_grad():  # as torch's own in-place ops allow
+        leaf = torch.zeros(3, requires_grad=True)
+        torch_ops.poke_at(leaf, 1.0)
+    assert leaf[0].item() == 1.0
+    m = torch.zeros(4, 3)
+    with pytest.raises(ValueError, match=r"poke_at\(\): argument 'arg0': this binding writes into it \(mutates\), "
+                                         r"and it is not contiguous"):
+        torch_ops.poke_at(m[:, 1], 1.0)
+    assert m.abs().sum() == 0  # nothing written anywhere
 
 
 def test_the_eager_entry_is_the_overloads_builtin_where_torch_has_one() -> None:
@@ -169,6 +238,11 @@ def test_string_arguments(torch_ops: ModuleType) -> None:
     assert got.dtype == torch.int32 and got.dim() == 0 and int(got) == 4
     with pytest.raises(TypeError, match=r"count\(\): argument '\w+': expected a str for ks String, got int"):
         torch_ops.count("abc", 3)
+    # A lone surrogate has no UTF-8: said naming the argument (the dispatcher said "Expected a value
+    # of type 'str' ... found type 'str'").
+    with pytest.raises(ValueError, match=r"count\(\): argument '\w+': a ks String is UTF-8 text, and this str "
+                                         r"has a lone surrogate \('\\ud800' at index 1\)"):
+        torch_ops.count("a\ud800b", "s")
 
 
 def test_support_functions(torch_ops: ModuleType) -> None:
@@ -395,6 +469,8 @@ def test_packed_bad_arguments_name_the_argument(packed: tuple[ModuleType, list[s
         m.shout("x", 2**40)
     with pytest.raises(TypeError, match=r"shout\(\): argument '\w+': expected a str for ks String, got bytes"):
         m.shout(b"x", 1)
+    with pytest.raises(ValueError, match=r"shout\(\): argument '\w+': .* lone surrogate \('\\udc80' at index 0\)"):
+        m.shout("\udc80", 1)
     with pytest.raises(ValueError, match="CPU tensor"):
         m.pairsum([(1.0, torch.ones(2, device="meta"))])
     with warnings.catch_warnings():

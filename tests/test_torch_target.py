@@ -173,7 +173,7 @@ def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
 def test_tuples_flatten_into_leaves_and_floats_with_a_vjp_are_zero_dim_tensors() -> None:
     files = _rendered(BindingSpec("tsum"), BindingSpec("scale", vjp="scale_vjp"), BindingSpec("vrelu3", vjp="vrelu3_vjp"))
     schemas = _schemas(files)
-    assert re.fullmatch(r"tsum\(Tensor (\w+)_0, float \1_1, int (\w+)\) -> Tensor", schemas[0]), schemas[0]
+    assert re.fullmatch(r"tsum\(Tensor (\w+)_0, float \1_1, SymInt (\w+)\) -> Tensor", schemas[0]), schemas[0]
     # With a vjp, a Float argument is a 0-dim tensor (autograd gives it a gradient); the vjp op takes
     # the primal's leaves then dret's, and returns one gradient per Float leaf.
     assert re.fullmatch(r"scale\(Tensor \w+, Tensor \w+\) -> Tensor", schemas[1]), schemas[1]
@@ -258,6 +258,50 @@ def test_what_no_schema_can_say_is_a_packed_op_with_a_warning(name: str, says: s
     assert "tt::Unpacker packed_in(&g_alloc, a_leaves);" in ops and "return tt::packed(ret);" in ops
     # The dispatcher cannot choose a device by an empty list: registered as the tensorless ops are.
     assert re.search(r"CompositeExplicitAutograd, m\) \{\n(    m\.impl\(.*\n)*    m\.impl\(\"" + name + '"', ops)
+
+
+def test_mutates_declares_the_written_tensors_in_the_schema() -> None:
+    """`mutates` names tensor arguments (an edef's are arg0, arg1...): each gets its own alias set,
+    `Tensor(a!)`, on the op and its `_direct_` twin; its C++ views it without a copy."""
+    files = _rendered(BindingSpec("scale_in", "scale", mutates=("arg0",)))
+    assert _schemas(files)[0] == "scale_in(Tensor(a!) arg0, float arg1) -> Tensor"
+    assert 'm.def("_direct_scale_in(Tensor(a!) arg0, float arg1) -> Tensor");' in files["torch_stable_ops.cpp"]
+    assert "tt::view_written<ks::tensor<1, ks::Float>>(a_arg0" in files["torch_stable_ops.cpp"]
+    scale_in = _bindings(files)[0]
+    assert scale_in["mutates"] == ["arg0"] and "mutates" not in _bindings(_rendered(BindingSpec("scale")))[0]
+
+
+@pytest.mark.parametrize("spec, says", [
+    (BindingSpec("s", "scale", mutates=("x",)), "mutates names 'x', which is not one of its arguments (arg0, arg1"),
+    (BindingSpec("s", "scale", mutates=("arg1",)), "mutates: argument 'arg1' is Float; an op declares writes into "
+                                                   "tensors"),
+    (BindingSpec("s", "scale", mutates=("arg0", "arg0")), "mutates names an argument twice"),
+    (BindingSpec("s", "scale", "s_vjp", mutates=("arg0",)), "mutates with a vjp"),
+    (BindingSpec("v", "vrelu3", mode="vmap", mutates=("arg0",)), "mutates is for plain-mode bindings"),
+    (BindingSpec("w", "wsum", mutates=("arg0",)), "a packed op's schema cannot say which tensor it writes into"),
+    (BindingSpec("n", "nested", mutates=("arg0",)), "mutates: argument 'arg0' is (Tensor 1 (Tensor 1 Float))"),
+])
+def test_mutates_that_no_op_can_declare_is_a_binding_error(spec: BindingSpec, says: str) -> None:
+    with pytest.raises(BindingError, match=re.escape(says)):
+        _rendered(spec)
+
+
+def test_mutates_is_for_the_torch_target_and_read_from_configs_and_load_ks(tmp_path: Path) -> None:
+    with pytest.raises(BindingError, match="mutates is for the torch target"):
+        ksbind.render_module(DECLS, "m", "jax", bindings=[BindingSpec("s", "scale", mutates=("arg0",))])
+    config = tmp_path / "m.yaml"
+    config.write_text("name: m\ntarget: torch\ndeclarations: '(edef scale (Vec Float) ((Vec Float) Float))'\n"
+                      "bindings:\n  - {name: a, function: scale, mutates: arg0}\n"
+                      "  - {name: b, function: scale, mutates: [arg0]}\n")
+    (spec,) = ksbind.load_config(config)
+    assert spec.bindings is not None and [b.mutates for b in spec.bindings] == [("arg0",), ("arg0",)]
+    config.write_text(config.read_text().replace("mutates: [arg0]", "mutates: [0]"))
+    with pytest.raises(ConfigError, match=r"m\.yaml:6:.*each entry of .*mutates"):
+        ksbind.load_config(config)
+    from ksbind.load import _binding
+    assert _binding({"name": "a", "function": "scale", "mutates": "arg0"}).mutates == ("arg0",)
+    with pytest.raises(ConfigError, match="mutates must be an identifier or a list of identifiers"):
+        _binding({"name": "a", "mutates": [3]})  # type: ignore[list-item]
 
 
 def test_only_plain_bindings_are_packed() -> None:

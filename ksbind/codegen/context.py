@@ -99,6 +99,10 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         if b.result_shape is not None and not target.result_shapes:
             raise BindingError(f"binding {b.name!r}: result_shape is for targets that must know result shapes "
                                f"when tracing; the {options.target} target finds them by calling", b.location)
+        if b.mutates and not target.torch_library:
+            raise BindingError(f"binding {b.name!r}: mutates is for the torch target, whose op schemas say which "
+                               f"arguments an op writes into; the {options.target} target has no such schema",
+                               b.location)
     # Many bindings share types: decide each (type, role) crossing once.
     entries = entry_points_for(list(bindings), lru_cache(maxsize=None)(target.crossing))
     # A target may refine the entry points (the torch target's elementwise/vmap modes

@@ -134,7 +134,7 @@ def check_binding(b: Binding) -> None:
 #: What one leaf is: a tensor viewed as a ks tensor, a stacked tensor of tensors, a 0-dim
 #: tensor holding a differentiable Float, or a number.
 LeafKind = Literal["tensor", "stacked", "zero_dim", "float", "int", "bool", "str", "packed"]
-_SCHEMA = {"tensor": "Tensor", "stacked": "Tensor", "zero_dim": "Tensor", "float": "float", "int": "int",
+_SCHEMA = {"tensor": "Tensor", "stacked": "Tensor", "zero_dim": "Tensor", "float": "float", "int": "SymInt",
            "bool": "bool", "str": "str", "packed": "Tensor[]"}
 _CPP = {"tensor": "torch::stable::Tensor", "stacked": "torch::stable::Tensor", "zero_dim": "torch::stable::Tensor",
         "float": "double", "int": "int64_t", "bool": "bool", "str": "std::string",
@@ -152,10 +152,12 @@ class OpLeaf:
     float_valued: bool   # it holds Floats: autograd gives it a gradient
     batched: bool = False  # vmap mode: mapped over its leading dimension
     rank: int = 0        # tensor, stacked: the tensor's rank
+    written: str = ""    # a tensor the op writes into (the binding's mutates): its alias set, "a", "b"...
 
     @property
     def schema(self) -> str:
-        return f"{_SCHEMA[self.kind]} {self.name}"
+        alias = f"({self.written}!)" if self.written else ""
+        return f"{_SCHEMA[self.kind]}{alias} {self.name}"
 
     @property
     def cpp(self) -> str:
@@ -171,8 +173,10 @@ class OpLeaf:
                 "batched": self.batched, "rank": self.rank}
 
 
-def _leaves(t: KsType, name: str, where: str, out: list[OpLeaf], float_as_tensor: bool, batched: bool) -> str:
-    """Append t's leaves to out; return the C++ that rebuilds the ks value from them."""
+def _leaves(t: KsType, name: str, where: str, out: list[OpLeaf], float_as_tensor: bool, batched: bool,
+            written: str = "") -> str:
+    """Append t's leaves to out; return the C++ that rebuilds the ks value from them. ``written``:
+    t is a tensor of scalars the op writes into, in that alias set (viewed, never copied)."""
     if values.holds_no_scalar(t):
         return f"{t.cpp}{{}}"
     if isinstance(t, TupleType):
@@ -184,10 +188,12 @@ def _leaves(t: KsType, name: str, where: str, out: list[OpLeaf], float_as_tensor
     if isinstance(t, TensorType):
         kind: LeafKind = "tensor" if values.is_scalar_tensor(t) else "stacked"
         leaf = OpLeaf(name, where, kind, t.cpp, values.leaf_element(t) == "Float", batched,
-                      values.stacked_rank(t) + (1 if batched else 0))
+                      values.stacked_rank(t) + (1 if batched else 0), written)
         out.append(leaf)
         if batched:
             return f"{c}_b.at(i)"
+        if written:
+            return f"tt::view_written<{t.cpp}>({c}, {w})"
         return f"tt::view<{t.cpp}>({c}, {w})" if kind == "tensor" else f"tt::stacked<{t.cpp}>(&g_alloc, {c}, {w})"
     assert isinstance(t, ScalarType)
     if batched:  # a vjp's dret of a scalar result, batched: a 1-d tensor
@@ -370,8 +376,10 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
             args.append(KsArg(f"v{i}", "", False))  # the elementwise lambda's parameter
             continue
         batched = b.mode == "vmap" and (values.is_scalar_tensor(p.ks_type) or is_dret)
+        # Arguments the binding writes into get alias sets a, b, c... in the order mutates names them.
+        written = chr(ord("a") + b.mutates.index(p.py_name)) if p.py_name in b.mutates and not e.is_vjp else ""
         # A vjp's dret: autograd hands it over as tensors (0-dim for a Float result).
-        expr = _leaves(p.ks_type, p.py_name, p.py_name, leaves, float_as_tensor or is_dret, batched)
+        expr = _leaves(p.ks_type, p.py_name, p.py_name, leaves, float_as_tensor or is_dret, batched, written)
         args.append(KsArg(f"k{i}", expr, batched))
     names = [a.name for a in args]
     # The ks call's arguments, as the entry point packs them (a vjp: the primal's as one Tuple).
@@ -414,8 +422,15 @@ class StableBinding:
     doc: str
     packed: object = None            # a packed binding: how each value packs (see pack_spec), else None
     ragged: object = None            # a binding with packed ops beside its ops (RAGGED_PREFIX): as packed
+    mutates: tuple[str, ...] = ()    # the arguments its op writes into (their leaves' indices follow)
 
     def plain(self) -> dict[str, object]:
+        out = self._plain()
+        if self.mutates:  # only then: every other binding's literal is as before
+            out["mutates"] = list(self.mutates)
+        return out
+
+    def _plain(self) -> dict[str, object]:
         return {"name": self.name, "mode": self.mode, "params": list(self.params), "spec": list(self.spec),
                 "leaves": [x.plain() for x in self.leaves], "result": self.result.plain(), "vjp": self.vjp,
                 "vjp_leaves": [x.plain() for x in self.vjp_leaves],
@@ -469,6 +484,8 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             warn(f"{b.location}: binding {b.name!r}: release_gil: never has no effect on the torch target: its "
                  f"calls are torch ops, and torch's dispatcher releases the GIL for every op call")
         reason = packed_reason(b)
+        values.check_mutates(b, [(p.py_name, p.ks_type) for p in by_name[b.name].params],
+                             bool(reason) or has_tensor_of_tensors(b))
         if reason:
             warn(f"{b.location}: binding {b.name!r} ({b.decl.name}) is not an op with a schema: {reason}; it is a "
                  f"plain function over an op of packed tensors (no fake kernel: torch.compile does not trace it, and "
@@ -493,7 +510,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             b.name, b.mode, tuple(p.py_name for p in e.params), spec(e), primal.leaves, primal.result,
             b.vjp_name, vjp.leaves if vjp else (), vjp.result if vjp else None,
             spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature, _packed(b) if reason else None,
-            _packed(b) if ragged else None))
+            _packed(b) if ragged else None, b.mutates))
     moded = {name: values.moded_entry(e, b.mode)
              for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name)}
     namespace = options.torch_library or library_namespace(options)

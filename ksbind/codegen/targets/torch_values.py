@@ -10,6 +10,7 @@ rules (``check_binding``): ``elementwise`` maps a scalar Float function over ten
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal, cast
 
@@ -133,6 +134,32 @@ def check_binding(b: Binding) -> None:
                      f"those scalars{'' if b.vjp_decl is not None else ', or a tuple of them'}; found {r}")
 
 
+def check_mutates(b: Binding, params: Sequence[tuple[str, KsType]], packed: bool) -> None:
+    """A binding's ``mutates``: arguments (by their Python names, ``params``) that its C++ writes
+    into, each a tensor of scalars the op can declare ``Tensor(a!)``; plain mode, no vjp (autograd
+    would differentiate through a write), no packed op (a ``Tensor[]`` cannot declare one)."""
+    if not b.mutates:
+        return
+    types = dict(params)
+    for name in b.mutates:
+        if name not in types:
+            _fail(b, f"mutates names {name!r}, which is not one of its arguments ({', '.join(types) or 'none'}; "
+                     f"an edef's arguments are arg0, arg1...)")
+        if not is_scalar_tensor(types[name]):
+            _fail(b, f"mutates: argument {name!r} is {types[name]}; an op declares writes into tensors of "
+                     f"Float, Integer or Bool only")
+    if len(set(b.mutates)) != len(b.mutates):
+        _fail(b, "mutates names an argument twice")
+    if b.mode != "plain":
+        _fail(b, f"mutates is for plain-mode bindings; a {b.mode} binding's kernel writes only its result")
+    if b.vjp_decl is not None:
+        _fail(b, "mutates with a vjp: autograd would differentiate a function whose inputs change under it; "
+                 "bind the writing function without a vjp")
+    if packed:
+        _fail(b, "mutates on a binding whose values cross packed (as one Tensor[]): a packed op's schema cannot "
+                 "say which tensor it writes into")
+
+
 # ------------------------------------------------------------ stubs
 
 def moded_entry(e: EntryPoint, mode: Mode) -> EntryPoint:
@@ -154,6 +181,6 @@ def moded_entry(e: EntryPoint, mode: Mode) -> EntryPoint:
     return replace(e, params=params, result=replace(e.result, py_type=py))
 
 
-__all__ = ["RUNTIME_SUFFIX", "TorchSide", "check_binding", "holds_no_scalar", "is_nested_tensor",
+__all__ = ["RUNTIME_SUFFIX", "TorchSide", "check_binding", "check_mutates", "holds_no_scalar", "is_nested_tensor",
            "is_scalar_tensor", "leaf_element", "moded_entry", "py_type", "runtime_import", "runtime_module_name",
            "stacked_rank", "unsupported_reason"]

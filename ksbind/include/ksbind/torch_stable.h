@@ -220,6 +220,16 @@ T view(Tensor& t, const char* where) {
     }(static_cast<T*>(nullptr));
 }
 
+// An argument the binding's C++ writes into (its config's mutates; the schema says Tensor(a!)):
+// viewed in place, never copied, since a contiguous copy would take the write.
+template <class T>
+T view_written(Tensor& t, const char* where) {
+    if (t.defined() && !t.is_contiguous())
+        value_error(where, "this binding writes into it (mutates), and it is not contiguous: a contiguous copy "
+                           "would take the write; pass a contiguous tensor");
+    return view<T>(t, where);
+}
+
 template <class T, class Leaf, class Sizes>
 T view_rows(ks::allocator* alloc, Leaf* data, const Sizes& sizes, size_t dim) {
     return [&]<size_t D, class E>(ks::tensor<D, E>*) {
