@@ -143,6 +143,23 @@ def _functorch_active() -> bool:
     return are_active()
 
 
+def _transform_under_compile(name: str) -> RuntimeError:
+    """torch.compile tracing a torch.func transform (grad, vjp, jacrev, vmap) of a binding: the
+    binding routes it through a Function over functorch's own wrappers, which dynamo cannot trace
+    (it said "Attempted to call function marked as skipped"). Raised during tracing: without
+    fullgraph, dynamo breaks the graph there and the call runs eagerly, and works."""
+    return RuntimeError(f"{name}(): torch.compile cannot trace a torch.func transform (grad, vjp, jacrev, vmap) "
+                        f"of a ksbind binding; compile without fullgraph=True (the graph breaks around the "
+                        f"binding's call, which then runs eagerly and is differentiated as usual), or compile "
+                        f"the function without the transform")
+
+
+def _traced_without_data(tensors: Sequence[Any]) -> bool:
+    """A trace (torch.export's non-strict mode, make_fx) calling with tensors that hold no data."""
+    exporting: Callable[[], bool] = getattr(torch.compiler, "is_exporting", lambda: False)
+    return exporting() or any(isinstance(t, FakeTensor) or torch._is_functional_tensor(t) for t in tensors)
+
+
 def _needs_grad(tensors: Sequence[Any]) -> bool:
     return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
 
@@ -893,6 +910,8 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
             assert ragged is not None
             return ragged(*args)
         flat = routed
+        if _functorch_active() and compiling():
+            raise _transform_under_compile(name)
         if _functorch_active() and _functorch_wrapped([flat[i] for i in tensor_leaves]):
             # torch.func (grad, vjp, jacrev, vmap): a Function with setup_context and a vmap rule, over
             # this function again (inside it the tensors are plain); the op's own autograd, which
@@ -1277,6 +1296,13 @@ def _packed_calls(ops: Any, b: dict[str, Any], packed: dict[str, Any],
             args = _bound(name, params, args, kwargs)
         tensors: list[torch.Tensor] = []
         flatten(args, tensors)
+        if _functorch_active() and torch.compiler.is_compiling():
+            raise _transform_under_compile(name)
+        if _traced_without_data(tensors):
+            raise RuntimeError(f"{name}(): a packed binding cannot be traced into a graph (torch.export, make_fx): "
+                               f"its values cross as one list of tensors that no op schema describes, so its op "
+                               f"has no fake kernel; call it outside the exported function (torch.compile runs "
+                               f"it eagerly, between graphs)")
         if (_functorch_active() and _functorch_wrapped(tensors)) or (
                 vjp is not None and grad_enabled() and _needs_grad(tensors)):
             return transforms(*args)

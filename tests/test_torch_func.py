@@ -384,3 +384,30 @@ def test_a_binding_without_vjp_raises_when_a_backward_reaches_it(ops: ModuleType
     torch.testing.assert_close(ops.transpose(x.reshape(2, 2)).detach(), x.detach().reshape(2, 2).t())
     torch.testing.assert_close(ops.transpose(x.detach().reshape(2, 2)), x.detach().reshape(2, 2).t())
     assert x.grad is None
+
+
+# ------------------------------------------------------------ torch.func under torch.compile
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jacrev"])
+# dynamo's own, tracing jacrev's vmap (torch's code reads a .grad, not ksbind's), and its notice that it
+# breaks the graph at functorch's is_functorch_wrapped_tensor (in the Function's backward, which jacrev's
+# vmap traces): warnings without fullgraph, which pytest would make errors
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf Tensor:UserWarning")
+@pytest.mark.filterwarnings("ignore:Dynamo does not know how to trace the builtin:UserWarning")
+def test_torch_func_of_a_binding_under_fullgraph_compile_says_what_to_do(ops: ModuleType, transform: str) -> None:
+    """dynamo cannot trace the Function ksbind routes torch.func through: with fullgraph the error
+    names the binding and the way out (it said "Attempted to call function marked as skipped");
+    without fullgraph the graph breaks around the call, which runs eagerly, and the result is right."""
+    calls: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+        "grad": lambda x: torch.func.grad(lambda y: ops.vrelu3(y).sum())(x),
+        "vmap": lambda x: torch.vmap(ops.vrelu3)(x.reshape(1, -1)),
+        "jacrev": lambda x: torch.func.jacrev(ops.vrelu3)(x),
+    }
+    f = calls[transform]
+    x = torch.randn(6)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"vrelu3\(\): torch.compile cannot trace a torch.func transform .* compile "
+                                        r"without fullgraph=True"):
+        torch.compile(f, fullgraph=True, backend="aot_eager")(x)
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(f, backend="aot_eager")(x), f(x))

@@ -454,6 +454,23 @@ def test_packed_bindings_under_torch_compile_and_vmap(packed: tuple[ModuleType, 
         torch.compile(f, backend="aot_eager", fullgraph=True)(x[1])
 
 
+def test_a_packed_binding_under_export_says_it_cannot_be_traced(packed: tuple[ModuleType, list[str]]) -> None:
+    """torch.export (non-strict) calls the packed function with data-less tensors: one sentence naming the
+    binding (it was "expected a CPU tensor for ks sizes of a tensor (packed)")."""
+    m, _ = packed
+
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out: torch.Tensor = m.pairsum([(1.0, x), (2.0, x)])
+            return out
+
+    x = torch.randn(3)
+    torch.testing.assert_close(Model()(x), 3 * x.sum())
+    with pytest.raises(RuntimeError, match=r"pairsum\(\): a packed binding cannot be traced into a graph "
+                                           r"\(torch.export, make_fx\)"):
+        torch.export.export(Model(), (x,), strict=False)
+
+
 def test_packed_bad_arguments_name_the_argument(packed: tuple[ModuleType, list[str]]) -> None:
     m, _ = packed
     with pytest.raises(TypeError, match=r"pairsum\(\): argument '\w+\[1\]\[1\]': expected a torch.float32 tensor"):
