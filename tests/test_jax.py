@@ -173,6 +173,32 @@ def test_tuples_integers_and_float0_cotangents(m: ModuleType) -> None:
     assert m.flag(jnp.array([0], jnp.int32), True).dtype == jnp.bool_
 
 
+def test_python_numbers_under_jit_with_x64_are_taken_as_eagerly(m: ModuleType) -> None:
+    """Under jax_enable_x64, jit makes a Python int a weakly typed int64 (a float, float64): taken as
+    the ks Integer (Float) it is eagerly (it was "must be a int32 array, got int64")."""
+    v = f32(1, 2, 3)
+    with jax.enable_x64(True):
+        s, n, _ = jax.jit(lambda v, k: m.stats(v, k))(v, 4)
+        assert (float(s), int(n)) == (6.0, 7) and n.dtype == jnp.int32
+        with pytest.raises(TypeError, match=r"must be a int32 array, got int64"):  # a typed array is not converted
+            m.stats(v, jnp.asarray(4, dtype=jnp.int64))
+
+
+def test_forward_mode_and_second_derivatives_name_the_binding(relu3: ModuleType) -> None:
+    """JAX's own message named the FFI target (`ksbind.relu3_jax_jaxffi_HASH.ksbind_jax_vrelu3`)."""
+    v = f32(0.5, 1.5, -1.0)
+    says = r"binding '{}' cannot be differentiated in forward mode or twice: .*reverse mode through its vjp"
+    np.testing.assert_allclose(jax.grad(lambda w: relu3.vrelu3(w).sum())(v), [0.25, 1.0, 0.0])  # first order
+    with pytest.raises(TypeError, match=says.format("vrelu3")):
+        jax.jvp(relu3.vrelu3, (v,), (v,))
+    with pytest.raises(TypeError, match=says.format("vrelu3")):
+        jax.hessian(lambda w: relu3.vrelu3(w).sum())(v)
+    with pytest.raises(TypeError, match=says.format("relu3")):
+        jax.grad(jax.grad(lambda x: relu3.relu3(x)))(0.5)
+    with pytest.raises(TypeError, match=says.format("vrelu3")):
+        jax.jit(jax.grad(lambda w: jax.grad(lambda u: relu3.vrelu3(u).sum())(w).sum()))(v)
+
+
 def test_tensor_of_tensors_is_one_stacked_array_and_tensor_of_tuples_a_tuple_of_arrays(m: ModuleType) -> None:
     x = jnp.arange(6, dtype=jnp.float32).reshape(2, 3)
     np.testing.assert_allclose(m.nested(x), np.asarray(x) ** 2)

@@ -27,6 +27,7 @@ import importlib.machinery
 import os
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import jax
@@ -65,6 +66,30 @@ def unflatten(t: Tree, values: Sequence[Any]) -> Any:
             return tuple(build(p) for p in node["parts"])
         return ()
     return build(t)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3, 4))
+def _ffi_call(why: str, target: str, out: tuple[tuple[Shape, str], ...], vmap_method: str, side_effect: bool,
+              *leaves: Any) -> tuple[Any, ...]:
+    """One FFI call, under a custom_jvp whose rule raises ``why``: differentiating an FFI call,
+    which only a trace in forward mode or a second derivative does (the first reverse-mode
+    derivative goes through custom_vjp's rules), would otherwise be JAX's "The FFI call to
+    `ksbind.MODULE_jaxffi_HASH.TARGET` cannot be differentiated", naming no binding."""
+    out_types = [jax.ShapeDtypeStruct(s, d) for s, d in out]  # type: ignore[no-untyped-call]
+    call = jax.ffi.ffi_call(target, out_types, vmap_method=vmap_method, has_side_effect=side_effect)
+    return tuple(call(*leaves))
+
+
+@_ffi_call.defjvp
+def _ffi_call_jvp(why: str, target: str, out: tuple[tuple[Shape, str], ...], vmap_method: str, side_effect: bool,
+                  primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
+    raise TypeError(why)
+
+
+def _weak_scalar(value: Any, dtype: str) -> bool:
+    """A weakly typed array (a Python number under jit) of the same kind as ``dtype``."""
+    aval = getattr(value, "aval", None)
+    return bool(getattr(aval, "weak_type", False)) and np.dtype(value.dtype).kind == np.dtype(dtype).kind
 
 
 class _Traced:
@@ -106,6 +131,13 @@ class Binding:
         self._shapes: dict[tuple[Shape, ...], list[Shape]] = {}
         self._shapes_lock = threading.Lock()
         self._given = threading.local()
+        # One sentence for forward mode and second derivatives: grad of grad reaches the primal's
+        # FFI call too (the outer derivative differentiates custom_vjp's forward rule in forward mode).
+        self.no_second_derivative = (
+            f"binding {self.name!r} cannot be differentiated in forward mode or twice: a jax binding has one "
+            f"derivative, reverse mode through its vjp (jax.grad, vjp, jacrev); forward mode (jax.jvp, jacfwd, "
+            f"linearize) and second derivatives (grad of grad, hessian) are not available (ksc derives no "
+            f"nested derivatives)")
         self.call = self._make_call()
 
     # -------------------------------------------------------- arguments
@@ -126,6 +158,11 @@ class Binding:
         if got_dtype is None or shape is None:
             raise TypeError(f"{self.name}: argument {where} (ks {ks}) must be a {dtype} array of rank {rank}, "
                             f"got {type(value).__name__}")
+        if np.dtype(got_dtype) != np.dtype(dtype) and rank == 0 and _weak_scalar(value, dtype):
+            # A Python number that jit made an array: under jax_enable_x64 an int is a weakly typed
+            # int64 (a float, float64), which eagerly was accepted as the number it is. Its value is
+            # not known here; jax's own rule for weak types applies (an int32 wraps, as jnp's do).
+            return value.astype(dtype)
         if np.dtype(got_dtype) != np.dtype(dtype):
             raise TypeError(f"{self.name}: argument {where} (ks {ks}) must be a {dtype} array, got {got_dtype} "
                             f"(no implicit cast: convert it with .astype(jnp.{dtype}))")
@@ -292,10 +329,14 @@ class Binding:
     def _ffi(self, target: str, leaves: Sequence[Any], shapes: Sequence[Shape], dtypes: Sequence[Any]) -> list[Any]:
         if not shapes:
             return []
-        out_types = [jax.ShapeDtypeStruct(s, d) for s, d in zip(shapes, dtypes)]  # type: ignore[no-untyped-call]
+        why = self.no_second_derivative
+        out = tuple((tuple(int(n) for n in s), str(np.dtype(d))) for s, d in zip(shapes, dtypes))
         empty = any(0 in s for s in shapes)
-        res = jax.ffi.ffi_call(target, out_types, vmap_method=VMAP_METHODS[self.mode], has_side_effect=empty)(*leaves)
-        return list(res)
+        if not any(isinstance(x, jax.core.Tracer) for x in leaves):
+            # Eager, nothing to differentiate: the FFI call itself (the custom_jvp costs about
+            # 140 us an eager call; under jit it costs only at trace time).
+            return list(_ffi_call.fun(why, target, out, VMAP_METHODS[self.mode], empty, *leaves))
+        return list(_ffi_call(why, target, out, VMAP_METHODS[self.mode], empty, *leaves))
 
     def _arg_leaves(self, values: Sequence[Any]) -> list[Any]:
         if self.mode == "elementwise":
@@ -374,15 +415,21 @@ class Binding:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             checked = self.check(args, kwargs)
-            if self.info["result_shape"] is None:
-                return fwd_fn(*checked)
-            # custom_vjp traces its function: the values of the scalars the
+            # custom_vjp traces its function: the values of the scalars a result_shape
             # expression reads are taken here, before (static under jit, or eager).
-            self._given.values = self._scalar_values(args, kwargs)
+            shaped = self.info["result_shape"] is not None
+            if shaped:
+                self._given.values = self._scalar_values(args, kwargs)
             try:
                 return fwd_fn(*checked)
+            except TypeError as e:
+                # jax.jvp of the binding itself: JAX's sentence names no binding.
+                if "forward-mode autodiff (jvp) to a custom_vjp function" in str(e):
+                    raise TypeError(self.no_second_derivative) from None
+                raise
             finally:
-                self._given.values = None
+                if shaped:
+                    self._given.values = None
 
         call.__name__ = call.__qualname__ = name
         call.__doc__ = f"{self.info['signature']} (ks {self.info['ks_name']}, mode {self.mode})"
