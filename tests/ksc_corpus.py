@@ -172,10 +172,27 @@ class VjpCheck:
     detail: str
 
 
+#: float32's unit roundoff: ks Float is float32, so f is only ever evaluated to this relative
+#: precision (the differences below are taken in float64 from float32 values).
+F32_EPS = float(np.finfo(np.float32).eps) / 2
+#: The rounding error allowed in each value of f, in float32 ulps of |f| (K below).
+ULPS = 8
+
+
 def check_vjp(m: ModuleType, b: Binding, seed: int = 0, n: int = 3, target: str = "python") -> VjpCheck:
-    """<dr, f(x + eps v) - f(x - eps v)> / 2 eps against <vjp(x, dr), v>, for two random directions v.
+    """<vjp(x, dr), v> against <dr, J v> from central differences, for two random directions v.
     Arguments cross as nested lists (python target), float32 tensors (torch target) or jax arrays
-    (jax target)."""
+    (jax target).
+
+    How tight that can be: f computes in float32, so each value of f carries a rounding error of
+    some ulps of its magnitude, which a difference over 2h divides by 2h; the central difference
+    itself is off by h^2/6 times the third derivative. Richardson's extrapolation of the steps h
+    and h/2, (4 D(h/2) - D(h)) / 3, cancels the h^2 term (leaving h^4) and weighs the rounding
+    of the two by 4/3 and 1/3. So the check allows, per direction,
+        |an - fd| <= K * u32 * (4 S(h/2) + S(h)) / 3 + 1e-4 * |fd|,   S(h) = sum|dr * f(x +- h v)| / 2h
+    with K = 8 ulps (ULPS) for rounding accumulated inside f (sums of up to a few dozen terms here) and
+    1e-4 for the h^4 remainder and the float32 rounding of x +- h v (h = 1e-2, inputs in
+    [0.5, 1.5]). It was rtol 3e-2 with atol 3e-2 * (1 + |fd|): a gradient 3% off passed."""
     assert b.vjp_name is not None
     _to_py = {"torch": _to_torch, "jax": _to_jax}.get(target, globals()["_to_py"])
     f: Callable[..., Any] = getattr(m, b.name)
@@ -193,15 +210,23 @@ def check_vjp(m: ModuleType, b: Binding, seed: int = 0, n: int = 3, target: str 
         grads = vjp(*[_to_py(t, v) for t, v in zip(params, xs)], _to_py(ret, dr))
         grads = [grads] if len(params) == 1 else list(grads)
         grads = [np.asarray(g, dtype=np.float64) for g in grads]
-        eps = 1e-2
+        def central(vs: list[np.ndarray], step: float) -> tuple[float, float]:
+            """<dr, (f(x + step v) - f(x - step v)) / 2 step>, and its float32 rounding scale."""
+            up = call([x + step * v for x, v in zip(xs, vs)])
+            down = call([x - step * v for x, v in zip(xs, vs)])
+            scale = float(np.sum(np.abs(dr * up)) + np.sum(np.abs(dr * down))) / (2 * step)
+            return float(np.sum(dr * (up - down)) / (2 * step)), scale
+
+        h = 1e-2
         for _ in range(2):
             vs = [rng.normal(size=x.shape) for x in xs]
-            up = call([x + eps * v for x, v in zip(xs, vs)])
-            down = call([x - eps * v for x, v in zip(xs, vs)])
-            fd = float(np.sum(dr * (up - down)) / (2 * eps))
+            (d_h, s_h), (d_half, s_half) = central(vs, h), central(vs, h / 2)
+            fd = (4 * d_half - d_h) / 3
             an = float(sum(np.sum(g * v) for g, v in zip(grads, vs)))
-            if not np.isclose(an, fd, rtol=3e-2, atol=3e-2 * (1 + abs(fd))):
-                return VjpCheck(b.name, False, f"vjp gives {an:.6g}, finite differences {fd:.6g}")
+            tolerance = ULPS * F32_EPS * (4 * s_half + s_h) / 3 + 1e-4 * abs(fd)
+            if abs(an - fd) > tolerance:
+                return VjpCheck(b.name, False, f"vjp gives {an:.8g}, finite differences {fd:.8g} (allowed "
+                                               f"{tolerance:.2g})")
     except Exception as e:  # a function may reject random inputs (sizes it asserts on)
         return VjpCheck(b.name, False, f"{type(e).__name__}: {e}")
     return VjpCheck(b.name, True, "ok")
