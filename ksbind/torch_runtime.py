@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
+import torch.autograd.forward_ad as forward_ad  # torch imports it itself
 from torch._subclasses.fake_tensor import FakeTensor  # torch imports it itself
 from torch.torch_version import TorchVersion
 
@@ -160,6 +161,14 @@ def _traced_without_data(tensors: Sequence[Any]) -> bool:
     return exporting() or any(isinstance(t, FakeTensor) or torch._is_functional_tensor(t) for t in tensors)
 
 
+def _dual_level() -> bool:
+    """Inside ``torch.autograd.forward_ad.dual_level()``: an argument may carry a tangent, which
+    only a Function's jvp sees (the direct op would drop it, and the result have none)."""
+    level: int = forward_ad._current_level
+    fw_grad_enabled: Callable[[], bool] = torch._C._is_fwd_grad_enabled  # off inside a Function's forward
+    return level >= 0 and fw_grad_enabled()
+
+
 def _needs_grad(tensors: Sequence[Any]) -> bool:
     return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
 
@@ -291,6 +300,10 @@ def forward_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[.
         @staticmethod
         def backward(ctx: Any, *grads: torch.Tensor) -> Any:  # pragma: no cover - results are non-differentiable
             raise RuntimeError(f"{name}: this binding has no vjp")
+
+        @staticmethod
+        def jvp(ctx: Any, *tangents: Any) -> Any:
+            raise forward_mode_error(name)
 
         @staticmethod
         def vmap(info: Any, in_dims: tuple[Any, ...], spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
@@ -928,7 +941,8 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
             raise RuntimeError(f"{name}(): argument '{where}' requires grad, and this binding writes into it "
                                f"(mutates): autograd cannot differentiate through the write; pass a tensor that "
                                f"does not require grad, or call it under torch.no_grad()")
-        elif grad_enabled() and any(flat[i].requires_grad for i in grad_leaves):
+        elif (grad_enabled() and any(flat[i].requires_grad for i in grad_leaves)) or _dual_level():
+            # (forward AD: through the Function whose jvp says, naming the binding, what it lacks)
             return func_transforms(*args) if has_vjp else missing_vjp(*args)
         else:
             run = direct_eager  # not traced: compiling() is False
@@ -1019,7 +1033,9 @@ def _fast_path(b: dict[str, Any], direct: Any, direct_eager: Callable[..., Any],
     # torch.jit.trace records the op (differentiable, as the traced model will be trained), never the
     # direct one, whether or not this call needs a gradient (its check reruns under no_grad).
     # (Asked only outside dynamo, which cannot trace _is_tracing and records the op through its own path.)
-    needs = ("_ksbind_functorch() or (not _ksbind_dynamo() and _ksbind_tracing())"
+    # A forward-AD dual level too: a dual argument's tangent is seen only by a Function's jvp.
+    needs = ("_ksbind_functorch() or (_ksbind_forward_ad._current_level >= 0 and _ksbind_fw_grad())"
+             " or (not _ksbind_dynamo() and _ksbind_tracing())"
              + (f" or (({grads}) and _ksbind_grad())" if grads else ""))
     source = (f"def {b['name']}({args}):\n"
               f"    if {plain} and not ({needs}):\n"
@@ -1032,7 +1048,8 @@ def _fast_path(b: dict[str, Any], direct: Any, direct_eager: Callable[..., Any],
               f"    return _ksbind_general({args})\n")
     scope: dict[str, Any] = {
         "_ksbind_tensor": torch.Tensor, "_ksbind_functorch": torch._C._are_functorch_transforms_active,
-        "_ksbind_tracing": torch._C._is_tracing,
+        "_ksbind_tracing": torch._C._is_tracing, "_ksbind_forward_ad": forward_ad,
+        "_ksbind_fw_grad": torch._C._is_fwd_grad_enabled,
         "_ksbind_grad": torch.is_grad_enabled,
         "_ksbind_direct": direct, "_ksbind_eager": direct_eager, "_ksbind_dynamo": _dynamo_tracing,
         "_ksbind_general": general, "_ksbind_failure": _failure, "_ksbind_leaves": leaves,
@@ -1303,7 +1320,7 @@ def _packed_calls(ops: Any, b: dict[str, Any], packed: dict[str, Any],
                                f"its values cross as one list of tensors that no op schema describes, so its op "
                                f"has no fake kernel; call it outside the exported function (torch.compile runs "
                                f"it eagerly, between graphs)")
-        if (_functorch_active() and _functorch_wrapped(tensors)) or (
+        if (_functorch_active() and _functorch_wrapped(tensors)) or _dual_level() or (
                 vjp is not None and grad_enabled() and _needs_grad(tensors)):
             return transforms(*args)
         return entry(*args)

@@ -177,6 +177,27 @@ def test_double_backward_is_a_clear_error(ops: ModuleType, name: str, make: Call
     assert not g.requires_grad and g.shape == x.shape
 
 
+@pytest.mark.parametrize("name, make", [
+    ("vrelu3", lambda: torch.tensor([0.5, 1.5])),        # plain, with a vjp (the fast path's binding)
+    ("relu3", lambda: torch.tensor([[0.5, 1.5]])),       # elementwise, with a vjp
+    ("vrelu3_rows", lambda: torch.tensor([[0.5, 1.5]])),  # vmap, with a vjp
+    ("transpose", lambda: torch.tensor([[0.5, 1.5]])),   # no vjp
+])
+def test_forward_ad_dual_tensors_are_never_dropped(ops: ModuleType, name: str, make: Any) -> None:
+    """torch.autograd.forward_ad: a dual argument's tangent used to be dropped without a word (the
+    result had no tangent, and `m.relu3(d) + d` a tangent of d's alone). It reaches the Function's jvp,
+    which says the binding has no forward mode; inside the dual level a call without tangents works."""
+    import torch.autograd.forward_ad as fwAD
+
+    f = getattr(ops, name)
+    x = make()
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x, torch.ones_like(x))
+        with pytest.raises(NotImplementedError, match=f"{name}: forward-mode AD .* is not supported"):
+            f(dual)
+        torch.testing.assert_close(f(x), f(x.clone()))  # no tangent: an ordinary call
+
+
 def test_writing_into_an_argument_does_not_bump_its_version(ops: ModuleType) -> None:
     """Documented in docs/torch.md: ksbind cannot know which calls write (ks code
     does not; a C++ edef such as poke may), and bumping every viewed argument's
