@@ -23,7 +23,7 @@ import pytest
 import ksbind
 from ksbind.errors import BindingError, ConfigError
 from ksbind.spec import BindingSpec
-from tests.e2e_support import session_cache_dir
+from tests.e2e_support import run_python, session_cache_dir
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "jax"
@@ -305,6 +305,85 @@ def test_export_with_the_custom_call_check_disabled(relu3: ModuleType) -> None:
     exported = jax.export.export(jax.jit(relu3.vrelu3), disabled_checks=[
         jax.export.DisabledSafetyCheck.custom_call(target)])(x)
     np.testing.assert_allclose(exported.call(x), relu3_np(x), rtol=1e-6)
+
+
+def test_gradients_inside_shard_map_with_the_default_check_vma(m: ModuleType, relu3: ModuleType) -> None:
+    """Inside shard_map a gradient must vary over the mesh axes as its argument does; an FFI call's
+    results vary over none, so every binding with a vjp failed ("Custom VJP bwd rule must produce an
+    output with the same type"). A sharded argument's gradient is made varying; a replicated one's is
+    summed over the shards (here one device: the types are checked all the same)."""
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((1,), ("x",))
+    v = jax.device_put(f32(-0.5, 0.5, 1.5, 3.0), jax.NamedSharding(mesh, P("x")))
+    w = jax.device_put(f32(2.0, -1.0, 0.5, 1.0), jax.NamedSharding(mesh, P()))
+    s = jax.device_put(jnp.float32(1.5), jax.NamedSharding(mesh, P()))
+    cases = [  # (function of (v, w, s), in_specs): plain, elementwise; sharded and replicated arguments
+        (lambda a, b, c: relu3.vrelu3(a).sum(), (P("x"), P(), P())),
+        (lambda a, b, c: relu3.relu3(a).sum(), (P("x"), P(), P())),
+        (lambda a, b, c: m.scale(a, c).sum(), (P("x"), P(), P())),     # s replicated: its gradient summed
+        (lambda a, b, c: m.mulsin(a, b).sum(), (P("x"), P(), P())),   # w replicated, elementwise
+    ]
+    for f, specs in cases:
+        sharded = jax.shard_map(lambda a, b, c, f=f: jax.lax.psum(f(a, b, c), "x"), mesh=mesh, in_specs=specs,
+                                out_specs=P())
+        got = jax.jit(jax.grad(sharded, argnums=(0, 1, 2)))(v, w, s)
+        want = jax.grad(f, argnums=(0, 1, 2))(*(jnp.asarray(np.asarray(a)) for a in (v, w, s)))  # unsharded
+        for g, r in zip(got, want):
+            np.testing.assert_allclose(g, r, rtol=1e-6)
+
+
+SHARD_MAP_TWO_DEVICES = """
+import os
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+import jax, jax.numpy as jnp, numpy as np, ksbind
+from jax.sharding import PartitionSpec as P
+m = ksbind.build({calls!r}, quiet=True, cache_dir={cache!r})
+relu3 = ksbind.build({relu3!r}, quiet=True, cache_dir={cache!r})
+mesh = jax.make_mesh((2,), ("x",))
+v0 = jnp.asarray(np.array([-0.5, 0.5, 1.5, 3.0], np.float32))
+w0 = jnp.asarray(np.array([2.0, -1.0, 0.5, 1.0], np.float32))
+s0 = jnp.float32(1.5)
+put = lambda a, spec: jax.device_put(a, jax.NamedSharding(mesh, spec))
+cases = [(lambda a, b, c: relu3.vrelu3(a).sum(), P()), (lambda a, b, c: relu3.relu3(a).sum(), P()),
+         (lambda a, b, c: m.scale(a, c).sum(), P()), (lambda a, b, c: m.mulsin(a, b).sum(), P("x"))]
+for f, w_spec in cases:
+    specs = (P("x"), w_spec, P())
+    sharded = jax.shard_map(lambda a, b, c, f=f: jax.lax.psum(f(a, b, c), "x"), mesh=mesh, in_specs=specs,
+                            out_specs=P())
+    got = jax.jit(jax.grad(sharded, argnums=(0, 1, 2)))(put(v0, P("x")), put(w0, w_spec), put(s0, P()))
+    want = jax.grad(f, argnums=(0, 1, 2))(v0, w0, s0)
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-6)
+print("ok")
+"""
+
+
+def test_gradients_inside_shard_map_over_two_devices_sum_a_replicated_arguments_shards() -> None:
+    """Two (host) devices: a replicated argument's gradient (scale's s) is the sum of the shards'
+    partial gradients, as without shard_map; a sharded one's is each shard's own."""
+    code = SHARD_MAP_TWO_DEVICES.format(calls=str(DATA / "calls.yaml"), relu3=str(REPO / "configs" / "relu3_jax.yaml"),
+                                        cache=str(session_cache_dir()))
+    proc = run_python(code, env={"PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+def test_the_export_recipe_covers_gradients(relu3: ModuleType) -> None:
+    """docs/jax.md's recipe disables the check for every handler of the module (primal, vjp, an
+    elementwise binding's derivatives): a gradient exports too (the primal's alone failed)."""
+    checks = [jax.export.DisabledSafetyCheck.custom_call(t) for b in relu3._bindings.values()
+              for t in (b.target, b.vjp_target, b.jacobian_target) if t]
+    x = jnp.asarray([-0.5, 0.5, 1.5, 3.0], jnp.float32)
+
+    def loss(v: Any) -> Any:
+        return relu3.vrelu3(v).sum() + relu3.relu3(v).sum()
+
+    want = jax.grad(loss)(x)
+    exported = jax.export.export(jax.jit(jax.grad(loss)), disabled_checks=checks)(x)
+    np.testing.assert_allclose(exported.call(x), want, rtol=1e-6)
+    primal_only = [jax.export.DisabledSafetyCheck.custom_call(relu3._bindings["vrelu3"].target)]
+    with pytest.raises(ValueError, match="custom call"):
+        jax.export.export(jax.jit(jax.grad(loss)), disabled_checks=primal_only)(x)
 
 
 # ------------------------------------------------------------ at generation time

@@ -86,6 +86,40 @@ def _ffi_call_jvp(why: str, target: str, out: tuple[tuple[Shape, str], ...], vma
     raise TypeError(why)
 
 
+def _vma(x: Any) -> frozenset[str]:
+    """The mesh axes x varies over inside shard_map (empty outside it, or for a NumPy array)."""
+    if not isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        return frozenset()
+    aval = jax.typeof(x)
+    vma = getattr(aval, "vma", None)  # JAX before 0.10; since, the aval's manual axis type
+    if vma is None:
+        vma = getattr(getattr(aval, "mat", None), "varying", ())
+    return frozenset(vma or ())
+
+
+def _to_vma(x: Any, want: frozenset[str]) -> Any:
+    """x varying over exactly ``want``'s axes, as custom_vjp requires of a gradient against its
+    argument (an FFI call's results vary over none): made varying over the axes it lacks, and
+    summed over the axes its argument does not vary over (an argument the same on every shard,
+    whose gradient is the sum of the shards', the transpose of shard_map's own broadcast)."""
+    have = _vma(x)
+    missing, extra = tuple(sorted(want - have)), tuple(sorted(have - want))
+    if missing:
+        x = jax.lax.pcast(x, missing, to="varying")
+    if extra:
+        x = jax.lax.psum(x, extra)  # type: ignore[no-untyped-call]
+    return x
+
+
+def _match_vma(grads: Any, values: Any) -> Any:
+    """Each gradient leaf varying as its argument's leaf does (float0 leaves as they are)."""
+    def match(g: Any, v: Any) -> Any:
+        if getattr(g, "dtype", None) == jax.dtypes.float0:
+            return g
+        return _to_vma(g, _vma(v))
+    return jax.tree_util.tree_map(match, grads, values)
+
+
 def _weak_scalar(value: Any, dtype: str) -> bool:
     """A weakly typed array (a Python number under jit) of the same kind as ``dtype``."""
     aval = getattr(value, "aval", None)
@@ -336,7 +370,11 @@ class Binding:
             # Eager, nothing to differentiate: the FFI call itself (the custom_jvp costs about
             # 140 us an eager call; under jit it costs only at trace time).
             return list(_ffi_call.fun(why, target, out, VMAP_METHODS[self.mode], empty, *leaves))
-        return list(_ffi_call(why, target, out, VMAP_METHODS[self.mode], empty, *leaves))
+        results = _ffi_call(why, target, out, VMAP_METHODS[self.mode], empty, *leaves)
+        # Inside shard_map: each result varies over the mesh axes any argument varies over (an FFI
+        # call's results carry none of their own), so a gradient is typed as what it is.
+        varying = frozenset().union(*(_vma(x) for x in leaves))
+        return [_to_vma(r, varying) for r in results] if varying else list(results)
 
     def _arg_leaves(self, values: Sequence[Any]) -> list[Any]:
         if self.mode == "elementwise":
@@ -398,18 +436,19 @@ class Binding:
                 leaves = self._arg_leaves(values)
                 shape = jnp.broadcast_shapes(*(jnp.shape(x) for x in leaves))
                 jac = self._ffi(self.jacobian_target, leaves, [shape] * len(leaves), ["float32"] * len(leaves))
-                return self.forward(*values), (tuple(jac), tuple(jnp.shape(v) for v in values))
+                # the arguments too (free under jit): their shard_map types, for the gradients'
+                return self.forward(*values), (tuple(jac), tuple(jnp.shape(v) for v in values), values)
             return self.forward(*values), values
 
         def bwd(values: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
             if self.jacobian_target is not None:
-                jac, shapes = values
+                jac, shapes, args = values
                 # One fused XLA loop: a broadcast cotangent is never materialized.
-                return tuple(_unbroadcast(g * d, s) for d, s in zip(jac, shapes))
+                return tuple(_to_vma(_unbroadcast(g * d, s), _vma(a)) for d, s, a in zip(jac, shapes, args))
             if self.vjp_target is None:
                 raise TypeError(f"binding {name!r} has no vjp: give it one (vjp: in its config entry) to "
                                 f"differentiate it")
-            return self.backward(values, g)
+            return tuple(_match_vma(self.backward(values, g), values))
 
         fwd_fn.defvjp(fwd, bwd)
 
