@@ -368,6 +368,23 @@ def test_gradients_inside_shard_map_over_two_devices_sum_a_replicated_arguments_
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 
+def test_shape_polymorphic_export(relu3: ModuleType) -> None:
+    """Symbolic shapes: an elementwise binding (its result has its arguments' shape) exports and runs
+    at any size; one whose result shape ksbind finds by calling it on ones says, naming the binding,
+    what to do (it was "'_DimExpr' object cannot be interpreted as an integer")."""
+    checks = [jax.export.DisabledSafetyCheck.custom_call(t) for b in relu3._bindings.values()
+              for t in (b.target, b.vjp_target, b.jacobian_target) if t]
+    (n,) = jax.export.symbolic_shape("n")
+    spec = jax.ShapeDtypeStruct((n,), jnp.float32)
+    exported = jax.export.export(jax.jit(relu3.relu3), disabled_checks=checks)(spec)
+    for size in (3, 5):
+        x = jnp.linspace(-1, 2, size, dtype=jnp.float32)
+        np.testing.assert_allclose(exported.call(x), relu3.relu3(x), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"binding 'vrelu3': its result's shape is found by calling it on ones .* "
+                                         r"has the dimension n; give the binding result_shape:"):
+        jax.export.export(jax.jit(relu3.vrelu3), disabled_checks=checks)(spec)
+
+
 def test_the_export_recipe_covers_gradients(relu3: ModuleType) -> None:
     """docs/jax.md's recipe disables the check for every handler of the module (primal, vjp, an
     elementwise binding's derivatives): a gradient exports too (the primal's alone failed)."""

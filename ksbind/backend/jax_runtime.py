@@ -343,6 +343,13 @@ class Binding:
             return found
         assert self.probe_fn is not None
         flat_in = [d for s in step for d in s]
+        symbolic = next((d for d in flat_in if not isinstance(d, (int, np.integer))), None)
+        if symbolic is not None:
+            raise ValueError(f"binding {self.name!r}: its result's shape is found by calling it on ones of the "
+                             f"arguments' shapes, which needs concrete sizes, and a shape-polymorphic trace "
+                             f"(jax.export with symbolic shapes) has the dimension {symbolic}; give the binding "
+                             f"result_shape: in its config (an expression over the arguments' shapes, "
+                             f"docs/jax.md), or export with concrete shapes")
         in_dims = (ctypes.c_int64 * max(1, len(flat_in)))(*flat_in)
         n_out = sum(leaf["rank"] for leaf in self.result_leaves)
         out_dims = (ctypes.c_int64 * max(1, n_out))()
@@ -364,7 +371,7 @@ class Binding:
         if not shapes:
             return []
         why = self.no_second_derivative
-        out = tuple((tuple(int(n) for n in s), str(np.dtype(d))) for s, d in zip(shapes, dtypes))
+        out = tuple((tuple(s), str(np.dtype(d))) for s, d in zip(shapes, dtypes))  # dims may be symbolic
         empty = any(0 in s for s in shapes)
         if not any(isinstance(x, jax.core.Tracer) for x in leaves):
             # Eager, nothing to differentiate: the FFI call itself (the custom_jvp costs about
