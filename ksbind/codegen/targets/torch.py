@@ -425,17 +425,15 @@ class StableBinding:
     mutates: tuple[str, ...] = ()    # the arguments its op writes into (their leaves' indices follow)
 
     def plain(self) -> dict[str, object]:
-        out = self._plain()
+        out: dict[str, object] = {
+            "name": self.name, "mode": self.mode, "params": list(self.params), "spec": list(self.spec),
+            "leaves": [x.plain() for x in self.leaves], "result": self.result.plain(), "vjp": self.vjp,
+            "vjp_leaves": [x.plain() for x in self.vjp_leaves],
+            "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "vjp_spec": list(self.vjp_spec),
+            "doc": self.doc, "packed": self.packed, "ragged": self.ragged}
         if self.mutates:  # only then: every other binding's literal is as before
             out["mutates"] = list(self.mutates)
         return out
-
-    def _plain(self) -> dict[str, object]:
-        return {"name": self.name, "mode": self.mode, "params": list(self.params), "spec": list(self.spec),
-                "leaves": [x.plain() for x in self.leaves], "result": self.result.plain(), "vjp": self.vjp,
-                "vjp_leaves": [x.plain() for x in self.vjp_leaves],
-                "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "vjp_spec": list(self.vjp_spec),
-                "doc": self.doc, "packed": self.packed, "ragged": self.ragged}
 
 
 def pack_spec(t: KsType) -> object:
