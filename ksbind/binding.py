@@ -51,7 +51,7 @@ def check_bindings(bindings: Iterable[Binding]) -> None:
     seen: dict[str, Location | None] = {}
     symbols: dict[str, FunctionDecl] = {}
     for b in bindings:
-        names = [b.name] + ([b.vjp_name] if b.vjp_name is not None else [])
+        names = [b.name] + [n for n in (b.vjp_name, b.jvp_name) if n is not None]
         for name in names:
             problem = identifier_problem(name)
             if problem:
@@ -70,7 +70,7 @@ def check_bindings(bindings: Iterable[Binding]) -> None:
         if b.mode not in MODES:
             raise BindingError(f"unknown mode {b.mode!r}{closest(b.mode, MODES)}; expected one of "
                                f"{', '.join(MODES)}", b.location)
-        for d in [b.decl] + ([b.vjp_decl] if b.vjp_decl else []):
+        for d in b.decls:
             _check_callable(d, b.location)
             clash = _symbol_clash(d, symbols.setdefault(d.cpp_symbol, d))
             if clash:
@@ -188,8 +188,16 @@ def _resolve(spec: BindingSpec, decls: Sequence[FunctionDecl],
                 vjp_decl = decl.derive("sufrev" if spec.vjp_from == "auto" else spec.vjp_from)
             except KsbindError as e:
                 raise BindingError(f"cannot bind a vjp for {decl.name}: {e.message}", spec.location) from None
+    jvp_decl = None
+    if spec.jvp is not None:
+        jvp_decl = by_name.get(StructuredName.derived("fwd", decl.name))
+        if jvp_decl is None:
+            try:
+                jvp_decl = decl.derive("fwd")
+            except KsbindError as e:
+                raise BindingError(f"cannot bind a jvp for {decl.name}: {e.message}", spec.location) from None
     return Binding(spec.name, decl, spec.vjp, vjp_decl, spec.mode, spec.location, spec.release_gil, spec.long_call,
-                   spec.result_shape, spec.mutates)
+                   spec.result_shape, spec.mutates, spec.jvp, jvp_decl)
 
 
 def plain_name_index(decls: Sequence[FunctionDecl]) -> dict[str, list[FunctionDecl]]:

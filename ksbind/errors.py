@@ -146,6 +146,12 @@ class KscVjpError(KscError):
     kind = "vjp error"
 
 
+class KscJvpError(KscError):
+    """ksc cannot derive a jvp (``[fwd F]``) a binding asks for (a lambda: a map over one)."""
+
+    kind = "jvp error"
+
+
 class KsbindWarning(UserWarning):
     """Something ksbind chose for the user and says out loud (e.g. a default binding skipped)."""
 

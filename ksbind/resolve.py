@@ -38,7 +38,7 @@ from ksbind.ksc.driver import (
     ksc_toolchains,
     scan_sources,
 )
-from ksbind.ksc.planner import VjpRequest
+from ksbind.ksc.planner import JvpRequest, VjpRequest
 from ksbind.lang.model import FunctionDecl, StructuredName
 from ksbind.lang.reader import (
     KsSource,
@@ -159,11 +159,11 @@ def _resolve_with_ksc(spec: ModuleSpec, cache_dir: Path | None) -> ResolvedModul
             # Every function the defaults could bind, also those the target cannot cross: the
             # final selection below skips those with its warning (here warnings are silenced).
             planned = select_bindings(before, spec.bindings, spec.location, is_own)
-        used, vjps = _what_to_ask(planned, spec.bindings, scanned, before)
+        used, vjps, jvps = _what_to_ask(planned, spec.bindings, scanned, before)
         if tool.missing is not None:  # ksc not found: a cached output of a ksc seen before
             refuse("ksc was not found (a cached output of a ksc seen before was reused)")
         try:
-            out = compile_ks(tool, sources, scanned, used, vjps, spec.name, root)
+            out = compile_ks(tool, sources, scanned, used, vjps, spec.name, root, jvps)
             break
         except KscError:
             if tool.missing is None or i + 1 == len(tools):
@@ -199,7 +199,7 @@ def _declarations_before_ksc(tool: KscToolchain, scanned: Sequence[KsSource], sp
     by_name = {d.name: d for d in decls}
     for g in (g for s in scanned for g in s.gdefs):
         primal = by_name.get(g.target)
-        if g.kind in ("sufrev", "rev") and primal is not None and g.name not in by_name:
+        if g.kind in ("sufrev", "rev", "fwd") and primal is not None and g.name not in by_name:
             by_name[g.name] = primal.derive(g.kind)
             decls.append(by_name[g.name])
     decls += module_decls(spec, kso_files)
@@ -216,16 +216,22 @@ def _scanned_prelude(path: Path) -> KsSource:
 
 def _what_to_ask(planned: Sequence[Binding], specs: Sequence[BindingSpec] | None,
                  scanned: Sequence[KsSource], before: Sequence[FunctionDecl]
-                 ) -> tuple[list[StructuredName], list[VjpRequest]]:
-    """The functions ksc must keep (--used) and the vjps it must derive."""
+                 ) -> tuple[list[StructuredName], list[VjpRequest], list[JvpRequest]]:
+    """The functions ksc must keep (--used), the vjps it must derive and the jvps ([fwd F])."""
     edefs = {d.name for d in before if d.origin == "edef"}
     defs = {d.name for d in before if d.origin == "def"}
     vjp_from = {s.name: s.vjp_from for s in specs or ()}
     used: list[StructuredName] = []
     vjps: list[VjpRequest] = []
+    jvps: list[JvpRequest] = []
     for b in planned:
         if b.decl.name not in edefs:  # an edef's C++ comes from cpp:, not from ksc
             used.append(b.decl.name)
+        if b.jvp_decl is not None and b.decl.name not in edefs:
+            if b.jvp_decl.name in defs:
+                used.append(b.jvp_decl.name)
+            elif b.jvp_decl.name not in edefs:
+                jvps.append(JvpRequest(b.decl.name, b.location))
         if b.vjp_decl is None or b.decl.name in edefs:
             continue
         vjp = b.vjp_decl.name
@@ -235,7 +241,7 @@ def _what_to_ask(planned: Sequence[Binding], specs: Sequence[BindingSpec] | None
             kind = pick(vjp.name, VJP_KINDS)
             assert kind is not None  # a vjp_decl is [sufrev F] or [rev F]
             vjps.append(VjpRequest(b.decl.name, vjp_from.get(b.name, kind), b.location))
-    return used, vjps
+    return used, vjps, jvps
 
 
 def _with_chosen_vjps(specs: Sequence[BindingSpec] | None, planned: Sequence[Binding],

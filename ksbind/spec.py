@@ -84,6 +84,13 @@ class BindingSpec:
         "`vjp_from` says. Taken from the declarations when stated there (a `.kso`, or a `gdef`), else derived "
         "from F's signature (and, with `ksc:`, asked of ksc).",
         type_doc="identifier", expected="a name for the vjp binding", binding_name=True)] = None
+    jvp: Annotated[str | None, Key(
+        "text", "Also bind the function's forward derivative `[fwd F]` under this name, and give the binding "
+        "forward-mode AD on the torch and jax targets (docs/torch.md and docs/jax.md, \"Forward mode\"). "
+        "Called as `name_jvp(a, b, ..., da, db, ...)`, it returns the result's tangent: the arguments, then "
+        "one tangent per argument (`()` for an Integer, Bool or String argument). Taken from the declarations "
+        "when stated there, else derived from F's signature (and, with `ksc:`, asked of ksc).",
+        type_doc="identifier", expected="a name for the jvp binding", binding_name=True)] = None
     mode: Annotated[Mode, Key(
         "choice", "torch and jax targets ([jax.md](jax.md#modes)): `elementwise` applies a `Float -> Float` (or "
         "`(Float, Float) -> Float`) function to every element; `vmap` maps over the leading dimension of tensor "
@@ -131,6 +138,13 @@ class Binding:
     long_call: bool = False
     result_shape: str | None = None
     mutates: tuple[str, ...] = ()  # tensor arguments its C++ writes into (torch target)
+    jvp_name: str | None = None
+    jvp_decl: FunctionDecl | None = None  # [fwd F]: (Tuple S dS) -> dT
+
+    @property
+    def decls(self) -> tuple[FunctionDecl, ...]:
+        """The functions the binding calls: its own, then its vjp's and jvp's when it has them."""
+        return (self.decl, *(d for d in (self.vjp_decl, self.jvp_decl) if d is not None))
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,7 @@ class BindingInfo:
     mode: Mode
     primal: EntryPoint
     vjp: EntryPoint | None
+    jvp: EntryPoint | None = None
 
 
 def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
@@ -111,10 +112,11 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     entries = [target.decided(e) for e in extra.pop("entry_points", entries)]
     by_name = {e.name: e for e in entries}
     infos = [BindingInfo(b.name, str(b.decl.name), b.mode, by_name[b.name],
-                         by_name[b.vjp_name] if b.vjp_name else None) for b in bindings]
+                         by_name[b.vjp_name] if b.vjp_name else None,
+                         by_name[b.jvp_name] if b.jvp_name else None) for b in bindings]
     functions: dict[str, KsFunction] = {}
     for b in bindings:
-        for d in [b.decl] + ([b.vjp_decl] if b.vjp_decl else []):
+        for d in b.decls:
             symbol = d.cpp_symbol
             if symbol not in functions:
                 functions[symbol] = KsFunction(symbol, str(d.name), d.cpp_return_type, tuple(d.cpp_param_types))
@@ -160,7 +162,7 @@ def _tensor_types(bindings: Sequence[Binding], configured: Sequence[tuple[int, s
     seen: dict[tuple[int, str], None] = dict.fromkeys((int(r), str(e)) for r, e in configured)
     types: dict[KsType, None] = {}  # each distinct type once, in first-use order
     for b in bindings:
-        for d in [b.decl] + ([b.vjp_decl] if b.vjp_decl else []):
+        for d in b.decls:
             types.update(dict.fromkeys(d.params))
             types[d.return_type] = None
     for t in types:

@@ -39,7 +39,7 @@ from ksbind.cache.objects import damaged_file
 from ksbind.errors import KsbindError, KscError, Location, warn
 from ksbind.inputs import note_dir, note_file
 from ksbind.ksc.diagnostics import KscFailure, one_line, strip_callstack
-from ksbind.ksc.planner import CallGraph, Planner, VjpRequest, prelude_names
+from ksbind.ksc.planner import CallGraph, JvpRequest, Planner, VjpRequest, prelude_names
 from ksbind.lang.model import StructuredName
 from ksbind.lang.reader import KsSource, read_text, scan_ks
 from ksbind.settings import pick
@@ -242,7 +242,7 @@ def _given_runtime(spec: KscSpec) -> Path | None:
 
 def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[KsSource],
                used: Sequence[StructuredName], vjps: Sequence[VjpRequest], name: str,
-               cache_root: Path) -> KscOutput:
+               cache_root: Path, jvps: Sequence[JvpRequest] = ()) -> KscOutput:
     """Run ksc on sources (cached by content); returns its .kso and .cpp.
 
     A cached output is reused with a ``tool`` that cannot run (ksc not found, see
@@ -251,7 +251,7 @@ def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[Ks
     exe_sha256 = tool.exe_sha256 or _file_digest(tool.exe)
     preludes = ksc_preludes(tool, scanned)
     headers = ksc_headers(tool, scanned, preludes)
-    key = _cache_key(tool, preludes, headers, exe_sha256, sources_key, used, vjps)
+    key = _cache_key(tool, preludes, headers, exe_sha256, sources_key, used, vjps, jvps)
     entry = cache_root / f"ksc-{name}-{key[:16]}"
     meta = entry / "ksc.json"
     kso, cpp = entry / f"{name}.kso", entry / f"{name}.cpp"
@@ -273,7 +273,7 @@ def compile_ks(tool: KscToolchain, sources: Sequence[Path], scanned: Sequence[Ks
         staging.mkdir()
         names = frozenset().union(*(prelude_names(p) for p in preludes))
         run = Planner(_KscRunner(tool, staging, sources, name, preludes, headers), CallGraph(scanned, names),
-                      sources, scanned, used, vjps)
+                      sources, scanned, used, vjps, jvps)
         (staging / EDEFS_HEADER).write_text(edefs_header(scanned, tool.runtime, headers), encoding="utf-8")
         kinds = run.solve()
         files = {}
@@ -364,7 +364,8 @@ def _sources_key(sources: Sequence[Path]) -> str:
 
 
 def _cache_key(tool: KscToolchain, preludes: Sequence[Path], headers: Sequence[str], exe_sha256: str,
-               sources_key: str, used: Sequence[StructuredName], vjps: Sequence[VjpRequest]) -> str:
+               sources_key: str, used: Sequence[StructuredName], vjps: Sequence[VjpRequest],
+               jvps: Sequence[JvpRequest] = ()) -> str:
     h = Hasher()
     h.add_text("sources", sources_key)
     h.add_text("ksc", exe_sha256)
@@ -376,6 +377,8 @@ def _cache_key(tool: KscToolchain, preludes: Sequence[Path], headers: Sequence[s
     h.add_text("runtime headers", _runtime_header_text(tool.runtime, headers))  # what ksbind-edefs.h leaves out
     h.add_text("used", "\0".join(map(str, used)))
     h.add_text("vjps", "\0".join(f"{v.primal}:{v.vjp_from}" for v in vjps))
+    if jvps:  # (the key of a module without jvps is what it was)
+        h.add_text("jvps", "\0".join(str(j.primal) for j in jvps))
     return h.hexdigest()
 
 

@@ -11,6 +11,9 @@ a requested vjp when the sources lack them:
   references), whatever order the bindings are in, so ksc normally runs once;
   what the graph cannot see (calls through overloaded names) ksc names ("Not
   in scope ..."), and ksbind adds it and runs ksc again.
+- ``[fwd F]`` (a binding's jvp) needs ``fwd`` of every user function F calls,
+  as rev does; ksc cannot derive it through a lambda (a ``map``): a KscJvpError
+  naming the binding.
 - ksc's SUF-AD cannot build ``sufrev`` for recursive functions, folds, some
   lambdas. A vjp with ``vjp_from: auto`` is then ``rev``: at once where the
   graph shows recursion, else once ksc fails. A vjp ksc cannot derive at all
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ksbind.errors import KsbindError, KscError, KscVjpError, Location
+from ksbind.errors import KsbindError, KscError, KscJvpError, KscVjpError, Location
 from ksbind.ksc.diagnostics import KscFailure, ksc_words, missing_names, suf_ad_gave_up, translate_error
 from ksbind.lang.model import StructuredName
 from ksbind.lang.reader import KsSource, read_text, scan_ks_text
@@ -47,6 +50,14 @@ class VjpRequest:
 
     primal: StructuredName
     vjp_from: VjpFrom = "auto"
+    location: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class JvpRequest:
+    """A binding's jvp, ``[fwd F]``: of which function, asked for where."""
+
+    primal: StructuredName
     location: Location | None = field(default=None, compare=False)
 
 
@@ -205,14 +216,16 @@ class Planner:
     """
 
     def __init__(self, runner: RunsKsc, graph: CallGraph, sources: Sequence[Path], scanned: Sequence[KsSource],
-                 used: Sequence[StructuredName], vjps: Sequence[VjpRequest]) -> None:
+                 used: Sequence[StructuredName], vjps: Sequence[VjpRequest],
+                 jvps: Sequence[JvpRequest] = ()) -> None:
         self.runner, self.graph = runner, graph
         self.sources, self.scanned = list(sources), scanned
         self.used = list(dict.fromkeys(used))
         self.vjps = list(vjps)
+        self.jvps = list(dict.fromkeys(jvps))
         self.declared = {d.name for s in scanned for d in s.decls} | {g.name for s in scanned for g in s.gdefs}
         self.kinds: dict[StructuredName, VjpKind] = {}
-        #: Gdefs ksc asked for that the call graph did not show: target -> "suf"/"rev".
+        #: Gdefs ksc asked for that the call graph did not show: target -> "suf"/"rev"/"fwd".
         self.reported: dict[StructuredName, set[str]] = {}
         #: Why a vjp_from: auto vjp is rev: ksc's words, for the log.
         self.fell_back: dict[StructuredName, str] = {}
@@ -260,11 +273,15 @@ class Planner:
             needs.setdefault(primal, set()).add(family)
             for callee in self.graph.reachable([primal]):
                 needs.setdefault(callee, set()).add(family)
+        for j in self.jvps:
+            for target in [j.primal, *self.graph.reachable([j.primal])]:
+                needs.setdefault(target, set()).add("fwd")
         for target, families in self.reported.items():
             needs.setdefault(target, set()).update(families)
         names: list[StructuredName] = []
         for target in self.graph.order(needs):
-            passes = (SUF_PASSES if "suf" in needs[target] else ()) + (("rev",) if "rev" in needs[target] else ())
+            passes = ((SUF_PASSES if "suf" in needs[target] else ()) + (("rev",) if "rev" in needs[target] else ())
+                      + (("fwd",) if "fwd" in needs[target] else ()))
             names += [n for n in (StructuredName.derived(k, target) for k in passes) if n not in self.declared]
         return names
 
@@ -288,7 +305,8 @@ class Planner:
                 continue
             asked = next((n for n in missing if n.name in SUF_PASSES), None)
             if not self._suf_failure(asked, failure):
-                raise (self._rev_error(missing, failure) or self._failing_vjp(failure)
+                raise (self._rev_error(missing, failure) or self._jvp_error(missing, failure)
+                       or self._failing_vjp(failure)
                        or translate_error(failure, self.sources, self.scanned, self._locations(),
                                           self.runner.fails_to_parse))
             self._check_source_gdef_order(asked, failure)
@@ -306,13 +324,23 @@ class Planner:
             target = n.inner
             if target is None or target.is_derived or target not in self.graph.defs:
                 continue  # not a gdef ksbind can add: ksc's error stands
-            family = "suf" if n.name in SUF_PASSES else "rev"  # [D g], [fwd g], [rev g]: rev's closure
-            wanted = [StructuredName.derived(k, target) for k in (SUF_PASSES if family == "suf" else ("rev",))]
-            if all(w in have for w in wanted):
-                continue
-            self.reported.setdefault(target, set()).add(family)
-            progress = True
+            for family in self._families_for(n.name):
+                wanted = [StructuredName.derived(k, target) for k in (SUF_PASSES if family == "suf" else (family,))]
+                if all(w in have for w in wanted):
+                    continue
+                self.reported.setdefault(target, set()).add(family)
+                progress = True
         return progress
+
+    def _families_for(self, asked: str) -> tuple[str, ...]:
+        """Which gdef families a name ksc asked for belongs to: [D g] is the linear map that
+        both a [fwd ...] and a [rev ...] of a caller need (ksc derives it with either gdef)."""
+        if asked in SUF_PASSES:
+            return ("suf",)
+        if asked in ("rev", "fwd"):
+            return (asked,)
+        rev = any(k == "rev" for k in self.kinds.values())
+        return (("rev",) if rev else ()) + (("fwd",) if self.jvps else ()) or ("rev",)
 
     def _suf_failure(self, asked: StructuredName | None, failure: KscFailure) -> bool:
         """Whether ksc failed in SUF-AD (while some vjp is sufrev): asking again for a SUF
@@ -436,8 +464,50 @@ class Planner:
                         f"(ksc: {ksc_words(failure)})", v.location or self._def_location(v.primal))
         return None
 
+    def _jvp_error(self, missing: Sequence[StructuredName], failure: KscFailure) -> KscJvpError | None:
+        """A jvp ksc cannot derive: through a lambda (a map), or of an edef's derivative. It is
+        named when ksc builds everything else without the jvps, and fails with that one alone."""
+        if not self.jvps or "Failed parse" in failure.stderr:
+            return None
+        for n in missing:  # the derivative of something that is not a def: an edef's, written by hand
+            if n.name in ("D", "fwd") and n.inner is not None and n.inner not in self.graph.defs:
+                for j in self.jvps:
+                    if self.graph.may_call(j.primal, n.inner):
+                        return self._jvp_failed(j, f"it asked for {n}, and {n.inner} is not a def of the sources "
+                                                   f"(an edef's derivative must be written by hand: define [fwd "
+                                                   f"{n.inner.name}] in the .ks)", failure)
+        without = Planner(self.runner, self.graph, self.sources, self.scanned, self.used, self.vjps)
+        without.kinds = dict(self.kinds)
+        if without._run("without the jvps") is not None:
+            return None  # the vjps' or the sources' failure: reported as before
+        for j in self.jvps:
+            trial = Planner(self.runner, self.graph, self.sources, self.scanned, [j.primal], [], [j])
+            if not trial._builds(f"trying [fwd {j.primal}] alone"):
+                lam = "gradE" in failure.text or "lambda" in failure.text
+                why = ("ksc's forward AD cannot differentiate a lambda (a map over one)" if lam
+                       else "ksc fails on it")
+                return self._jvp_failed(j, why, failure)
+        return None
+
+    def _jvp_failed(self, j: JvpRequest, why: str, failure: KscFailure) -> KscJvpError:
+        fwd = StructuredName.derived("fwd", j.primal)
+        return KscJvpError(f"ksc cannot derive {fwd}, the jvp of {j.primal}: {why}. Bind {j.primal.name} without "
+                           f"jvp:, or define {fwd} by hand in the .ks (ksc: {ksc_words(failure)})",
+                           j.location or self._def_location(j.primal))
+
+    def _builds(self, why: str) -> bool:
+        """Whether ksc builds what this planner asks for, adding the gdefs it names."""
+        for _ in range(MAX_RUNS):
+            failure = self._run(why)
+            if failure is None:
+                return True
+            if not self._add_missing(missing_names(failure.text)):
+                return False
+        return False
+
     def _run(self, why: str = "") -> KscFailure | None:
-        used = self.used + [StructuredName.derived(k, p) for p, k in self.kinds.items()]
+        used = (self.used + [StructuredName.derived(k, p) for p, k in self.kinds.items()]
+                + [StructuredName.derived("fwd", j.primal) for j in self.jvps])
         return self.runner.compile(self.extra_text(), used, why)
 
     def _locations(self) -> dict[StructuredName, Location | None]:

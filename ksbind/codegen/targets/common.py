@@ -94,7 +94,8 @@ class EntryPoint:
     call_args: tuple[CallArg, ...]
     result: Result
     is_vjp: bool = False
-    primal: str = ""             # for a vjp: the primal binding's name
+    is_jvp: bool = False         # [fwd F]: the binding's arguments, then one tangent of each
+    primal: str = ""             # for a vjp or jvp: the primal binding's name
     primal_symbol: str = ""      # for a vjp: the primal's C++ symbol (a full arena's message runs it)
     mode: Mode = "plain"
     doc: str = ""
@@ -223,6 +224,39 @@ def vjp_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
     )
 
 
+def jvp_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
+    """``name_jvp(a, k, da, dk) -> dret`` calling ``[fwd f](Tuple(a, k), Tuple(da, dk))``."""
+    primal, jvp = b.decl, b.jvp_decl
+    assert jvp is not None and b.jvp_name is not None
+    tangents = primal.arg_type.tangent
+    if len(jvp.params) != 2 or jvp.params[0] != primal.arg_type or jvp.params[1] != tangents:
+        raise BindingError(
+            f"{jvp.name} takes {jvp.arg_type}; a jvp of {primal.name} must take "
+            f"(Tuple {primal.arg_type} {tangents})", b.location)
+    names = _py_names(primal)
+    names = names + [_tangent_name(n, names) for n in names]
+    types = list(primal.params) + [t.tangent for t in primal.params]
+    params = tuple(_param(i, names[i], t, crossing) for i, t in enumerate(types))
+    n = len(primal.params)
+    packed = isinstance(primal.arg_type, TupleType)
+    call_args = tuple(CallArg(tuple(p.ks_value for p in part), packed=packed)
+                      for part in (params[:n], params[n:]))
+    return EntryPoint(
+        name=b.jvp_name, symbol=jvp.cpp_symbol, ks_name=str(jvp.name), signature=jvp.signature,
+        params=params, call_args=call_args, result=_result(jvp.return_type, crossing, role="gradient"),
+        is_jvp=True, primal=b.name, mode=b.mode, release_gil=b.release_gil, long_call=b.long_call,
+        doc=f"jvp of {primal.name}: the result's tangent given each argument's tangent. Calls {jvp.signature}",
+    )
+
+
+def _tangent_name(name: str, taken: Sequence[str]) -> str:
+    """A tangent's parameter name: ``d`` + the argument's, unless an argument has that name."""
+    out = f"d{name}"
+    while out in taken:
+        out = f"d{out}"
+    return out
+
+
 def _py_names(d: FunctionDecl) -> list[str]:
     """The def's parameter names when they fit, else arg0, arg1, ..."""
     n = len(d.params)
@@ -261,9 +295,11 @@ def entry_points_for(bindings: list[Binding], crossing: CrossingRule) -> list[En
         out.append(primal_entry(b, crossing))
         if b.vjp_decl is not None:
             out.append(vjp_entry(b, crossing))
+        if b.jvp_decl is not None:
+            out.append(jvp_entry(b, crossing))
     return out
 
 
 __all__ = ["runtime_copy_import", "Crossing", "CrossingRole", "CrossingRule",
-           "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry",
+           "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry", "jvp_entry",
            "entry_points_for", "holds_no_scalar", "ks_call", "release_gil_cpp"]
