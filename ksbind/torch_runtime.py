@@ -186,8 +186,8 @@ def _unwrap_dead(leaves: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     return [unwrap(t) for t in leaves]
 
 
-def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callable[..., Any] | None
-                      ) -> Callable[..., Any]:
+def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callable[..., Any] | None,
+                      jvp: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """``f(*args)``, differentiable through the binding's vjp: a
     torch.autograd.Function over the tensors anywhere in the arguments (nested
     in lists and tuples too) and in the result, whatever its structure.
@@ -198,7 +198,9 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
     setup_context and a vmap rule (``vmap_rule``), so torch.func.grad, vjp,
     jacrev and vmap work; its backward computes through a second Function
     over the vjp entry, whose own backward says double backward is not
-    supported. The Function class is the returned callable's ``Function``.
+    supported. Its jvp (forward mode) calls ``jvp``, the binding's [fwd F], when
+    it has one (jvp_rule), else says that it has none. The Function class is the
+    returned callable's ``Function``.
     """
     if vjp is None:
         raise ValueError(f"binding {b['name']!r} has no vjp: autograd needs one")
@@ -206,6 +208,7 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
     single = len(b["params"]) == 1
     broadcast = b["mode"] == "elementwise"
     vjp_call = vjp_function(b, vjp)
+    jvp_rule_ = jvp_rule(b, jvp) if jvp is not None else None
 
     class Function(torch.autograd.Function):
         @staticmethod
@@ -222,6 +225,8 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
             ctx.floats = [t.is_floating_point() for t in output]
             ctx.mark_non_differentiable(*[t for t in output if not t.is_floating_point()])
             ctx.save_for_backward(*leaves)
+            if jvp is not None:
+                ctx.save_for_forward(*leaves)
 
         @staticmethod
         def backward(ctx: Any, *grads: torch.Tensor) -> Any:
@@ -247,7 +252,9 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
 
         @staticmethod
         def jvp(ctx: Any, *tangents: Any) -> Any:
-            raise forward_mode_error(name)
+            if jvp_rule_ is None:
+                raise forward_mode_error(name)
+            return jvp_rule_(ctx, tangents[2:])
 
     Function.__name__ = Function.__qualname__ = f"{name}_Function"
     return _caller(Function, name)
@@ -274,13 +281,15 @@ def _caller(function: type, name: str) -> Callable[..., Any]:
     return call
 
 
-def forward_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[..., Any]:
+def forward_function(b: dict[str, Any], entry: Callable[..., Any], jvp: Callable[..., Any] | None = None
+                     ) -> Callable[..., Any]:
     """``f(*args)`` for a binding without autograd (no vjp, or a result without
     a Float), called by its entry only when an argument holds a torch.func
     tensor: a torch.autograd.Function with the binding's vmap rule. Its results
     have no gradient, as the entry's have; torch.func.grad, vjp or jacrev
-    asking for one is an error, not a silent zero."""
+    asking for one is an error, not a silent zero. Forward mode: as autograd_function's."""
     name = b["name"]
+    jvp_rule_ = jvp_rule(b, jvp) if jvp is not None else None
 
     class Function(torch.autograd.Function):
         @staticmethod
@@ -295,7 +304,10 @@ def forward_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[.
             if any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs[2:]):
                 raise RuntimeError(f"{name}: this binding has no vjp (or no Float result), so torch.func.grad, vjp "
                                    f"and jacrev cannot differentiate it; give it a vjp in the config")
-            ctx.mark_non_differentiable(*output)
+            if jvp_rule_ is None:
+                ctx.mark_non_differentiable(*output)
+            else:
+                _save_for_jvp(ctx, inputs, output)
 
         @staticmethod
         def backward(ctx: Any, *grads: torch.Tensor) -> Any:  # pragma: no cover - results are non-differentiable
@@ -303,7 +315,9 @@ def forward_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[.
 
         @staticmethod
         def jvp(ctx: Any, *tangents: Any) -> Any:
-            raise forward_mode_error(name)
+            if jvp_rule_ is None:
+                raise forward_mode_error(name)
+            return jvp_rule_(ctx, tangents[2:])
 
         @staticmethod
         def vmap(info: Any, in_dims: tuple[Any, ...], spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
@@ -313,12 +327,15 @@ def forward_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[.
     return _caller(Function, name)
 
 
-def missing_vjp_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callable[..., Any]:
+def missing_vjp_function(b: dict[str, Any], entry: Callable[..., Any], jvp: Callable[..., Any] | None = None
+                         ) -> Callable[..., Any]:
     """``f(*args)`` for an eager call of a binding without a vjp whose float arguments need a
     gradient: its float results are differentiable, and a backward that reaches them raises,
     naming the binding, rather than leaving the arguments' gradients silently None or short.
-    (As torch's own ops without a derivative do; a result no backward reaches costs nothing.)"""
+    (As torch's own ops without a derivative do; a result no backward reaches costs nothing.)
+    Forward mode (a dual tensor's tangent): as autograd_function's."""
     name = b["name"]
+    jvp_rule_ = jvp_rule(b, jvp) if jvp is not None else None
 
     class Function(torch.autograd.Function):
         @staticmethod
@@ -331,6 +348,8 @@ def missing_vjp_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callab
         @staticmethod
         def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
             ctx.mark_non_differentiable(*[t for t in output if not t.is_floating_point()])
+            if jvp_rule_ is not None:
+                _save_for_jvp(ctx, inputs, output)
 
         @staticmethod
         def backward(ctx: Any, *grads: torch.Tensor) -> Any:
@@ -340,7 +359,9 @@ def missing_vjp_function(b: dict[str, Any], entry: Callable[..., Any]) -> Callab
 
         @staticmethod
         def jvp(ctx: Any, *tangents: Any) -> Any:
-            raise forward_mode_error(name)
+            if jvp_rule_ is None:
+                raise forward_mode_error(name)
+            return jvp_rule_(ctx, tangents[2:])
 
     Function.__name__ = Function.__qualname__ = f"{name}_NoVjp"
     return _caller(Function, name)
@@ -357,7 +378,88 @@ def double_backward_error(name: str, vjp_name: str) -> RuntimeError:
 def forward_mode_error(name: str) -> NotImplementedError:
     return NotImplementedError(
         f"{name}: forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad) is not supported: "
-        f"a ks binding has a vjp (reverse mode) only; use torch.func.vjp, jacrev or grad")
+        f"this binding has no jvp; give it one in the config (jvp: {name}_jvp, ksc's [fwd F]), or use "
+        f"torch.func.vjp, jacrev or grad where it has a vjp")
+
+
+def second_order_error(name: str, jvp_name: str) -> RuntimeError:
+    return RuntimeError(
+        f"{name}: a second derivative is not supported: the derivative of its jvp {jvp_name!r} would be needed "
+        f"(torch.func.hessian, jacfwd of jacfwd or of jacrev, a gradient of a forward-mode tangent...), and ksc "
+        f"derives no derivative of a derivative")
+
+
+def _save_for_jvp(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
+    """What jvp_rule reads: the arguments' spec and leaves, the result's spec and which leaves are Float."""
+    spec, box, *leaves = inputs
+    ctx.spec, ctx.result_spec = spec, box.spec
+    ctx.floats = [t.is_floating_point() for t in output]
+    ctx.save_for_forward(*leaves)
+
+
+def jvp_rule(b: dict[str, Any], jvp: Callable[..., Any]) -> Callable[[Any, Sequence[Any]], tuple[Any, ...]]:
+    """A Function's jvp from the binding's jvp function ``jvp(*args, *tangents)``: the arguments
+    from the leaves saved for forward, one tangent per argument (zeros where a leaf has none, 0.0
+    for a number given for a Float, ``()`` for Integer, Bool and String parts, as their ks tangent
+    type), and the result's tangent spread over the result's leaves (None for those not Float)."""
+    specs = b["jvp_spec"][len(b["params"]):]  # the tangents' specs: "leaf", "empty" or parts
+    jvp = jvp_function(b, jvp)  # its result differentiated again: the second-order error
+
+    def rule(ctx: Any, tangents: Sequence[Any]) -> tuple[Any, ...]:
+        saved = ctx.saved_tensors
+        args = unflatten(ctx.spec, iter(saved))
+        leaves, given = iter(saved), iter(tangents)
+        arg_tangents = [_tangent_of(j, u, leaves, given) for j, u in zip(specs, ctx.spec[1])]
+        out = jvp(*args, *arg_tangents)
+        result: list[Any] = []
+        _spread(ctx.result_spec, out, iter(ctx.floats), result)
+        return tuple(result)
+
+    return rule
+
+
+def _tangent_of(jvp_spec: Any, spec: Any, leaves: Iterator[torch.Tensor], tangents: Iterator[Any]) -> Any:
+    """One argument's tangent as the jvp takes it, from its value's spec (``flatten``'s) and its
+    leaves' tangents, by the jvp's spec of it (``()`` where it holds no Float)."""
+    if jvp_spec == "empty":
+        for _ in range(_leaf_count(spec)):
+            next(leaves), next(tangents)
+        return ()
+    if jvp_spec == "leaf":
+        if spec is _LEAF:
+            value, t = next(leaves), next(tangents)
+            return t if t is not None else torch.zeros_like(value)
+        kind, parts = spec
+        if kind == "const":
+            return 0.0  # a number given for a Float: a constant
+        return [_tangent_of("leaf", p, leaves, tangents) for p in parts]  # a list for a tensor of tensors
+    kind, parts = spec
+    return tuple(_tangent_of(j, p, leaves, tangents) for j, p in zip(jvp_spec, parts))
+
+
+def _leaf_count(spec: Any) -> int:
+    if spec is _LEAF:
+        return 1
+    kind, parts = spec
+    return 0 if kind == "const" else sum(_leaf_count(p) for p in parts)
+
+
+def _spread(spec: Any, tangent: Any, floats: Iterator[bool], out: list[Any]) -> None:
+    """The result's tangent (nested as the result, ``()`` where it holds no Float) as one tangent per
+    result leaf: None for a leaf that is not Float."""
+    if spec is _LEAF:
+        is_float = next(floats)
+        out.append(tangent if is_float and isinstance(tangent, torch.Tensor) else None)
+        return
+    kind, parts = spec
+    if kind == "const":
+        return
+    if isinstance(tangent, torch.Tensor):
+        tangent = tangent.unbind(0)  # a stacked tangent of a list result
+    elif not isinstance(tangent, (list, tuple)) or len(tangent) != len(parts):
+        tangent = [None] * len(parts)
+    for p, t in zip(parts, tangent):
+        _spread(p, t, floats, out)
 
 
 def vjp_function(b: dict[str, Any], vjp: Callable[..., Any]) -> Callable[..., Any]:
@@ -368,11 +470,27 @@ def vjp_function(b: dict[str, Any], vjp: Callable[..., Any]) -> Callable[..., An
     name, vjp_name = b["name"], b["vjp"]
     # The vjp's arguments are the binding's and dret, batched like its results.
     params = [*b["params"], {"name": "dret", "batched": True}]
+    return _derivative_function(b, vjp, vjp_name, params, lambda: double_backward_error(name, vjp_name))
 
-    class VjpFunction(torch.autograd.Function):
+
+def jvp_function(b: dict[str, Any], jvp: Callable[..., Any]) -> Callable[..., Any]:
+    """``jvp(*args, *tangents)`` for a Function's jvp: as vjp_function's (torch.func.jacfwd vmaps
+    it), and differentiating its result is the second-order error."""
+    name, jvp_name = b["name"], b["jvp"]
+    # The tangents are batched as their arguments are.
+    params = [*b["params"], *({**p, "name": "d" + p["name"]} for p in b["params"])]
+    return _derivative_function(b, jvp, jvp_name, params, lambda: second_order_error(name, jvp_name))
+
+
+def _derivative_function(b: dict[str, Any], fn: Callable[..., Any], fn_name: str, params: Sequence[dict[str, Any]],
+                         error: Callable[[], BaseException]) -> Callable[..., Any]:
+    """fn itself where nothing may differentiate or batch its result, else a Function over it whose
+    vmap rule is the binding's and whose derivatives raise ``error()``."""
+
+    class DerivativeFunction(torch.autograd.Function):
         @staticmethod
         def forward(spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
-            out = vjp(*unflatten(spec, iter(_unwrap_dead(leaves))))
+            out = fn(*unflatten(spec, iter(_unwrap_dead(leaves))))
             out_leaves: list[torch.Tensor] = []
             box.spec = flatten(out, out_leaves)
             return tuple(out_leaves)
@@ -383,24 +501,25 @@ def vjp_function(b: dict[str, Any], vjp: Callable[..., Any]) -> Callable[..., An
 
         @staticmethod
         def backward(ctx: Any, *grads: torch.Tensor) -> Any:
-            raise double_backward_error(name, vjp_name)
+            raise error()
 
         @staticmethod
         def jvp(ctx: Any, *tangents: Any) -> Any:
-            raise double_backward_error(name, vjp_name)
+            raise error()
 
         @staticmethod
         def vmap(info: Any, in_dims: tuple[Any, ...], spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
             return vmap_rule(b["mode"], params, call, info, in_dims[2:], spec, box, leaves)
 
-    VjpFunction.__name__ = VjpFunction.__qualname__ = f"{vjp_name}_Function"
-    _apply: Callable[..., Any] = VjpFunction.apply
+    DerivativeFunction.__name__ = DerivativeFunction.__qualname__ = f"{fn_name}_Function"
+    _apply: Callable[..., Any] = DerivativeFunction.apply
 
     def call(*args: Any) -> Any:
         leaves: list[torch.Tensor] = []
         spec = flatten(args, leaves)
-        if not (_functorch_active() or _functorch_wrapped(leaves) or (torch.is_grad_enabled() and _needs_grad(leaves))):
-            return vjp(*args)
+        if not (_functorch_active() or _functorch_wrapped(leaves) or _dual_level()
+                or (torch.is_grad_enabled() and _needs_grad(leaves))):
+            return fn(*args)
         box = _Box()
         out = _apply(spec, box, *leaves)
         return unflatten(box.spec, iter(out))
@@ -592,6 +711,9 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
         if b["vjp"]:
             namespace[b["vjp"]] = _stable_vjp_function(ops, b, ragged_vjp)
             namespace[b["vjp"]].__module__ = namespace["__name__"]
+        if b.get("jvp"):
+            namespace[b["jvp"]] = _stable_jvp_function(library, ops, b)
+            namespace[b["jvp"]].__module__ = namespace["__name__"]
     namespace["ops"] = ops
     if lazy:
         namespace["__getattr__"] = _module_getattr(namespace, lazy)
@@ -919,10 +1041,10 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
         if kwargs or len(args) != len(params):
             args = _bound(name, params, args, kwargs)
         routed = flatten(args) if route is None else route(args)
-        if routed is None:
+        if routed is None and not (b.get("jvp") and _dual_level()):
             assert ragged is not None
             return ragged(*args)
-        flat = routed
+        flat = routed if routed is not None else flatten(args)  # (a dual tensor's tangent: the stacked op's jvp)
         if _functorch_active() and compiling():
             raise _transform_under_compile(name)
         if _functorch_active() and _functorch_wrapped([flat[i] for i in tensor_leaves]):
@@ -956,9 +1078,10 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
         return out if single else _rebuild(tree, out)
 
     legacy = _legacy_binding(b)
-    func_transforms = (autograd_function(legacy, call, _stable_vjp_function(ops, b)) if has_vjp
-                       else forward_function(legacy, call))
-    missing_vjp = missing_vjp_function(legacy, call)
+    jvp = _stable_jvp_function(library, ops, b, register=False) if b.get("jvp") else None
+    func_transforms = (autograd_function(legacy, call, _stable_vjp_function(ops, b), jvp) if has_vjp
+                       else forward_function(legacy, call, jvp))
+    missing_vjp = missing_vjp_function(legacy, call, jvp)
     packs_nested = bool(ragged) and _nested_result(b["ragged"]["result"])
     # No fast path for a binding that writes into its arguments: call bumps their versions.
     fast = None if packs_nested or written else _fast_path(b, direct, direct_eager, call, grad_leaves)
@@ -1075,7 +1198,10 @@ def _legacy_binding(b: dict[str, Any]) -> dict[str, Any]:
             for _ in _spec_leaves(spec):
                 next(it)
         params.append({"name": p, "batched": batched})
-    return {"name": b["name"], "vjp": b["vjp"], "mode": b["mode"], "params": params}
+    out = {"name": b["name"], "vjp": b["vjp"], "mode": b["mode"], "params": params}
+    if b.get("jvp"):
+        out.update(jvp=b["jvp"], jvp_spec=b["jvp_spec"])
+    return out
 
 
 def _spec_leaves(spec: Any) -> list[None]:
@@ -1179,6 +1305,40 @@ def _register_stable_autograd(library: str, ops: Any, b: dict[str, Any]) -> None
         return tuple(result)
 
     torch.library.register_autograd(f"{library}::{name}", backward, setup_context=setup_context)
+
+
+def _stable_jvp_function(library: str, ops: Any, b: dict[str, Any], register: bool = True) -> Callable[..., Any]:
+    """A binding's jvp as a function: its arguments and their tangents to the jvp op (fake kernel
+    and batching rule registered when ``register``), the result's tangent re-nested."""
+    name, mode = b["jvp"], b["mode"]
+    op, direct = getattr(ops, name).default, getattr(ops, "_direct_" + name).default
+    leaves = b["jvp_leaves"]
+    if register:
+        for qualname in (name, "_direct_" + name):
+            torch.library.register_fake(f"{library}::{qualname}")(_stable_fake(mode, leaves, b["jvp_result"]))
+        rule = _op_vmap({"mode": mode, "params": leaves}, getattr(ops, name))
+        torch.library.register_vmap(f"{library}::{name}")(rule)
+
+        def jvp_backward(ctx: Any, *grads: Any) -> Any:
+            raise second_order_error(b["name"], name)
+
+        torch.library.register_autograd(f"{library}::{name}", jvp_backward)
+    params = [*b["params"], *(f"d{p}" for p in b["params"])]
+    flatten = _flattener(name, b["jvp_spec"], leaves)
+    tree = b["jvp_result"]
+    compiling: Callable[[], bool] = torch.compiler.is_compiling
+    tracing: Callable[[], bool] = torch._C._is_tracing
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) != len(params):
+            args = _bound(name, params, args, kwargs)
+        flat = flatten(args)
+        # The op (its batching rule, its autograd's error, a trace's record) where any may be needed.
+        needs_op = compiling() or tracing() or _functorch_active() or torch.is_grad_enabled() or _dual_level()
+        return _rebuild(tree, _translated_call(op if needs_op else direct, flat, name))
+
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 def _stable_vjp_function(ops: Any, b: dict[str, Any], ragged: Callable[..., Any] | None = None) -> Callable[..., Any]:

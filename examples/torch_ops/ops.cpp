@@ -14,12 +14,33 @@ ks::Tuple<ks::Float, ks::Float> sufrev$mulsin$aff(ks::allocator*, ks::Tuple<ks::
     return ks::make_Tuple(dr * std::sin(y), dr * x * std::cos(y));
 }
 
+// [fwd F]: the arguments as one Tuple, their tangents as another; returns the result's tangent.
+ks::Float fwd$mulsin$aff(ks::allocator*, ks::Tuple<ks::Float, ks::Float> xy, ks::Tuple<ks::Float, ks::Float> dxy) {
+    ks::Float x = ks::get<0>(xy), y = ks::get<1>(xy);
+    return ks::get<0>(dxy) * std::sin(y) + x * std::cos(y) * ks::get<1>(dxy);
+}
+
 ks::tensor<1, ks::Float> scale_add$aT1fT1fi(ks::allocator* $alloc, ks::tensor<1, ks::Float> a,
                                              ks::tensor<1, ks::Float> b, ks::Integer n) {
     int len = a.size();
     KS_ASSERT(b.size() == len);
     auto r = ks::tensor<1, ks::Float>::create($alloc, len);
     for (int i = 0; i < len; ++i) r[i] = static_cast<ks::Float>(n) * a[i] * b[i] + a[i];
+    return r;
+}
+
+ks::tensor<1, ks::Float> fwd$scale_add$aT1fT1fi(
+    ks::allocator* $alloc, ks::Tuple<ks::tensor<1, ks::Float>, ks::tensor<1, ks::Float>, ks::Integer> args,
+    ks::Tuple<ks::tensor<1, ks::Float>, ks::tensor<1, ks::Float>, ks::Tuple<>> d) {
+    auto a = ks::get<0>(args);
+    auto b = ks::get<1>(args);
+    auto da = ks::get<0>(d);
+    auto db = ks::get<1>(d);
+    ks::Float n = static_cast<ks::Float>(ks::get<2>(args));
+    int len = a.size();
+    KS_ASSERT(b.size() == len && da.size() == len && db.size() == len);
+    auto r = ks::tensor<1, ks::Float>::create($alloc, len);
+    for (int i = 0; i < len; ++i) r[i] = da[i] * (n * b[i] + 1.0f) + db[i] * n * a[i];
     return r;
 }
 

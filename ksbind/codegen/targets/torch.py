@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Literal
 from ksbind.codegen.targets import torch_values as values
 from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for
 from ksbind.codegen.targets.record import Target
-from ksbind.errors import warn
+from ksbind.errors import BindingError, warn
 from ksbind.lang.identifiers import cpp_string
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import FLOAT, STRING, KsType, ScalarType, TensorType, TupleType
@@ -104,7 +104,7 @@ def _crossings(d: FunctionDecl) -> list[tuple[KsType, Literal["param", "result"]
 
 def packed_reason(b: Binding) -> str | None:
     """Why the binding's op is packed (its values cross as ``Tensor[]``), or None."""
-    for t, role in [*_crossings(b.decl), *(_crossings(b.vjp_decl) if b.vjp_decl else ())]:
+    for t, role in [c for d in b.decls for c in _crossings(d)]:
         reason = unsupported_reason(t, role)
         if reason:
             return reason
@@ -119,8 +119,7 @@ RAGGED_PREFIX = "_packed_"
 
 def has_tensor_of_tensors(b: Binding) -> bool:
     """Whether b's values (or its vjp's) hold a tensor of tensors (stacked in a schema)."""
-    decls = [b.decl, *((b.vjp_decl,) if b.vjp_decl else ())]
-    return any(values.is_nested_tensor(sub) for d in decls for t, _ in _crossings(d) for sub in t.walk())
+    return any(values.is_nested_tensor(sub) for d in b.decls for t, _ in _crossings(d) for sub in t.walk())
 
 
 def check_binding(b: Binding) -> None:
@@ -363,7 +362,8 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
     message still names the binding)."""
     leaves: list[OpLeaf] = []
     args: list[KsArg] = []
-    float_as_tensor = b.vjp_decl is not None and b.mode == "plain"
+    # With a derivative, a Float crosses as a 0-dim tensor, which can carry a gradient or a tangent.
+    float_as_tensor = (b.vjp_decl is not None or b.jvp_decl is not None) and b.mode == "plain"
     if packed:
         leaves.append(OpLeaf("leaves", "leaves", "packed", "", False))
     for i, p in enumerate(e.params):
@@ -371,15 +371,19 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
             args.append(KsArg(f"k{i}", f"packed_in.next<{p.ks_type.cpp}>({cpp_string(p.py_name)})", False))
             continue
         is_dret = e.is_vjp and i == len(e.params) - 1
+        # A jvp's tangents: forward AD hands them over as tensors (0-dim for a Float argument).
+        is_tangent = e.is_jvp and i >= len(e.params) // 2
         if b.mode == "elementwise":
             leaves.append(OpLeaf(p.py_name, p.py_name, "tensor", "ks::Float", True, False, -1))
             args.append(KsArg(f"v{i}", "", False))  # the elementwise lambda's parameter
             continue
         batched = b.mode == "vmap" and (values.is_scalar_tensor(p.ks_type) or is_dret)
         # Arguments the binding writes into get alias sets a, b, c... in the order mutates names them.
-        written = chr(ord("a") + b.mutates.index(p.py_name)) if p.py_name in b.mutates and not e.is_vjp else ""
+        written = (chr(ord("a") + b.mutates.index(p.py_name))
+                   if p.py_name in b.mutates and not (e.is_vjp or e.is_jvp) else "")
         # A vjp's dret: autograd hands it over as tensors (0-dim for a Float result).
-        expr = _leaves(p.ks_type, p.py_name, p.py_name, leaves, float_as_tensor or is_dret, batched, written)
+        expr = _leaves(p.ks_type, p.py_name, p.py_name, leaves, float_as_tensor or is_dret or is_tangent, batched,
+                       written)
         args.append(KsArg(f"k{i}", expr, batched))
     names = [a.name for a in args]
     # The ks call's arguments, as the entry point packs them (a vjp: the primal's as one Tuple).
@@ -387,7 +391,10 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
         primal_args, dret = names[:-1], names[-1]
         primal = primal_args[0] if len(primal_args) == 1 else f"ks::make_Tuple({', '.join(primal_args)})"
         names = [primal, dret]
-    decl = b.vjp_decl if e.is_vjp else b.decl
+    elif e.is_jvp:  # [fwd F]: the primal's arguments as one Tuple, then their tangents as one
+        n = len(names) // 2
+        names = [part[0] if n == 1 else f"ks::make_Tuple({', '.join(part)})" for part in (names[:n], names[n:])]
+    decl = b.vjp_decl if e.is_vjp else b.jvp_decl if e.is_jvp else b.decl
     assert decl is not None
     ks_params = tuple(t.cpp for t in decl.params)
     if b.mode == "plain":
@@ -423,6 +430,10 @@ class StableBinding:
     packed: object = None            # a packed binding: how each value packs (see pack_spec), else None
     ragged: object = None            # a binding with packed ops beside its ops (RAGGED_PREFIX): as packed
     mutates: tuple[str, ...] = ()    # the arguments its op writes into (their leaves' indices follow)
+    jvp: str | None = None           # its jvp's op ([fwd F]): the binding's arguments, then their tangents
+    jvp_leaves: tuple[OpLeaf, ...] = ()
+    jvp_result: ResultTree | None = None
+    jvp_spec: tuple[object, ...] = ()
 
     def plain(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -433,6 +444,10 @@ class StableBinding:
             "doc": self.doc, "packed": self.packed, "ragged": self.ragged}
         if self.mutates:  # only then: every other binding's literal is as before
             out["mutates"] = list(self.mutates)
+        if self.jvp:  # likewise
+            assert self.jvp_result is not None
+            out.update({"jvp": self.jvp, "jvp_leaves": [x.plain() for x in self.jvp_leaves],
+                        "jvp_result": self.jvp_result.plain(), "jvp_spec": list(self.jvp_spec)})
         return out
 
 
@@ -494,6 +509,13 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         if b.vjp_name and b.vjp_decl:
             vjp = _op_entry(by_name[b.vjp_name], b, b.vjp_decl.return_type, bool(reason))
             ops.append(vjp)
+        jvp = None
+        if b.jvp_name and b.jvp_decl:
+            if reason:
+                raise BindingError(f"binding {b.name!r} ({b.decl.name}): jvp: needs an op with a schema, and this "
+                                   f"binding's values cross packed ({reason}); bind it without jvp:", b.location)
+            jvp = _op_entry(by_name[b.jvp_name], b, b.jvp_decl.return_type)
+            ops.append(jvp)
         ragged = not reason and b.mode == "plain" and has_tensor_of_tensors(b)
         if ragged:
             ops.append(_op_entry(by_name[b.name], b, b.decl.return_type, True, RAGGED_PREFIX))
@@ -508,9 +530,10 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             b.name, b.mode, tuple(p.py_name for p in e.params), spec(e), primal.leaves, primal.result,
             b.vjp_name, vjp.leaves if vjp else (), vjp.result if vjp else None,
             spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature, _packed(b) if reason else None,
-            _packed(b) if ragged else None, b.mutates))
+            _packed(b) if ragged else None, b.mutates, b.jvp_name, jvp.leaves if jvp else (),
+            jvp.result if jvp else None, spec(by_name[b.jvp_name]) if b.jvp_name else ()))
     moded = {name: values.moded_entry(e, b.mode)
-             for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name)}
+             for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name, b.jvp_name)}
     namespace = options.torch_library or library_namespace(options)
     return {
         "entry_points": list(moded.values()),

@@ -126,6 +126,9 @@ def check_binding(b: Binding) -> None:
             if b.vjp_decl is not None and p == FLOAT:
                 _fail(b, "mode vmap with a vjp: a Float argument shared by every step would need its gradient "
                          "summed over the batch; pass it as a tensor instead")
+            if b.jvp_decl is not None and p == FLOAT:
+                _fail(b, "mode vmap with a jvp: a Float argument shared by every step crosses as a number, which "
+                         "carries no tangent; pass it as a tensor instead")
         r = d.return_type
         parts = r.elements if isinstance(r, TupleType) else (r,)
         ok = all(is_scalar_tensor(x) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS) for x in parts)
