@@ -38,6 +38,7 @@ class _Built:
     module: ModuleType
     binding: str
     vjp: str | None
+    jvp: str | None = None
 
 
 class CompiledFunction:
@@ -54,7 +55,7 @@ class CompiledFunction:
     def __init__(self, fn: Callable[..., Any], *, target: TargetName = "torch", mode: CompileMode = "plain",
                  ksc: str | os.PathLike[str] | None = None, ksc_runtime: str | os.PathLike[str] | None = None,
                  cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False, debug: bool = False,
-                 fast_math: bool = False) -> None:
+                 fast_math: bool = False, jvp: bool = False) -> None:
         get_target(target)  # an unknown target is a ConfigError naming the known ones
         if mode not in COMPILE_MODES:
             raise ConfigError(f"ksbind.compile's mode must be one of {', '.join(COMPILE_MODES)}; found {mode!r}")
@@ -66,6 +67,7 @@ class CompiledFunction:
         self._ksc = KscSpec(None if ksc is None else Path(ksc), None if ksc_runtime is None else Path(ksc_runtime),
                             set_by="compile")
         self._cache_dir, self._quiet, self._debug, self._fast_math = cache_dir, quiet, debug, fast_math
+        self._jvp = jvp  # also ksc's [fwd F]: forward mode (off by default: it costs build time)
         self._names = _parameter_names(fn)
         self._builds: dict[Signature, _Built] = {}
         #: The binding to call, by the arguments' classes, dtypes and ranks: a call that has been made
@@ -107,6 +109,19 @@ class CompiledFunction:
                               "(no Float argument or no Float result)")
         return getattr(built.module, built.vjp)(*args_and_dret)
 
+    def jvp(self, *args_and_tangents: Any) -> Any:
+        """The jvp binding (``ksbind.compile(..., jvp=True)``): the primal's arguments, then one tangent
+        of each (``()`` for an int); the result's tangent."""
+        if len(args_and_tangents) % 2:
+            raise TypeError(f"{self.__name__}.jvp(): expected the arguments, then one tangent of each; got "
+                            f"{len(args_and_tangents)} values")
+        built = self._built(args_and_tangents[:len(args_and_tangents) // 2])
+        if built.jvp is None:
+            why = ("compile it with jvp=True" if not self._jvp
+                   else "it has no Float argument or no Float result")
+            raise KsbindError(f"{self.__name__}: this signature {built.translation.signature} has no jvp ({why})")
+        return getattr(built.module, built.jvp)(*args_and_tangents)
+
     @property
     def ks(self) -> str | None:
         """The ks text compiled for the last signature called (None before the first call)."""
@@ -122,7 +137,8 @@ class CompiledFunction:
 
     def _options_key(self) -> str:
         root = Path(self._cache_dir) if self._cache_dir is not None else cache_root()
-        return f"{root.resolve()}|debug={self._debug}|fast_math={self._fast_math}"
+        jvp = "|jvp" if self._jvp else ""  # (a module without it keeps its name)
+        return f"{root.resolve()}|debug={self._debug}|fast_math={self._fast_math}{jvp}"
 
     def _positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         try:
@@ -149,13 +165,14 @@ class CompiledFunction:
         translation = translate_program(self.__ksbind_python__, signature)
         binding = translation.python_name
         vjp = f"{binding}_vjp" if translation.differentiable else None
+        jvp = f"{binding}_jvp" if translation.differentiable and self._jvp else None
         spec = BindingSpec(binding, function=str(translation.entry), vjp=vjp, mode=_binding_mode(signature),
-                           vjp_from="rev" if translation.folds and vjp else "auto")
+                           vjp_from="rev" if translation.folds and vjp else "auto", jvp=jvp)
         options = LoadOptions(target=self.target, ksc=self._ksc, cache_dir=self._cache_dir, quiet=self._quiet,
                               debug=self._debug, fast_math=self._fast_math,
                               name=_module_name(translation, spec.mode, self._options_key()))
         module = _load(translation.ks_text, [spec], options)
-        return _Built(translation, module, binding, vjp)
+        return _Built(translation, module, binding, vjp, jvp)
 
 
 def _fast_key(args: Sequence[Any]) -> tuple[Any, ...] | None:
@@ -218,8 +235,11 @@ def compile(fn: Callable[..., Any] | None = None, *, target: TargetName = "torch
     ints and lists). ``mode``: ``plain``; ``elementwise`` (a function of one or two
     floats applied to every element of tensors of any shape, as knossos.elementwise);
     ``vmap`` (over the leading axis of tensor arguments, as knossos.vmap).
-    ``example_args``: build for their signature now. Other options as load_ks's:
-    ``ksc``, ``ksc_runtime``, ``cache_dir``, ``quiet``, ``debug``, ``fast_math``.
+    ``example_args``: build for their signature now. ``jvp=True``: also ksc's forward
+    derivative, for forward mode (torch.func.jvp, jacfwd, forward_ad; jax.jvp, jacfwd),
+    and ``.jvp(*args, *tangents)``; off by default (it adds to each build). Other
+    options as load_ks's: ``ksc``, ``ksc_runtime``, ``cache_dir``, ``quiet``, ``debug``,
+    ``fast_math``.
     The function is read on its first call (docs/frontend.md lists what it may use).
     """
     def wrap(f: Callable[..., Any]) -> CompiledFunction:

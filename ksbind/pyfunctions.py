@@ -158,7 +158,7 @@ def _params(entry: PythonFunctionSpec, fn: Callable[..., Any]) -> tuple[Any, ...
 
 def binding_of(entry: PythonFunctionSpec, t: Translation) -> BindingSpec:
     """The entry's binding: named as the config says (default: the function's name), its vjp NAME_vjp when
-    the function has one (``vjp: false``: none), ksc's rev for a function with a loop."""
+    the function has one (``vjp: false``: none), ksc's rev for a function with a loop; its jvp when named."""
     name = entry.name or entry.function.attribute
     if entry.vjp is False:
         vjp = None
@@ -169,8 +169,11 @@ def binding_of(entry: PythonFunctionSpec, t: Translation) -> BindingSpec:
             raise ConfigError(f"{entry.function.text} has no vjp to bind as {entry.vjp!r}: it takes or returns no "
                               f"Float ({t.entry} returns {t.result_type})", entry.location)
         vjp = entry.vjp
+    if entry.jvp is not None and not t.differentiable:
+        raise ConfigError(f"{entry.function.text} has no jvp to bind as {entry.jvp!r}: it takes or returns no "
+                          f"Float ({t.entry} returns {t.result_type})", entry.location)
     return BindingSpec(name, function=str(t.entry), vjp=vjp, mode=binding_mode(t.signature),
-                       vjp_from="rev" if t.folds and vjp else "auto", location=entry.location)
+                       vjp_from="rev" if t.folds and vjp else "auto", location=entry.location, jvp=entry.jvp)
 
 
 def binding_mode(signature: Signature) -> Mode:

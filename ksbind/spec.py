@@ -246,6 +246,11 @@ class PythonFunctionSpec:
         "when the function takes and returns a Float (a tensor of them included): naming one for another "
         "function is an error.", type_doc="identifier or `false`",
         default_doc="`NAME_vjp` when the function has one", expected="a name for the vjp binding, or false")] = None
+    jvp: Annotated[str | None, Key(
+        "text", "Also bind the function's forward derivative (ksc's `[fwd F]`) under this name, called as a "
+        "`bindings:` jvp is, and give the binding forward mode (as `ksbind.compile(..., jvp=True)`). Only for a "
+        "function that takes and returns a Float, as `vjp`.", type_doc="identifier", default_doc="none",
+        expected="a name for the jvp binding", binding_name=True)] = None
     location: Location | None = field(default=None, compare=False)
 
 

@@ -378,8 +378,8 @@ def double_backward_error(name: str, vjp_name: str) -> RuntimeError:
 def forward_mode_error(name: str) -> NotImplementedError:
     return NotImplementedError(
         f"{name}: forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad) is not supported: "
-        f"this binding has no jvp; give it one in the config (jvp: {name}_jvp, ksc's [fwd F]), or use "
-        f"torch.func.vjp, jacrev or grad where it has a vjp")
+        f"this binding has no jvp; give it one (a config's jvp: {name}_jvp, for ksc's [fwd F]; "
+        f"ksbind.compile(..., jvp=True)), or use torch.func.vjp, jacrev or grad where it has a vjp")
 
 
 def second_order_error(name: str, jvp_name: str) -> RuntimeError:

@@ -127,7 +127,7 @@ def test_entries_become_one_ks_source_and_a_binding_each(tmp_path: Path) -> None
         python:
           - {function: scale.py:scaled, args: [Float, Integer]}
           - {function: scale.py:count, args: [Integer], name: next_count}
-          - {function: scale.py:scaled, args: [Float, Integer], name: scaled2, vjp: false}
+          - {function: scale.py:scaled, args: [Float, Integer], name: scaled2, vjp: false, jvp: scaled2_jvp}
         """)
     resolved = with_python(spec, tmp_path / "cache")
     source = resolved.ks_files[-1]
@@ -141,6 +141,7 @@ def test_entries_become_one_ks_source_and_a_binding_each(tmp_path: Path) -> None
     assert b["scaled"].function == "[scaled (Tuple Float Integer)]" and b["scaled"].vjp == "scaled_vjp"
     assert b["next_count"].vjp is None  # no Float in or out: no vjp
     assert b["scaled2"].vjp is None and b["scaled"].mode == "plain"
+    assert b["scaled2"].jvp == "scaled2_jvp" and b["scaled"].jvp is None  # forward mode when asked for
     # the same text again: the same file, not rewritten
     assert with_python(spec, tmp_path / "cache").ks_files[-1] == source
 
@@ -185,6 +186,7 @@ def test_the_python_file_is_noted_and_read_afresh(tmp_path: Path) -> None:
     ("python: [{function: scale.py:FACTOR, args: [Float]}]\n", r"'FACTOR' is a float, not a function"),
     ("python: [{function: scale.py:scaled, args: [Float]}]\n", r"takes 2 parameters; 'args' gives 1 type"),
     ("python: [{function: scale.py:count, args: [Integer], vjp: count_vjp}]\n", r"has no vjp to bind as 'count_vjp'"),
+    ("python: [{function: scale.py:count, args: [Integer], jvp: count_jvp}]\n", r"has no jvp to bind as 'count_jvp'"),
     ("python: [{function: no_such_module_for_ksbind:f, args: [Float]}]\n", r"cannot import no_such_module"),
 ])
 def test_a_function_that_cannot_be_bound_is_an_error_at_its_entry(tmp_path: Path, body: str, message: str) -> None:

@@ -290,3 +290,55 @@ def test_one_function_built_in_two_caches_in_one_process(cache: Path, tmp_path: 
     x = torch.linspace(-2, 2, 9)
     torch.testing.assert_close(first(x), second(x))
     assert first.module_for(x).__name__ != second.module_for(x).__name__
+
+
+@pytest.mark.parametrize("fn,make,mode", [
+    (ff.sqrl, lambda: [torch.randn(4, 4)], "plain"),               # zip helpers (ksc derives their fwd)
+    (ff.where_max, lambda: [torch.randn(5), torch.randn(5)], "plain"),
+    (ff.accumulate, lambda: [torch.randn(6), 4], "plain"),         # a loop: a fold, translated inline
+    (ff.sqrl, lambda: [torch.randn(3, 4, 4)], "vmap"),
+    (ff.relu3, lambda: [torch.randn(7) * 2], "elementwise"),
+])
+def test_compile_with_jvp_gives_forward_mode(fn: Callable[..., Any], make: Callable[[], list[Any]], mode: str,
+                                             cache: Path) -> None:
+    """ksbind.compile(..., jvp=True): torch.func.jvp and jacfwd of the compiled function agree with the
+    Python function's own forward mode, run by PyTorch."""
+    c = compiled(fn, cache, jvp=True, mode=mode)
+    torch.manual_seed(4)
+    for _ in range(3):
+        args = make()
+        floats = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        tangents = [torch.randn_like(args[i]) for i in floats]
+
+        def of_floats(*ts: torch.Tensor, f: Callable[..., Any], args: list[Any] = args,
+                      floats: list[int] = floats) -> Any:
+            full = list(args)
+            for i, t in zip(floats, ts):
+                full[i] = t
+            return f(*full)
+
+        primals = tuple(args[i] for i in floats)
+        got = torch.func.jvp(lambda *ts: of_floats(*ts, f=c), primals, tuple(tangents))
+        if mode == "plain":
+            ref = torch.func.jvp(lambda *ts: of_floats(*ts, f=fn), primals, tuple(tangents))
+        elif mode == "vmap":
+            ref = torch.func.jvp(lambda t: torch.stack([fn(r) for r in t]), primals, tuple(tangents))
+        else:
+            ref = torch.func.jvp(lambda t: torch.stack([torch.as_tensor(fn(float(v))) for v in t]).float(),
+                                 primals, tuple(tangents))
+            # relu3's derivative by hand: Python's floats carry no torch tangent
+            x, dx = primals[0], tangents[0]
+            ref = (ref[0], torch.where(x < 0, 0.0, torch.where(x < 1, x * x, 1.0)) * dx)
+        torch.testing.assert_close(got[0], torch.as_tensor(ref[0]).to(got[0].dtype), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(got[1], torch.as_tensor(ref[1]).to(got[1].dtype), rtol=1e-4, atol=1e-5)
+
+
+def test_compile_without_jvp_says_how_to_get_forward_mode(cache: Path) -> None:
+    c = compiled(ff.helper_square, cache)
+    x = torch.tensor([1.0, 2.0])
+    with pytest.raises(NotImplementedError, match=r"ksbind.compile\(\.\.\., jvp=True\)"):
+        torch.func.jvp(c, (x,), (torch.ones(2),))
+    with pytest.raises(ksbind.errors.KsbindError, match="has no jvp \\(compile it with jvp=True\\)"):
+        c.jvp(x, torch.ones(2))
+    jc = compiled(ff.helper_square, cache, jvp=True, target="python")
+    assert jc.jvp(3.0, 1.0) == pytest.approx(6.0)

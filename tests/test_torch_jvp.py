@@ -138,7 +138,7 @@ def test_second_order_is_a_clear_error_naming_the_binding(ops: ModuleType, secon
 
 def test_a_binding_without_jvp_still_says_so(ops: ModuleType) -> None:
     with pytest.raises(NotImplementedError, match=r"vrelu3: forward-mode AD .* this binding has no jvp; "
-                                                  r"give it one in the config \(jvp: vrelu3_jvp"):
+                                                  r"give it one \(a config's jvp: vrelu3_jvp"):
         jvp(ops.vrelu3, (torch.tensor([0.5]),), (torch.ones(1),))
 
 

@@ -4,8 +4,9 @@
 through it every module-level Python function it calls (one ks def per
 function and signature, as Knossos did), and writes the zip helpers that
 elementwise code on several tensors needs: a scalar kernel that ksc
-differentiates, and a tensor function over it whose derivatives (``fwd``,
-``rev``, ``suffwdpass``, ``sufrevpass``) are written here, element by element.
+differentiates, and a tensor function over it whose reverse derivatives (``rev``,
+``suffwdpass``, ``sufrevpass``) are written here, element by element (its ``fwd``
+ksc derives from the ``build``, when a jvp asks for it).
 ksc would otherwise derive them from ``build`` and ``index``, whose reverse
 keeps a gradient of a whole tensor per element (docs/ks.md's fast vjps).
 
@@ -244,21 +245,8 @@ def _zip_defs(name: str, kernel: Def, tensors: tuple[Var, ...], scalars: tuple[V
     rev_body = Let(((tuple(p.name for p in params) if len(params) > 1 else params[0].name, xt),), rev_body)
     defs.append(_def(StructuredName.derived("rev", structured), (xt, dr), rev_body))
 
-    # fwd: ((arguments), (their tangents)) -> the result's tangent
-    dxt = Var("dxt", arg_type.tangent)
-    dts = tuple(Var(f"da{i + 1}", t.type.tangent) for i, t in enumerate(ts))
-    dss = tuple(Var(f"ds{i + 1}", s.type.tangent) for i, s in enumerate(ss))
-    at = Var("ix", index_type)
-    kernel_fwd = StructuredName.derived("fwd", kernel.structured_name)
-    delements = [call("index", t.type.element, at, t) for t in dts]  # type: ignore[attr-defined]
-    fwd_call = Call(kernel_fwd, (_tuple_or_one([*elements(at), *ss]), _tuple_or_one([*delements, *dss])),
-                    kernel.body.type.tangent)
-    fwd_body: Expr = call("build", result_t.tangent, size, Lam(at, fwd_call))
-    names = tuple(p.name for p in params)
-    dnames = tuple(p.name for p in (*dts, *dss))
-    fwd_body = Let(((names if len(names) > 1 else names[0], xt), (dnames if len(dnames) > 1 else dnames[0], dxt)),
-                   fwd_body)
-    defs.append(_def(StructuredName.derived("fwd", structured), (xt, dxt), fwd_body))
+    # No fwd is written: ksc's forward mode of a caller needs [D ksb_zipN], which only ksc's own
+    # gdef of fwd makes (from the build, as the planner asks when a binding has a jvp).
     return defs
 
 
