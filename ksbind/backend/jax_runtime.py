@@ -18,7 +18,9 @@ Each binding's function (see docs/jax.md for the rules):
   probe), cached per shape signature;
 - calls the handler through ``jax.ffi.ffi_call``, under ``jax.custom_vjp``
   whose backward calls the vjp's handler (float0 cotangents for Integer and
-  Bool parts).
+  Bool parts); or, for a binding with a jvp, under ``jax.custom_jvp`` whose
+  tangent is ``_lin_p``, a linear primitive calling the jvp's handler and
+  transposed to the vjp's (forward and reverse mode, docs/jax.md).
 """
 from __future__ import annotations
 
@@ -31,8 +33,10 @@ from functools import partial
 from typing import Any
 
 import jax
+import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
+from jax.interpreters import ad, batching, mlir
 
 Tree = dict[str, Any]
 Shape = tuple[int, ...]
@@ -90,7 +94,11 @@ def _vma(x: Any) -> frozenset[str]:
     """The mesh axes x varies over inside shard_map (empty outside it, or for a NumPy array)."""
     if not isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
         return frozenset()
-    aval = jax.typeof(x)
+    return _aval_vma(jax.typeof(x))
+
+
+def _aval_vma(aval: Any) -> frozenset[str]:
+    """The mesh axes a value of this abstract type varies over."""
     vma = getattr(aval, "vma", None)  # JAX before 0.10; since, the aval's manual axis type
     if vma is None:
         vma = getattr(getattr(aval, "mat", None), "varying", ())
@@ -155,6 +163,7 @@ class Binding:
         self.vjp_target = names[info["vjp_handler"]] if info["vjp_handler"] else None
         jac = info.get("jacobian_handler")
         self.jacobian_target = names[jac] if jac else None
+        self.jvp_target = names[info["jvp_handler"]] if info.get("jvp_handler") else None
         self.probe_fn: Callable[..., int] | None = None
         if info["probe"]:
             fn = getattr(lib, info["probe"])
@@ -167,11 +176,19 @@ class Binding:
         self._given = threading.local()
         # One sentence for forward mode and second derivatives: grad of grad reaches the primal's
         # FFI call too (the outer derivative differentiates custom_vjp's forward rule in forward mode).
-        self.no_second_derivative = (
-            f"binding {self.name!r} cannot be differentiated in forward mode or twice: a jax binding has one "
-            f"derivative, reverse mode through its vjp (jax.grad, vjp, jacrev); forward mode (jax.jvp, jacfwd, "
-            f"linearize) and second derivatives (grad of grad, hessian) are not available (ksc derives no "
-            f"nested derivatives)")
+        if self.jvp_target is None:
+            self.no_second_derivative = (
+                f"binding {self.name!r} cannot be differentiated in forward mode or twice: a jax binding has one "
+                f"derivative, reverse mode through its vjp (jax.grad, vjp, jacrev); forward mode (jax.jvp, jacfwd, "
+                f"linearize) needs a jvp (give the binding jvp: in its config), and second derivatives (grad of "
+                f"grad, hessian) are not available (ksc derives no nested derivatives)")
+        else:  # forward mode through the jvp: only a second derivative reaches an FFI call's rule
+            self.no_second_derivative = (
+                f"binding {self.name!r} cannot be differentiated twice: a jax binding has first derivatives "
+                f"only, forward mode through its jvp (jax.jvp, jacfwd, linearize)"
+                f"{' and reverse mode through its vjp (jax.grad, vjp, jacrev)' if self.vjp_target else ''}; "
+                f"second derivatives (hessian, jacfwd of jacrev, grad of grad or of a jvp) are not available "
+                f"(ksc derives no nested derivatives)")
         self.call = self._make_call()
 
     # -------------------------------------------------------- arguments
@@ -432,7 +449,108 @@ class Binding:
         grads = self.backward(values, unflatten(tangent, d_leaves) if self.mode != "elementwise" else d_leaves[0])
         return grads[0] if len(grads) == 1 else grads
 
+    # -------------------------------------------------------- forward mode (a jvp)
+
+    def _float_tangents(self, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        """The argument leaves the handlers take (broadcast, elementwise), and the tangents of
+        the Float ones (float0 tangents of Integer and Bool leaves have no buffer in ks)."""
+        leaves = self._arg_leaves(primals)
+        if self.mode == "elementwise":
+            shape = jnp.shape(leaves[0])
+            return leaves, [jnp.broadcast_to(t, shape) for t in tangents]  # transposed by a sum
+        t_all = [t for v in tangents for t in jax.tree_util.tree_leaves(v)]
+        return leaves, [t for x, t in zip(leaves, t_all) if np.dtype(x.dtype) == np.float32]
+
+    def tangent(self, primals: Sequence[Any], tangents: Sequence[Any], out: Any) -> Any:
+        """The result's tangent (a pytree like ``out``: float0 for its Integer and Bool parts):
+        ``_lin_p`` of the arguments and their tangents, linear in the tangents."""
+        leaves, t_leaves = self._float_tangents(primals, tangents)
+        out_leaves = jax.tree_util.tree_leaves(out)
+        floats = tuple((tuple(jnp.shape(o)), "float32") for o in out_leaves if np.dtype(o.dtype) == np.float32)
+        if floats and t_leaves:
+            touts = iter(_lin_bind(*leaves, *t_leaves, binding=self, n_primal=len(leaves), nbatch=0, out=floats))
+        else:  # nothing to differentiate (no Float argument or result)
+            touts = iter([jnp.zeros(s, jnp.float32) for s, _ in floats])
+        parts = [_to_vma(next(touts), _vma(o)) if np.dtype(o.dtype) == np.float32 else
+                 np.zeros(jnp.shape(o), dtype=jax.dtypes.float0) for o in out_leaves]
+        return unflatten(self.result, parts)
+
+    def jvp_leaves(self, primals: Sequence[Any], tangents: Sequence[Any],
+                   out: Sequence[tuple[Shape, str]]) -> list[Any]:
+        """The jvp's handler: the result's Float leaves' tangents (one call, unbatched shapes)."""
+        assert self.jvp_target is not None
+        return self._ffi(self.jvp_target, [*primals, *tangents], [s for s, _ in out], [d for _, d in out])
+
+    def transpose(self, primals: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+        """The jvp's transpose, the vjp: each Float argument leaf's cotangent, given the result's
+        Float leaves' (the shapes of one unbatched call)."""
+        if self.vjp_target is None:
+            raise TypeError(
+                f"binding {self.name!r} has a jvp but no vjp; give it vjp: in its config for reverse mode (jax.grad, "
+                f"jax.vjp, jacrev, the transpose of jax.linearize): JAX derives reverse mode by transposing the "
+                f"forward one, and a jvp's compiled call cannot be transposed")
+        if self.jacobian_target is not None:  # elementwise: g * each argument's derivative, fused by XLA
+            shape = tuple(jnp.shape(primals[0]))
+            jac = self._ffi(self.jacobian_target, primals, [shape] * len(primals), ["float32"] * len(primals))
+            return [cts[0] * d for d in jac]
+        floats = [x for x in primals if np.dtype(x.dtype) == np.float32]
+        return self._ffi(self.vjp_target, [*primals, *cts], [tuple(jnp.shape(x)) for x in floats],
+                         ["float32"] * len(floats))
+
+    def jvp_call(self, *args: Any, **kwargs: Any) -> Any:
+        """The jvp binding itself: ``name_jvp(*args, *tangents)``, the result's tangent."""
+        n = len(self.params)
+        names = [p["name"] for p in self.params]
+        t_names = [_tangent_name(x, names) for x in names]
+        if len(args) > 2 * n:
+            raise TypeError(f"{self.jvp_name}() takes {2 * n} arguments ({', '.join(names + t_names)}), got "
+                            f"{len(args)}")
+        slots: list[Any] = list(args) + [None] * (2 * n - len(args))
+        for k, v in kwargs.items():
+            if k not in names + t_names:
+                raise TypeError(f"{self.jvp_name}() got an unexpected keyword argument {k!r}")
+            i = (names + t_names).index(k)
+            if i < len(args):
+                raise TypeError(f"{self.jvp_name}() got multiple values for argument {k!r}")
+            slots[i] = v
+        given, tangents = slots[:n], slots[n:]
+        for p, t, x in zip(self.params, tangents, t_names):
+            if t is None and _tangent_tree(p["tree"])["kind"] != "empty":
+                raise TypeError(f"{self.jvp_name}() missing argument {x!r}")
+        values = self.check(given, {})
+        if self.mode == "elementwise":
+            t_values = [self._elementwise_arg(t, x) for t, x in zip(tangents, t_names)]
+        else:
+            t_values = []
+            for p, t, x in zip(self.params, tangents, t_names):
+                tree = _tangent_tree(p["tree"])
+                leaves: list[Any] = []
+                self._flatten(t if t is not None else (), tree, repr(x), f"tangent of {p['ks']}", p["batched"],
+                              leaves)
+                t_values.append(unflatten(tree, leaves))
+        leaves, t_leaves = self._float_tangents(values, t_values)
+        shapes = self.result_shapes(leaves, values)
+        out = tuple((s, "float32") for s, leaf in zip(shapes, self.result_leaves) if leaf["dtype"] == "float32")
+        return unflatten(_tangent_tree(self.result), self.jvp_leaves(leaves, t_leaves, out))
+
+    @property
+    def jvp_name(self) -> str:
+        return str(self.info.get("jvp") or f"{self.name}_jvp")
+
+    def _make_jvp_fn(self) -> Callable[..., Any]:
+        """custom_jvp: the tangent through the jvp's handler (``_lin_p``), reverse mode by its transpose."""
+        fn = jax.custom_jvp(self.forward)
+
+        def rule(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+            out = self.forward(*primals)
+            return out, self.tangent(primals, tangents, out)
+
+        fn.defjvp(rule)
+        return fn
+
     def _make_call(self) -> Callable[..., Any]:
+        if self.jvp_target is not None:
+            return self._wrap(self._make_jvp_fn())
         fwd_fn = jax.custom_vjp(self.forward)
         name = self.name
 
@@ -458,6 +576,13 @@ class Binding:
             return tuple(_match_vma(self.backward(values, g), values))
 
         fwd_fn.defvjp(fwd, bwd)
+        return self._wrap(fwd_fn)
+
+    def _wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """The binding's function: checks its arguments, then calls ``fn`` (eagerly, with nothing
+        to differentiate, a binding with a jvp calls its forward directly: custom_jvp costs)."""
+        name = self.name
+        direct = self.jvp_target is not None
 
         def call(*args: Any, **kwargs: Any) -> Any:
             checked = self.check(args, kwargs)
@@ -467,7 +592,9 @@ class Binding:
             if shaped:
                 self._given.values = self._scalar_values(args, kwargs)
             try:
-                return fwd_fn(*checked)
+                if direct and not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(checked)):
+                    return self.forward(*checked)
+                return fn(*checked)
             except TypeError as e:
                 # jax.jvp of the binding itself: JAX's sentence names no binding.
                 if "forward-mode autodiff (jvp) to a custom_vjp function" in str(e):
@@ -482,6 +609,94 @@ class Binding:
         return call
 
 
+def _tangent_name(name: str, taken: Sequence[str]) -> str:
+    """A tangent's parameter name, as ksbind/codegen/targets/common.py gives it: ``d`` + the argument's."""
+    out = f"d{name}"
+    while out in taken:
+        out = f"d{out}"
+    return out
+
+
+# ------------------------------------------------------------ the jvp's linear primitive
+
+#: ``_lin_p(*args, *tangents)``: a binding's jvp, linear in the tangents (the Float argument
+#: leaves'), so that JAX can transpose it: its transpose is the binding's vjp (``Binding.transpose``).
+#: It is how one function has both a custom forward and a custom reverse derivative: custom_vjp takes
+#: no jvp, and custom_jvp's tangent is transposed by JAX, which cannot transpose an FFI call. Params:
+#: ``binding``; ``n_primal``, how many of the operands are argument leaves; ``nbatch``, leading batch
+#: axes (jax.vmap) on every operand; ``out``, the result tangent leaves' unbatched (shape, dtype).
+_lin_p = jax.extend.core.Primitive("ksbind_jax_jvp")
+_lin_p.multiple_results = True
+# JAX's internals, typed here once (mypy --strict: they are not annotated).
+_lin_bind: Callable[..., list[Any]] = _lin_p.bind
+_instantiate_zeros: Callable[[Any], Any] = ad.instantiate_zeros
+_is_undefined_primal: Callable[[Any], bool] = ad.is_undefined_primal
+
+
+def _lin_batched(fn: Callable[..., Any], nbatch: int) -> Callable[..., Any]:
+    for _ in range(nbatch):
+        fn = jax.vmap(fn)
+    return fn
+
+
+def _lin_impl(*operands: Any, binding: Binding, n_primal: int, nbatch: int,
+              out: tuple[tuple[Shape, str], ...]) -> list[Any]:
+    def one(*ops: Any) -> tuple[Any, ...]:
+        return tuple(binding.jvp_leaves(ops[:n_primal], ops[n_primal:], out))
+    return list(_lin_batched(one, nbatch)(*operands))
+
+
+def _lin_abstract(*avals: Any, binding: Binding, n_primal: int, nbatch: int,
+                  out: tuple[tuple[Shape, str], ...]) -> list[Any]:
+    batch = tuple(avals[0].shape[:nbatch])
+    return [jax.core.ShapedArray(batch + tuple(s), np.dtype(d)) for s, d in out]
+
+
+def _lin_batch(operands: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple[list[Any], list[int]]:
+    """jax.vmap: every operand batched along a leading axis (unbatched ones broadcast), one more batch axis."""
+    size = next(jnp.shape(x)[d] for x, d in zip(operands, dims) if d is not None)
+    moved = [jnp.moveaxis(x, d, 0) if d is not None else jnp.broadcast_to(x, (size, *jnp.shape(x)))
+             for x, d in zip(operands, dims)]
+    outs = _lin_bind(*moved, **{**params, "nbatch": params["nbatch"] + 1})
+    return outs, [0] * len(outs)
+
+
+def _lin_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, binding: Binding, n_primal: int, nbatch: int,
+             out: tuple[tuple[Shape, str], ...]) -> tuple[Any, Any]:
+    """Linear in the tangent operands; differentiating it in the arguments is a second derivative."""
+    if any(type(t) is not ad.Zero for t in tangents[:n_primal]):
+        raise TypeError(binding.no_second_derivative)
+    params = {"binding": binding, "n_primal": n_primal, "nbatch": nbatch, "out": out}
+    outs = _lin_bind(*primals, **params)
+    touts = _lin_bind(*primals[:n_primal], *(_instantiate_zeros(t) for t in tangents[n_primal:]), **params)
+    return outs, touts
+
+
+def _lin_transpose(cts: Sequence[Any], *operands: Any, binding: Binding, n_primal: int, nbatch: int,
+                   out: tuple[tuple[Shape, str], ...]) -> list[Any]:
+    """The vjp's handler (by the binding's rule) on the result tangents' cotangents."""
+    primals, tangents = operands[:n_primal], operands[n_primal:]
+    if any(_is_undefined_primal(x) for x in primals):
+        raise TypeError(binding.no_second_derivative)
+    cts = [_instantiate_zeros(c) for c in cts]
+
+    def one(*ops: Any) -> tuple[Any, ...]:
+        return tuple(binding.transpose(ops[:n_primal], ops[n_primal:]))
+    grads = _lin_batched(one, nbatch)(*primals, *cts)
+    # Inside shard_map: each cotangent varies as its tangent operand does (summed over the shards
+    # of one the same on every shard), as for custom_vjp's gradients (_match_vma).
+    return [None] * n_primal + [_to_vma(g, _aval_vma(t.aval)) if _is_undefined_primal(t) else None
+                                for g, t in zip(grads, tangents)]
+
+
+_lin_p.def_impl(_lin_impl)  # type: ignore[no-untyped-call]
+_lin_p.def_abstract_eval(_lin_abstract)  # type: ignore[no-untyped-call]
+mlir.register_lowering(_lin_p, mlir.lower_fun(_lin_impl, multiple_results=True))
+batching.primitive_batchers[_lin_p] = _lin_batch
+ad.primitive_jvps[_lin_p] = _lin_jvp
+ad.primitive_transposes[_lin_p] = _lin_transpose
+
+
 def _float_parts(t: Tree, g: Any) -> list[Any]:
     """The cotangent's Float leaves, in order: ks's tangent of the result (Integer and Bool parts,
     float0 or () here, have none)."""
@@ -493,11 +708,13 @@ def _float_parts(t: Tree, g: Any) -> list[Any]:
 
 
 def _tangent_tree(t: Tree) -> Tree:
-    """The ks tangent's layout: Float leaves only."""
+    """The ks tangent's layout: Float leaves only (``()`` for a part holding none, as the codegen's
+    trees give a type holding no scalar)."""
     if t["kind"] == "leaf":
         return t if t["dtype"] == "float32" else {"kind": "empty"}
     if t["kind"] == "tuple":
-        return {"kind": "tuple", "parts": [_tangent_tree(p) for p in t["parts"]]}
+        parts = [_tangent_tree(p) for p in t["parts"]]
+        return {"kind": "tuple", "parts": parts} if any(p["kind"] != "empty" for p in parts) else {"kind": "empty"}
     return t
 
 
@@ -544,7 +761,8 @@ def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[st
     names: dict[str, str] = {}
     with _register_lock:
         for info in bindings:
-            for symbol in (info["handler"], info["vjp_handler"], info.get("jacobian_handler")):
+            for symbol in (info["handler"], info["vjp_handler"], info.get("jacobian_handler"),
+                           info.get("jvp_handler")):
                 if symbol is None:
                     continue
                 target = f"ksbind.{tag}.{symbol}"
@@ -568,6 +786,13 @@ def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[st
             vjp.__name__ = vjp.__qualname__ = info["vjp"]
             vjp.__doc__ = f"vjp of {info['name']}: the gradient of each argument given the result's (dret)"
             namespace[info["vjp"]] = vjp
+        if info.get("jvp"):
+            def jvp(*args: Any, _b: Binding = b, **kwargs: Any) -> Any:
+                return _b.jvp_call(*args, **kwargs)
+            jvp.__name__ = jvp.__qualname__ = info["jvp"]
+            jvp.__doc__ = (f"jvp of {info['name']}: the result's tangent given the arguments, then one tangent "
+                           f"per argument (() for an Integer or Bool one)")
+            namespace[info["jvp"]] = jvp
     namespace["_bindings"] = made
     namespace["_library"] = lib
     namespace.update(_allocator_functions(lib))

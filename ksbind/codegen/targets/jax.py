@@ -7,7 +7,8 @@ handlers reach the ks code through entry points compiled with it
 (``jax_entry_points.cpp``; elementwise loops: ``ksbind/jax_entry.h``). The
 generated pure-Python wrapper ``NAME.py`` loads it with ctypes, registers the
 handlers with ``jax.ffi`` and defines one traceable function per binding
-(``ksbind/backend/jax_runtime.py``): ``jax.custom_vjp`` from its vjp, result
+(``ksbind/backend/jax_runtime.py``): ``jax.custom_vjp`` from its vjp (with a jvp,
+``jax.custom_jvp`` over the jvp's handler, transposed to the vjp's), result
 shapes found at trace time, and ``jax.vmap`` rules by mode.
 
 Types (leaves: ``ksbind/jax.h``): Float float32, Integer int32, Bool bool;
@@ -171,7 +172,7 @@ def _tensor_of_scalars(t: KsType) -> bool:
 def check_binding(b: Binding) -> None:
     """Every way a binding can fail to fit the jax target or its mode."""
     d = b.decl
-    for t in [*d.params, d.return_type, *((b.vjp_decl.return_type,) if b.vjp_decl else ())]:
+    for t in [*d.params, d.return_type, *(x.return_type for x in (b.vjp_decl, b.jvp_decl) if x is not None)]:
         reason = unsupported_reason(t)
         if reason:
             _fail(b, reason)
@@ -255,8 +256,9 @@ class JaxEntry:
 def _jax_entry(e: EntryPoint, mode: Mode, result_type: KsType) -> JaxEntry:
     kind: Literal["call", "elementwise"] = "elementwise" if mode == "elementwise" else "call"
     n_out = len(result_type.elements) if isinstance(result_type, TupleType) else 1
+    derivative = e.is_vjp or e.is_jvp  # no probe: its shapes are the primal's
     return JaxEntry(
-        name=e.name, ks_name=e.ks_name, handler=f"ksbind_jax_{e.name}", probe=None if e.is_vjp or kind != "call" else
+        name=e.name, ks_name=e.ks_name, handler=f"ksbind_jax_{e.name}", probe=None if derivative or kind != "call" else
         f"ksbind_jax_probe_{e.name}", kind=kind, result_cpp=result_type.cpp,
         params=tuple((p.cpp_type, p.name) for p in e.params), py_names=tuple(p.py_name for p in e.params),
         call=e.call_with("alloc"), n_in=len(e.params), n_out=n_out)
@@ -305,6 +307,8 @@ class JaxBinding:
     vjp_handler: str | None
     jacobian_handler: str | None
     vjp_result: JaxTree | None
+    jvp: str | None = None           # the jvp binding's name ([fwd F]): forward mode (docs/jax.md)
+    jvp_handler: str | None = None
 
     def plain(self) -> dict[str, object]:
         """The binding as the wrapper's ``BINDINGS`` spells it: plain values only."""
@@ -312,7 +316,8 @@ class JaxBinding:
                 "params": [p.plain() for p in self.params], "result": self.result.plain(),
                 "result_shape": self.result_shape, "handler": self.handler, "probe": self.probe, "vjp": self.vjp,
                 "vjp_handler": self.vjp_handler, "jacobian_handler": self.jacobian_handler,
-                "vjp_result": self.vjp_result.plain() if self.vjp_result else None}
+                "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "jvp": self.jvp,
+                "jvp_handler": self.jvp_handler}
 
 
 def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) -> JaxBinding:
@@ -320,12 +325,14 @@ def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) 
     params = tuple(JaxParam(p.py_name, str(t), tree(t), b.mode == "vmap" and _tensor_of_scalars(t),
                             t.contains(lambda x: x == FLOAT)) for p, t in zip(primal.params, d.params))
     vjp = entries.get(b.vjp_name) if b.vjp_name else None
+    jvp = entries.get(b.jvp_name) if b.jvp_name else None
     return JaxBinding(
         name=b.name, ks_name=str(d.name), mode=b.mode, signature=d.signature, params=params,
         result=tree(d.return_type), result_shape=b.result_shape, handler=entries[b.name].handler,
         probe=entries[b.name].probe, vjp=b.vjp_name, vjp_handler=vjp.handler if vjp else None,
         jacobian_handler=entries[f"{b.vjp_name}_jacobian"].handler if vjp and b.mode == "elementwise" else None,
-        vjp_result=tree(b.vjp_decl.return_type) if b.vjp_decl else None)
+        vjp_result=tree(b.vjp_decl.return_type) if b.vjp_decl else None, jvp=b.jvp_name if jvp else None,
+        jvp_handler=jvp.handler if jvp else None)
 
 
 def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
@@ -341,9 +348,13 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             if b.mode == "elementwise":
                 jac = _jacobian_entry(by_name[b.vjp_name], b.vjp_decl.return_type)
                 jax_entries[jac.name] = jac
+        if b.jvp_name and b.jvp_decl:
+            # [fwd F]: the arguments, then their tangents (no buffer for a tangent holding no
+            # scalar); an elementwise binding's is a loop over 2 or 4 Float arrays.
+            jax_entries[b.jvp_name] = _jax_entry(by_name[b.jvp_name], b.mode, b.jvp_decl.return_type)
     infos = [_binding_info(b, jax_entries, by_name[b.name]) for b in bindings]
     entries = [_moded(e, b) for b in bindings for e in
-               [by_name[b.name], *([by_name[b.vjp_name]] if b.vjp_name else [])]]
+               [by_name[b.name], *(by_name[n] for n in (b.vjp_name, b.jvp_name) if n)]]
     return {
         "entry_points": entries,
         "jax_entries": list(jax_entries.values()),
