@@ -9,7 +9,8 @@ build cache CACHE (or take them from it, built already), and record where they a
 ``check OUT``: in another venv (torch 2.14.1), import those same built files
 (ksbind's build is never called: nothing is compiled there) and check that every
 case gives the recorded values: calls in each mode, tuple results, gradients through
-autograd, torch.func.grad and torch.vmap, torch.compile(fullgraph=True), a ragged
+autograd, torch.func.grad and torch.vmap, forward mode (torch.func.jvp, jacfwd, a dual
+tensor), torch.compile(fullgraph=True), a ragged
 list argument and a ragged result, packed bindings (a list of tuples, a list of
 tuples result, strings); the ops under opcheck, a gradcheck, an argument refused
 by its name; and a hand-written stable-ABI op (benchmarks/stable_vrelu3.cpp) built
@@ -113,7 +114,24 @@ def cases(m: dict[str, ModuleType]) -> dict[str, Any]:
         "packed_pairsum_grads": _pairsum_grads(packed, _pairs(t)),
         "packed_numbered": _flat(packed.numbered(ragged)),
         "nn_module": relu3.relu3(xs),
+        # Forward mode from the bindings' jvp ([fwd F]): torch.func.jvp and jacfwd, each mode, a dual tensor.
+        "scale_add_jvp": torch.func.jvp(lambda a: ops.scale_add(a, b.repeat(3), 2), (x,), (torch.ones_like(x),))[1],
+        "mulsin_jacfwd": torch.func.jacfwd(ops.mulsin, argnums=1)(x[:4], b),
+        "scale_add_rows_jvp": torch.func.jvp(lambda a: ops.scale_add_rows(a, xs, 2), (xs,), (xs,))[1],
+        "scale_add_dual": _dual_tangent(ops, x),
     }
+
+
+def _dual_tangent(ops: ModuleType, x: Any) -> Any:
+    """torch.autograd.forward_ad: scale_add's tangent of a dual argument."""
+    import torch
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        out = ops.scale_add(fwAD.make_dual(x, torch.ones_like(x)), x, 3)
+        tangent = fwAD.unpack_dual(out).tangent
+    assert tangent is not None, "scale_add: a dual argument's tangent was dropped"
+    return tangent
 
 
 def _compiled(lib: ModuleType) -> Callable[..., Any]:
