@@ -84,13 +84,6 @@ class BindingSpec:
         "`vjp_from` says. Taken from the declarations when stated there (a `.kso`, or a `gdef`), else derived "
         "from F's signature (and, with `ksc:`, asked of ksc).",
         type_doc="identifier", expected="a name for the vjp binding", binding_name=True)] = None
-    jvp: Annotated[str | None, Key(
-        "text", "Also bind the function's forward derivative `[fwd F]` under this name, and give the binding "
-        "forward-mode AD on the torch and jax targets (docs/torch.md and docs/jax.md, \"Forward mode\"). "
-        "Called as `name_jvp(a, b, ..., da, db, ...)`, it returns the result's tangent: the arguments, then "
-        "one tangent per argument (`()` for an Integer, Bool or String argument). Taken from the declarations "
-        "when stated there, else derived from F's signature (and, with `ksc:`, asked of ksc).",
-        type_doc="identifier", expected="a name for the jvp binding", binding_name=True)] = None
     mode: Annotated[Mode, Key(
         "choice", "torch and jax targets ([jax.md](jax.md#modes)): `elementwise` applies a `Float -> Float` (or "
         "`(Float, Float) -> Float`) function to every element; `vmap` maps over the leading dimension of tensor "
@@ -124,6 +117,13 @@ class BindingSpec:
         "copy would take the write), and an eager call bumps its version counter. Plain mode, no vjp. A write "
         "not declared is undefined under `torch.compile`: see [torch.md](torch.md#arguments-written-in-place).",
         default_doc="none", expected="an argument's name")] = ()
+    jvp: Annotated[str | None, Key(
+        "text", "Also bind the function's forward derivative `[fwd F]` under this name, and give the binding "
+        "forward-mode AD on the torch and jax targets (docs/torch.md and docs/jax.md, \"Forward mode\"). "
+        "Called as `name_jvp(a, b, ..., da, db, ...)`, it returns the result's tangent: the arguments, then "
+        "one tangent per argument (`()` for an Integer, Bool or String argument). Taken from the declarations "
+        "when stated there, else derived from F's signature (and, with `ksc:`, asked of ksc).",
+        type_doc="identifier", expected="a name for the jvp binding", binding_name=True)] = None
 
 
 @dataclass(frozen=True)
