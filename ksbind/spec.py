@@ -185,6 +185,8 @@ class ModuleOptions:
     #: module is installed in (None: top level).
     standalone: bool = False
     package: str | None = None
+    #: The module's name before it was versioned (ModuleSpec.versioned_from), or None.
+    versioned_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -350,3 +352,7 @@ class ModuleSpec:
         "CONFIG -o DIR` does the same on demand; `load_ks(..., name=NAME, stubs=DIR)` too.",
         expected="a folder")] = None
     location: Location | None = field(default=None, compare=False)
+    #: Not a config key: a build loaded under a versioned name (ksbind/backend/loader.py's
+    #: ``versioned_spec``) keeps the name it was versioned from here; the jax target names its FFI
+    #: targets by it (docs/jax.md, "jax.export"). None for every other build.
+    versioned_from: str | None = None

@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import ctypes
 import importlib.machinery
+import logging as _logging
 import os
+import sys
 import threading
+import types
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -41,9 +44,23 @@ from jax.interpreters import ad, batching, mlir
 Tree = dict[str, Any]
 Shape = tuple[int, ...]
 
-#: Each FFI target name registered through this copy of the runtime -> the library it is from.
-_registered: dict[str, str] = {}
-_register_lock = threading.Lock()
+def _shared_registry() -> types.ModuleType:
+    """Each FFI target name registered in this process -> the library it is from (``targets``),
+    with its ``lock``. XLA's FFI targets are process-wide and ``jax.ffi.register_ffi_target`` takes
+    a name again for another handler without a word, so every copy of this runtime in the process
+    (ksbind's, and each wheel's beside its module) shares this one table, kept in ``sys.modules``."""
+    fresh = types.ModuleType(_REGISTRY, "ksbind's FFI target names registered in this process (jax_runtime.py)")
+    fresh.targets = {}  # type: ignore[attr-defined]
+    fresh.lock = threading.Lock()  # type: ignore[attr-defined]
+    return sys.modules.setdefault(_REGISTRY, fresh)
+
+
+_REGISTRY = "_ksbind_jax_ffi_targets"
+_registry = _shared_registry()
+#: Each FFI target name registered in this process -> the library it is from.
+_registered: dict[str, str] = _registry.targets
+_register_lock: threading.Lock = _registry.lock
+_log = _logging.getLogger("ksbind")
 _ERR_BYTES = 4096
 #: How each mode's handler is batched under jax.vmap: the plain handler by a
 #: loop (a scan), the others natively (the handlers take leading batch axes).
@@ -746,35 +763,65 @@ def library_path(namespace: dict[str, Any], lib_file: str, extension_suffix: boo
                       f"{folder} (the wrapper and its library must be installed together)")
 
 
-def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[str, Any]], *,
-            arena_bytes: int, logging: bool, extension_suffix: bool = False) -> None:
-    """Load the library beside the wrapper, register its handlers and define the module's functions."""
-    path = library_path(namespace, lib_file, extension_suffix)
-    lib = ctypes.CDLL(path)
-    err = ctypes.create_string_buffer(_ERR_BYTES)
-    lib.ksbind_jax_configure.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
-    _c_check(lib.ksbind_jax_configure(arena_bytes, int(logging), err, _ERR_BYTES), err)
-    # Target names are process-wide: one per built library. A cache entry's folder names its
-    # content; a wheel's module is named by its full import name (unique in a process).
-    tag = ("wheel." + namespace["__name__"] if extension_suffix else
-           os.path.basename(os.path.dirname(path))).replace("-", "_")
+def _handlers(info: dict[str, Any]) -> list[str]:
+    """A binding's handler symbols: its own, its vjp's, an elementwise vjp's derivatives', its jvp's."""
+    return [s for s in (info["handler"], info["vjp_handler"], info.get("jacobian_handler"), info.get("jvp_handler"))
+            if s is not None]
+
+
+def _register_handlers(namespace: dict[str, Any], lib: ctypes.CDLL, path: str, bindings: Sequence[dict[str, Any]],
+                       extension_suffix: bool, module: str) -> dict[str, str]:
+    """Register the library's handlers with XLA; each handler symbol -> the FFI target name it is
+    registered under (process-wide names, docs/jax.md). A handler's name is stable,
+    ``ksbind.MODULE.SYMBOL.DIGEST`` (MODULE the module's name, DIGEST its ABI's from the codegen:
+    ``target_digests``), so that an artifact of jax.export runs against any build of the
+    module with the same signature. The first library in the process takes it; a library loaded
+    after another that took it (the module rebuilt, or built in two caches) takes its per-build
+    name instead, ``ksbind.TAG.SYMBOL`` (TAG its cache folder's, which names its content; a wheel's,
+    ``wheel.`` and its import name), never the other library's handler."""
+    name = namespace["__name__"]
+    tag = ("wheel." + name if extension_suffix else os.path.basename(os.path.dirname(path))).replace("-", "_")
     names: dict[str, str] = {}
+    fell_back: list[str] = []
     with _register_lock:
         for info in bindings:
-            for symbol in (info["handler"], info["vjp_handler"], info.get("jacobian_handler"),
-                           info.get("jvp_handler")):
-                if symbol is None:
-                    continue
-                target = f"ksbind.{tag}.{symbol}"
-                names[symbol] = target
+            digests: dict[str, str] = info.get("target_digests") or {}
+            for symbol in _handlers(info):
+                stable = f"ksbind.{module}.{symbol}.{digests[symbol]}" if symbol in digests else None
+                if stable is not None and _registered.get(stable, path) == path:
+                    target = stable
+                else:
+                    target = f"ksbind.{tag}.{symbol}"
+                    if stable is not None:
+                        fell_back.append(f"{stable} (from {_registered[stable]})")
                 known = _registered.get(target)
                 if known is None:
                     capsule = jax.ffi.pycapsule(getattr(lib, symbol))  # type: ignore[no-untyped-call]
                     jax.ffi.register_ffi_target(target, capsule, platform="cpu")
                     _registered[target] = path
                 elif known != path:  # the name would call the other library's handler
-                    raise ImportError(f"{namespace['__name__']}: FFI target {target!r} is already registered "
-                                      f"from {known}, not {path}")
+                    raise ImportError(f"{name}: FFI target {target!r} is already registered from {known}, "
+                                      f"not {path}")
+                names[symbol] = target
+    if fell_back:
+        _log.info("%s: another library in this process registered these FFI target names first: %s; this "
+                  "build's handlers (%s) are registered under their per-build names, ksbind.%s.SYMBOL, and a "
+                  "jax.export of this module names those (the artifact runs only where this build is loaded)",
+                  name, ", ".join(fell_back), path, tag)
+    return names
+
+
+def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[str, Any]], *,
+            arena_bytes: int, logging: bool, extension_suffix: bool = False, ffi_module: str | None = None) -> None:
+    """Load the library beside the wrapper, register its handlers and define the module's functions
+    (``ffi_module``: the module name its FFI target names carry, when not its import name: a build
+    loaded under a versioned name gives the name it was versioned from)."""
+    path = library_path(namespace, lib_file, extension_suffix)
+    lib = ctypes.CDLL(path)
+    err = ctypes.create_string_buffer(_ERR_BYTES)
+    lib.ksbind_jax_configure.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    _c_check(lib.ksbind_jax_configure(arena_bytes, int(logging), err, _ERR_BYTES), err)
+    names = _register_handlers(namespace, lib, path, bindings, extension_suffix, ffi_module or namespace["__name__"])
     made = {}
     for info in bindings:
         b = Binding(info, lib, names)

@@ -122,7 +122,7 @@ def versioned_spec(spec: ModuleSpec, key: str) -> ModuleSpec:
 
     suffix = version_suffix(key)
     return dataclasses.replace(
-        spec, name=spec.name + suffix,
+        spec, name=spec.name + suffix, versioned_from=spec.versioned_from or spec.name,
         torch_library=spec.torch_library + suffix if spec.torch_library is not None else None,
         output=spec.output / "versions" / (spec.name + suffix))
 

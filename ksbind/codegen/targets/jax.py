@@ -26,6 +26,7 @@ tensor arguments; scalars shared).
 """
 from __future__ import annotations
 
+import hashlib
 import pprint
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -61,6 +62,13 @@ DTYPES = {"Float": "float32", "Integer": "int32", "Bool": "bool"}
 #: The jaxlib whose FFI headers modules compile against: the oldest supported, since
 #: XLA refuses a handler built against a newer FFI API than its own (docs/jax.md).
 OLDEST_JAXLIB = "0.10.2"
+#: The FFI handlers' ABI: what a handler of a given ks signature, mode and kind takes and
+#: returns (its buffers, their order and layout: ksbind/include/ksbind/jax.h, jax_handlers.cpp.j2,
+#: and the runtime's ffi_call). Part of each handler's stable FFI target name (``target_digest``),
+#: so raise it when that changes: an artifact exported before then names no handler built after.
+HANDLER_ABI = 1
+#: How a handler serves its binding, in its target name's digest.
+HandlerRole = Literal["call", "vjp", "jvp", "jacobian"]
 
 
 def lib_name(module_name: str) -> str:
@@ -82,11 +90,14 @@ def wrapper_imports(options: ModuleOptions) -> dict[str, str]:
     library named as Python names an extension module (setuptools and the PEP 517
     backend give it the building Python's extension suffix), found beside it."""
     lib = lib_name(options.name)
+    # The name the handlers' FFI target names carry (docs/jax.md, "jax.export"): None, the module's
+    # import name; a build loaded under a versioned name, the name it was versioned from.
+    ffi_module = repr(options.versioned_from) if options.versioned_from else "None"
     if not options.standalone:
         return {"jax_runtime_import": "from ksbind.backend import jax_runtime as _runtime", "jax_lib": lib + ".so",
-                "jax_lib_suffixes": "False"}
+                "jax_lib_suffixes": "False", "jax_ffi_module": ffi_module}
     return {"jax_runtime_import": runtime_copy_import(options, runtime_module_name(options.name)), "jax_lib": lib,
-            "jax_lib_suffixes": "True"}
+            "jax_lib_suffixes": "True", "jax_ffi_module": ffi_module}
 
 
 # ------------------------------------------------------------ what crosses
@@ -206,6 +217,17 @@ def _has_shaped_result(t: KsType) -> bool:
 
 # ------------------------------------------------------------ template values
 
+def target_digest(signature: str, mode: Mode, role: HandlerRole) -> str:
+    """What a handler's FFI target name (``ksbind.MODULE.SYMBOL.DIGEST``, docs/jax.md) carries of its
+    ABI: 12 hex digits of the sha256 of the ks signature it calls (the ks name and types), the
+    binding's mode, the handler's role and ``HANDLER_ABI``. Nothing of the build's content or cache
+    folder, so an artifact of ``jax.export`` runs against any build of the module whose handler has
+    the same ABI."""
+    text = f"ksbind jax handler abi {HANDLER_ABI}\n{role}\n{mode}\n{signature}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+
 @dataclass(frozen=True)
 class JaxEntry:
     """One handler: its C++ symbol, kind and the ks call it makes."""
@@ -223,6 +245,8 @@ class JaxEntry:
     n_out: int
     #: (C++ type, name, value): arguments of the ks call fixed in the handler, not passed
     fixed: tuple[tuple[str, str, str], ...] = ()
+    #: the handler's ABI digest, in its stable FFI target name (``target_digest``)
+    digest: str = ""
     #: The params as the templates print them after `alloc` (each item after ", "), made from
     #: ``params`` when first read; ``--dump-context`` shows them with the fields.
     DERIVED: ClassVar[tuple[str, ...]] = ("param_list", "arg_list", "type_list", "py_name_list", "fixed_decls")
@@ -257,11 +281,12 @@ def _jax_entry(e: EntryPoint, mode: Mode, result_type: KsType) -> JaxEntry:
     kind: Literal["call", "elementwise"] = "elementwise" if mode == "elementwise" else "call"
     n_out = len(result_type.elements) if isinstance(result_type, TupleType) else 1
     derivative = e.is_vjp or e.is_jvp  # no probe: its shapes are the primal's
+    role: HandlerRole = "vjp" if e.is_vjp else "jvp" if e.is_jvp else "call"
     return JaxEntry(
         name=e.name, ks_name=e.ks_name, handler=f"ksbind_jax_{e.name}", probe=None if derivative or kind != "call" else
         f"ksbind_jax_probe_{e.name}", kind=kind, result_cpp=result_type.cpp,
         params=tuple((p.cpp_type, p.name) for p in e.params), py_names=tuple(p.py_name for p in e.params),
-        call=e.call_with("alloc"), n_in=len(e.params), n_out=n_out)
+        call=e.call_with("alloc"), n_in=len(e.params), n_out=n_out, digest=target_digest(e.signature, mode, role))
 
 
 def _jacobian_entry(vjp: EntryPoint, result_type: KsType) -> JaxEntry:
@@ -272,7 +297,7 @@ def _jacobian_entry(vjp: EntryPoint, result_type: KsType) -> JaxEntry:
     dret = full.params[-1]
     return replace(full, name=f"{vjp.name}_jacobian", handler=f"ksbind_jax_{vjp.name}_jacobian",
                    params=full.params[:-1], py_names=full.py_names[:-1], n_in=full.n_in - 1,
-                   fixed=((dret[0], dret[1], "1.0f"),))
+                   fixed=((dret[0], dret[1], "1.0f"),), digest=target_digest(vjp.signature, "elementwise", "jacobian"))
 
 
 @dataclass(frozen=True)
@@ -309,6 +334,9 @@ class JaxBinding:
     vjp_result: JaxTree | None
     jvp: str | None = None           # the jvp binding's name ([fwd F]): forward mode (docs/jax.md)
     jvp_handler: str | None = None
+    #: (handler symbol, its ABI digest) per handler above: the runtime registers each under
+    #: ``ksbind.MODULE.SYMBOL.DIGEST``, a name stable across rebuilds (docs/jax.md, "jax.export")
+    target_digests: tuple[tuple[str, str], ...] = ()
 
     def plain(self) -> dict[str, object]:
         """The binding as the wrapper's ``BINDINGS`` spells it: plain values only."""
@@ -317,7 +345,7 @@ class JaxBinding:
                 "result_shape": self.result_shape, "handler": self.handler, "probe": self.probe, "vjp": self.vjp,
                 "vjp_handler": self.vjp_handler, "jacobian_handler": self.jacobian_handler,
                 "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "jvp": self.jvp,
-                "jvp_handler": self.jvp_handler}
+                "jvp_handler": self.jvp_handler, "target_digests": dict(self.target_digests)}
 
 
 def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) -> JaxBinding:
@@ -326,13 +354,15 @@ def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) 
                             t.contains(lambda x: x == FLOAT)) for p, t in zip(primal.params, d.params))
     vjp = entries.get(b.vjp_name) if b.vjp_name else None
     jvp = entries.get(b.jvp_name) if b.jvp_name else None
+    jac = entries[f"{b.vjp_name}_jacobian"] if vjp and b.mode == "elementwise" else None
+    handlers = [e for e in (entries[b.name], vjp, jac, jvp) if e is not None]
     return JaxBinding(
         name=b.name, ks_name=str(d.name), mode=b.mode, signature=d.signature, params=params,
         result=tree(d.return_type), result_shape=b.result_shape, handler=entries[b.name].handler,
         probe=entries[b.name].probe, vjp=b.vjp_name, vjp_handler=vjp.handler if vjp else None,
-        jacobian_handler=entries[f"{b.vjp_name}_jacobian"].handler if vjp and b.mode == "elementwise" else None,
+        jacobian_handler=jac.handler if jac else None,
         vjp_result=tree(b.vjp_decl.return_type) if b.vjp_decl else None, jvp=b.jvp_name if jvp else None,
-        jvp_handler=jvp.handler if jvp else None)
+        jvp_handler=jvp.handler if jvp else None, target_digests=tuple((e.handler, e.digest) for e in handlers))
 
 
 def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
@@ -388,7 +418,8 @@ TARGET = Target(
 )
 
 
-__all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "LIB_SUFFIX", "OLDEST_JAXLIB", "crossing", "tree", "py_type",
+__all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "LIB_SUFFIX", "OLDEST_JAXLIB", "HANDLER_ABI", "target_digest",
+           "crossing", "tree", "py_type",
            "JaxTree", "JaxParam", "JaxBinding",
            "check_binding", "crossing_problem", "extra_context", "lib_name", "unsupported_reason", "JaxEntry",
            "RUNTIME_SUFFIX", "runtime_module_name", "wrapper_imports"]
