@@ -9,6 +9,7 @@ Without jax these tests skip, except in CI (``CI`` set), where a missing jax
 is a failure (scripts/setup.sh installs it)."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -470,19 +471,113 @@ def test_load_ks_target_jax_with_ksc_and_result_shape() -> None:
     np.testing.assert_allclose(m.ones(4), np.ones(4))
 
 
-def test_a_second_library_under_a_registered_ffi_name_is_an_import_error(relu3: ModuleType, tmp_path: Path) -> None:
-    """FFI target names are process-wide: a library copied to another folder of the same
-    name would reuse the first one's names, and must not silently call its handlers."""
+def test_a_second_library_of_the_module_registers_per_build_names_and_calls_its_own_handlers(
+        relu3: ModuleType, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """FFI target names are process-wide. A second library of the module (its stable names taken
+    by the first) registers its handlers under per-build names, saying so, and calls them, never
+    the first one's; a third whose per-build names are taken too (a copy in another folder of the
+    same name) is refused rather than silently calling another library's handlers."""
     from ksbind.backend import jax_runtime
 
     lib = Path(relu3._library._name)
-    other = tmp_path / lib.parent.name
-    other.mkdir()
-    shutil.copy(lib, other / lib.name)
-    namespace: dict[str, Any] = {"__file__": str(other / "relu3_jax.py"), "__name__": "relu3_jax_copy"}
-    with pytest.raises(ImportError, match=r"relu3_jax_copy: FFI target 'ksbind\..*' is already registered from "
-                                          + re.escape(str(lib)) + ", not " + re.escape(str(other / lib.name))):
-        jax_runtime.install(namespace, lib.name, relu3.BINDINGS, arena_bytes=1 << 20, logging=False)
+    for b in relu3._bindings.values():  # the fixture's own handlers (under their stable names, unless
+        for t in (b.target, b.vjp_target, b.jacobian_target):  # another test loaded relu3_jax first)
+            assert t is None or jax_runtime._registered[t] == str(lib)
+    copies = [tmp_path / d / "relu3_jax_jaxffi-copy" for d in ("a", "b")]
+    namespaces: list[dict[str, Any]] = []
+    for folder in copies:
+        folder.mkdir(parents=True)
+        shutil.copy(lib, folder / lib.name)
+        namespaces.append({"__file__": str(folder / "relu3_jax.py"), "__name__": "relu3_jax"})
+    caplog.set_level("INFO", logger="ksbind")
+    jax_runtime.install(namespaces[0], lib.name, relu3.BINDINGS, arena_bytes=1 << 20, logging=False)
+    copy = namespaces[0]["_bindings"]["vrelu3"]
+    assert (copy.target, copy.vjp_target) == ("ksbind.relu3_jax_jaxffi_copy.ksbind_jax_vrelu3",
+                                              "ksbind.relu3_jax_jaxffi_copy.ksbind_jax_vrelu3_vjp")
+    assert jax_runtime._registered[copy.target] == str(copies[0] / lib.name)
+    (record,) = [r for r in caplog.records if "per-build names" in r.getMessage()]
+    assert record.levelname == "INFO" and record.name == "ksbind"
+    assert re.search(r"^relu3_jax: another library in this process registered these FFI target names first: "
+                     r"ksbind\.relu3_jax\.ksbind_jax_relu3\.[0-9a-f]{12} \(from .*\); .* a jax\.export of this "
+                     r"module names those", record.getMessage())
+    x = f32(-0.5, 0.5, 1.5, 3.0)
+    np.testing.assert_allclose(jax.jit(namespaces[0]["vrelu3"])(x), relu3_np(x), rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(lambda v: namespaces[0]["relu3"](v).sum())(x), drelu3_np(x), rtol=1e-6)
+    with pytest.raises(ImportError, match=r"relu3_jax: FFI target 'ksbind\.relu3_jax_jaxffi_copy\..*' is already "
+                                          r"registered from " + re.escape(str(copies[0] / lib.name)) + ", not "
+                                          + re.escape(str(copies[1] / lib.name))):
+        jax_runtime.install(namespaces[1], lib.name, relu3.BINDINGS, arena_bytes=1 << 20, logging=False)
+
+
+EXPORT_FROM_ONE_BUILD = """
+import re, jax, jax.numpy as jnp, ksbind
+m = ksbind.build({config!r}, quiet=True, cache_dir={cache!r})
+targets = [t for b in m._bindings.values() for t in (b.target, b.vjp_target, b.jacobian_target) if t]
+assert all(re.fullmatch(r"ksbind\\.relu3_jax\\.ksbind_jax_\\w+\\.[0-9a-f]{{12}}", t) for t in targets), targets
+checks = [jax.export.DisabledSafetyCheck.custom_call(t) for t in targets]
+x = jnp.asarray([-0.5, 0.5, 1.5, 3.0], jnp.float32)
+loss = lambda v: m.vrelu3(v).sum() + m.relu3(v).sum()
+for name, f in (("vrelu3", m.vrelu3), ("grad", jax.grad(loss))):
+    with open({out!r} + "/" + name + ".bin", "wb") as fh:
+        fh.write(jax.export.export(jax.jit(f), disabled_checks=checks)(x).serialize())
+print("ok")
+"""
+
+RUN_AGAINST_ANOTHER_BUILD = """
+import logging, re, jax, jax.numpy as jnp, numpy as np, ksbind
+records = []
+handler = logging.Handler()
+handler.emit = records.append
+logging.getLogger("ksbind").addHandler(handler)
+logging.getLogger("ksbind").setLevel(logging.INFO)
+edited = ksbind.build({edited!r}, quiet=True, cache_dir={other_cache!r})
+x = jnp.asarray([-0.5, 0.5, 1.5, 3.0], jnp.float32)
+relu3 = np.where(x < 0, 0, np.where(x < 1, x ** 3 / 3, x - 2 / 3))
+load = lambda name: jax.export.deserialize(bytearray(open({out!r} + "/" + name + ".bin", "rb").read()))
+# The artifacts name the handlers by their stable names: this process has only the edited build's.
+np.testing.assert_allclose(load("vrelu3").call(x), relu3 + 1, rtol=1e-6)
+np.testing.assert_allclose(load("grad").call(x), jax.grad(lambda v: edited.vrelu3(v).sum() + edited.relu3(v).sum())(x),
+                           rtol=1e-6)
+# The first build in the same process (under a versioned name, relu3_jax_vKEY): its stable names
+# (those of relu3_jax, the name it was versioned from) are taken, so it takes per-build ones.
+first = ksbind.build({config!r}, quiet=False, cache_dir={cache!r})
+assert first.__name__.startswith("relu3_jax_v"), first.__name__
+target = first._bindings["vrelu3"].target
+assert re.fullmatch(r"ksbind\\.relu3_jax_v\\w+_jaxffi_[0-9a-f]+\\.ksbind_jax_vrelu3", target), target
+assert all(b.target.startswith("ksbind.relu3_jax.ksbind_jax_") for b in edited._bindings.values())
+notes = [r.getMessage() for r in records if "per-build names" in r.getMessage()]
+assert len(notes) == 1 and notes[0].startswith(first.__name__ + ": another library"), notes
+for f in (lambda v: v, jax.jit):
+    np.testing.assert_allclose(f(first.vrelu3)(x), relu3, rtol=1e-6)
+    np.testing.assert_allclose(f(edited.vrelu3)(x), relu3 + 1, rtol=1e-6)
+np.testing.assert_allclose(load("vrelu3").call(x), relu3 + 1, rtol=1e-6)
+print("ok")
+"""
+
+
+def test_an_exported_artifact_runs_against_another_build_of_the_module(tmp_path: Path) -> None:
+    """FFI target names are stable across rebuilds of a module whose handlers keep their signatures:
+    an artifact exported (with a gradient) from one build runs in a process where only another build
+    of the module is loaded, here edited (vrelu3 adds 1) and built in another cache. Loading the first
+    build there too, its handlers take per-build names (logged) and each module calls its own."""
+    if importlib.util.find_spec("flatbuffers") is None and not os.environ.get("CI"):
+        pytest.skip("jax.export's serialization needs flatbuffers (pip install flatbuffers; the test extra has it)")
+    config = REPO / "configs" / "relu3_jax.yaml"
+    src = tmp_path / "edited"
+    src.mkdir()
+    shutil.copy(REPO / "examples" / "relu3" / "relu3.ks", src / "relu3.ks")
+    cpp = (REPO / "examples" / "relu3" / "relu3.cpp").read_text()
+    line = "ret[i] = relu3$af($alloc, t[i]);"
+    assert cpp.count(line) == 1
+    (src / "relu3.cpp").write_text(cpp.replace(line, "ret[i] = relu3$af($alloc, t[i]) + 1.0f;"))
+    edited = src / "relu3_jax.yaml"
+    edited.write_text(config.read_text().replace("../examples/relu3/", "").replace("../build/relu3_jax",
+                                                                                  str(tmp_path / "out")))
+    values = {"config": str(config), "cache": str(session_cache_dir()), "out": str(tmp_path),
+              "edited": str(edited), "other_cache": str(tmp_path / "cache")}
+    for code in (EXPORT_FROM_ONE_BUILD, RUN_AGAINST_ANOTHER_BUILD):
+        proc = run_python(code.format(**values), env={"PYTHONPATH": str(REPO)})
+        assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 
 # ------------------------------------------------------------ the build's units
