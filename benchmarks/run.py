@@ -41,6 +41,7 @@ from benchmarks import (
     import_time,
     inductor_rows,
     jax_rows,
+    jvp_build,
     ks_patterns,
     ksc_gmm_build,
     limited_api,
@@ -479,6 +480,14 @@ def target_build_rows(run: Run) -> list[Row]:
     return rows
 
 
+def jvp_build_rows(run: Run) -> list[Row]:
+    """A torch module with a jvp beside each vjp against the same without (benchmarks/jvp_build.py)."""
+    t = jvp_build.measure(run.tmp / "jvp", GMM_REPEATS, log)
+    print(jvp_build.report(t), file=sys.stderr)
+    return [Row("jvp build cost, torch target", "3 bindings via ksc, torch target, each with a vjp and a jvp",
+                "the same with a vjp only", t.median("jvp"), t.median("vjp"), "s", "report")]
+
+
 # ---------------------------------------------------------------- the registry
 
 def _runs_always(quick: bool) -> str | None:
@@ -550,6 +559,8 @@ GROUPS: list[Group] = [
            *(f"first build ever, {t} target" for t, _ in TARGET_BOUNDS)),
           skipped=lambda quick: "--quick (they build the GMM module for each target, 3 times)" if quick
           else ksc_gmm_build.available()),
+    Group("jvp build cost", jvp_build_rows, ("jvp build cost, torch target",),
+          skipped=lambda quick: "--quick (six torch builds)" if quick else jvp_build.available()),
 ]
 
 
