@@ -231,7 +231,7 @@ def _what_to_ask(planned: Sequence[Binding], specs: Sequence[BindingSpec] | None
             if b.jvp_decl.name in defs:
                 used.append(b.jvp_decl.name)
             elif b.jvp_decl.name not in edefs:
-                jvps.append(JvpRequest(b.decl.name, b.location))
+                jvps.append(JvpRequest(b.decl.name, b.location, b.name))
         if b.vjp_decl is None or b.decl.name in edefs:
             continue
         vjp = b.vjp_decl.name

@@ -217,9 +217,10 @@ def test_ksc_fwd_of_a_tensor_of_tensors_and_of_a_vmap_binding(fwd: ModuleType) -
 
 @needs_ksc
 def test_ksc_cannot_derive_fwd_through_a_lambda_names_the_binding(tmp_path: Any) -> None:
-    with pytest.raises(KscJvpError, match=r"ksc cannot derive \[fwd \[lam_map \(Tensor 1 Float\)\]\].*lambda.*"
-                                          r"Bind lam_map without jvp:"):
-        ksbind.load_ks(KS, bindings=[{"name": "lam_map", "jvp": "lam_map_jvp"}], ksc=KSC, ksc_runtime=RUNTIME,
+    with pytest.raises(KscJvpError, match=r"binding 'squares': ksc cannot derive \[fwd \[lam_map \(Tensor 1 "
+                                          r"Float\)\]\].*lambda.*Bind squares without jvp:"):
+        ksbind.load_ks(KS, bindings=[{"name": "squares", "function": "lam_map", "jvp": "squares_jvp"}], ksc=KSC,
+                       ksc_runtime=RUNTIME,
                        cache_dir=tmp_path, quiet=True)
 
 
@@ -237,4 +238,13 @@ def test_vmap_mode_jvp_refuses_a_shared_float(tmp_path: Any) -> None:
            "(mul s (index i v)))))"
     with pytest.raises(BindingError, match="mode vmap with a jvp: a Float argument shared by every step"):
         ksbind.load_ks(text, bindings=[{"name": "vs", "jvp": "vs_jvp", "mode": "vmap"}], target="torch", ksc=KSC,
+                       ksc_runtime=RUNTIME, cache_dir=tmp_path, quiet=True)
+
+
+@needs_ksc
+def test_ksc_cannot_derive_fwd_through_an_edef_names_the_binding_and_the_linear_map(tmp_path: Any) -> None:
+    text = "(edef my_log Float (Float))\n(def uses_log Float (x : Float) (mul 2.0 (my_log x)))\n"
+    with pytest.raises(KscJvpError, match=r"binding 'ul': ksc cannot derive \[fwd \[uses_log Float\]\].*asked for "
+                                          r"\[D \[my_log Float\]\], and \[my_log Float\] is not a def"):
+        ksbind.load_ks(text, bindings=[{"name": "ul", "function": "uses_log", "jvp": "ul_jvp"}], ksc=KSC,
                        ksc_runtime=RUNTIME, cache_dir=tmp_path, quiet=True)

@@ -59,6 +59,7 @@ class JvpRequest:
 
     primal: StructuredName
     location: Location | None = field(default=None, compare=False)
+    binding: str = field(default="", compare=False)  # the binding's name, for the error
 
 
 class RunsKsc(Protocol):
@@ -474,8 +475,9 @@ class Planner:
                 for j in self.jvps:
                     if self.graph.may_call(j.primal, n.inner):
                         return self._jvp_failed(j, f"it asked for {n}, and {n.inner} is not a def of the sources "
-                                                   f"(an edef's derivative must be written by hand: define [fwd "
-                                                   f"{n.inner.name}] in the .ks)", failure)
+                                                   f"(ksc's forward mode of a caller needs its linear map {n}, "
+                                                   f"which only the edef's author can declare, as ksc's prelude does "
+                                                   f"for its edefs)", failure)
         without = Planner(self.runner, self.graph, self.sources, self.scanned, self.used, self.vjps)
         without.kinds = dict(self.kinds)
         if without._run("without the jvps") is not None:
@@ -491,8 +493,9 @@ class Planner:
 
     def _jvp_failed(self, j: JvpRequest, why: str, failure: KscFailure) -> KscJvpError:
         fwd = StructuredName.derived("fwd", j.primal)
-        return KscJvpError(f"ksc cannot derive {fwd}, the jvp of {j.primal}: {why}. Bind {j.primal.name} without "
-                           f"jvp:, or define {fwd} by hand in the .ks (ksc: {ksc_words(failure)})",
+        binding = j.binding or j.primal.name
+        return KscJvpError(f"binding {binding!r}: ksc cannot derive {fwd}, the jvp of {j.primal}: {why}. Bind "
+                           f"{binding} without jvp:, or define {fwd} by hand in the .ks (ksc: {ksc_words(failure)})",
                            j.location or self._def_location(j.primal))
 
     def _builds(self, why: str) -> bool:
