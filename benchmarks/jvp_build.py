@@ -1,7 +1,8 @@
 """What a jvp adds to a build: a torch-target module of three functions through ksc, each
 bound with a vjp, against the same module with a jvp (ksc's ``[fwd F]``) beside each vjp.
-Side by side in one run: each repeat builds both, alternating which goes first, each in a
-fresh process and a fresh cache, with new module and binding names (no object of either is
+Side by side in one run: each repeat warms a fresh cache with another module (its shared
+parts: the precompiled header, the support object), then builds both, alternating which goes
+first, each in a fresh process, with new module and binding names (no object of either is
 ever reused) and no compiler cache; the figures are medians.
 
     python -m benchmarks.jvp_build [--repeats N]
@@ -65,11 +66,14 @@ def _config(folder: Path, name: str, k: str, jvp: bool) -> Path:
 def measure(tmp: Path, repeats: int, say: Callable[[str], None] = log) -> Times:
     times = Times(("vjp", "jvp"))
     for r in range(repeats):
+        cache = tmp / f"cache{r}"
+        warm = f"jvpbench_warm_{r}"
+        build_in_new_process(_config(tmp / warm, warm, f"_warm{r}", jvp=False), cache)
         order = ("vjp", "jvp") if r % 2 == 0 else ("jvp", "vjp")
         for case in order:
             name, k = f"jvpbench_{case}_{r}", f"_{case}{r}"
             config = _config(tmp / name, name, k, jvp=case == "jvp")
-            wall, cpu = build_in_new_process(config, tmp / name / "cache")
+            wall, cpu = build_in_new_process(config, cache)
             times.add(case, (wall, cpu))
             say(f"  {case} (repeat {r + 1}): {wall:.2f} s wall, {cpu:.2f} s CPU")
     return times

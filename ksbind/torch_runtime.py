@@ -121,12 +121,18 @@ def _fit(spec: Any, value: Any, grad: Any, out: list[Any], broadcast: bool) -> N
     kind, parts = spec
     if kind == "const":
         return
-    if isinstance(grad, torch.Tensor):
-        grad = grad.unbind(0)  # a stacked gradient of a list argument
-    elif not isinstance(grad, (list, tuple)) or len(grad) != len(parts):
-        grad = [None] * len(parts)
-    for p, v, g in zip(parts, value, grad):
+    for p, v, g in zip(parts, value, _derivative_parts(grad, len(parts))):
         _fit(p, v, g, out, broadcast)
+
+
+def _derivative_parts(derivative: Any, n: int) -> Sequence[Any]:
+    """A list or tuple value's derivative (a gradient, a tangent), part by part: a stacked tensor
+    (of a list) unbound, or n Nones where it has no parts (``()``: no Float in it)."""
+    if isinstance(derivative, torch.Tensor):
+        return derivative.unbind(0)
+    if not isinstance(derivative, (list, tuple)) or len(derivative) != n:
+        return [None] * n
+    return derivative
 
 
 class _Box:
@@ -250,11 +256,7 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
         def vmap(info: Any, in_dims: tuple[Any, ...], spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
             return vmap_rule(b["mode"], b["params"], entry, info, in_dims[2:], spec, box, leaves)
 
-        @staticmethod
-        def jvp(ctx: Any, *tangents: Any) -> Any:
-            if jvp_rule_ is None:
-                raise forward_mode_error(name)
-            return jvp_rule_(ctx, tangents[2:])
+        jvp = _jvp_method(name, jvp_rule_)
 
     Function.__name__ = Function.__qualname__ = f"{name}_Function"
     return _caller(Function, name)
@@ -313,11 +315,7 @@ def forward_function(b: dict[str, Any], entry: Callable[..., Any], jvp: Callable
         def backward(ctx: Any, *grads: torch.Tensor) -> Any:  # pragma: no cover - results are non-differentiable
             raise RuntimeError(f"{name}: this binding has no vjp")
 
-        @staticmethod
-        def jvp(ctx: Any, *tangents: Any) -> Any:
-            if jvp_rule_ is None:
-                raise forward_mode_error(name)
-            return jvp_rule_(ctx, tangents[2:])
+        jvp = _jvp_method(name, jvp_rule_)
 
         @staticmethod
         def vmap(info: Any, in_dims: tuple[Any, ...], spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
@@ -357,11 +355,7 @@ def missing_vjp_function(b: dict[str, Any], entry: Callable[..., Any], jvp: Call
                                f"computed; give it a vjp in the config (vjp: {name}_vjp), or detach its arguments "
                                "if no gradient should flow through it")
 
-        @staticmethod
-        def jvp(ctx: Any, *tangents: Any) -> Any:
-            if jvp_rule_ is None:
-                raise forward_mode_error(name)
-            return jvp_rule_(ctx, tangents[2:])
+        jvp = _jvp_method(name, jvp_rule_)
 
     Function.__name__ = Function.__qualname__ = f"{name}_NoVjp"
     return _caller(Function, name)
@@ -387,6 +381,17 @@ def second_order_error(name: str, jvp_name: str) -> RuntimeError:
         f"{name}: a second derivative is not supported: the derivative of its jvp {jvp_name!r} would be needed "
         f"(torch.func.hessian, jacfwd of jacfwd or of jacrev, a gradient of a forward-mode tangent...), and ksc "
         f"derives no derivative of a derivative")
+
+
+def _jvp_method(name: str, rule: Callable[[Any, Sequence[Any]], tuple[Any, ...]] | None) -> Any:
+    """A Function's jvp: ``rule`` over the leaves' tangents (after spec's and box's), or without
+    one the error naming the binding."""
+    def jvp(ctx: Any, *tangents: Any) -> Any:
+        if rule is None:
+            raise forward_mode_error(name)
+        return rule(ctx, tangents[2:])
+
+    return staticmethod(jvp)
 
 
 def _save_for_jvp(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
@@ -454,11 +459,7 @@ def _spread(spec: Any, tangent: Any, floats: Iterator[bool], out: list[Any]) -> 
     kind, parts = spec
     if kind == "const":
         return
-    if isinstance(tangent, torch.Tensor):
-        tangent = tangent.unbind(0)  # a stacked tangent of a list result
-    elif not isinstance(tangent, (list, tuple)) or len(tangent) != len(parts):
-        tangent = [None] * len(parts)
-    for p, t in zip(parts, tangent):
+    for p, t in zip(parts, _derivative_parts(tangent, len(parts))):
         _spread(p, t, floats, out)
 
 
