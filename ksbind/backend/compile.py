@@ -29,7 +29,7 @@ import os
 import shlex
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -512,33 +512,39 @@ def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log
 
 #: Set to a list by a caller that wants to know which modules a build compiled (an editable
 #: import says whether it rebuilt): each module installed in the cache in this context is appended.
+def wrapper_files(name: str, files: Mapping[str, str]) -> dict[str, str]:
+    """A framework target's companions from its rendered files: the wrapper NAME.py and its stub."""
+    return {f: files[f] for f in (f"{name}.py", f"{name}.pyi") if f in files}
+
+
 INSTALLED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("ksbind_installed", default=None)
 
 
 def build_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                 objects: ObjectCache | None, log_dir: Path, label: str = "",
-                before_install: Callable[[Path], None] | None = None) -> None:
+                companions: Mapping[str, str] | None = None) -> None:
     """The pipeline for one module whose key is ``entry``'s: unless the entry is
     built (and intact), take its lock, compile the objects (object cache), link
     them in a staging folder and install the module (atomically, manifest last).
-    ``before_install(staging)`` may put more files in the entry first (the torch
-    target's wrapper). Loading is the caller's."""
+    ``companions``: more files (name -> text) the entry holds beside the module (a
+    framework target's wrapper and stub), written before it. Loading is the caller's."""
     if entry.is_built():
         return
     with entry.lock():
         if entry.is_built():  # another process may have built it while we waited
             return
-        install_entry(entry, units, tc, objects=objects, log_dir=log_dir, label=label,
-                      before_install=before_install)
+        install_entry(entry, units, tc, objects=objects, log_dir=log_dir, label=label, companions=companions)
 
 
 def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                   objects: ObjectCache | None, log_dir: Path, label: str = "",
-                  before_install: Callable[[Path], None] | None = None,
+                  companions: Mapping[str, str] | None = None,
                   meanwhile: Callable[[], object] | None = None,
                   link_first: Callable[[], Sequence[str]] | None = None) -> None:
     """build_entry's work, for a caller already holding the entry's lock (``meanwhile``:
-    compile_objects'; ``link_first``: asked once the objects are compiled, link's ``first``)."""
+    compile_objects'; ``link_first``: asked once the objects are compiled, link's ``first``).
+    The companions are written into the entry once the module is linked, before it is
+    installed: the manifest, written last, lists them."""
     start = time.monotonic()
     after: list[Callable[[], None]] = []
     with entry.staging() as tmp:
@@ -546,8 +552,10 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                                meanwhile=meanwhile)
         out = link(objs, tc, tmp / entry.module_path.name, units[0].source, log_dir, label,
                    link_first() if link_first is not None else ())
-        if before_install is not None:
-            before_install(tmp)
+        if companions:
+            entry.dir.mkdir(parents=True, exist_ok=True)
+            for name, text in companions.items():
+                write_atomic(entry.dir / name, text)
         entry.install(out)
     for start_pch in after:  # the shared precompiled headers this build lacked
         start_pch()
@@ -561,6 +569,6 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 
 __all__ = [
     "Unit", "shared_copies", "shared_text", "init_unit", "module_name_flags", "PLACEHOLDER", "compile_objects",
-    "link", "build_entry", "INSTALLED", "install_entry", "unit_key", "object_cache", "jobs", "OBJECT",
+    "link", "build_entry", "INSTALLED", "install_entry", "wrapper_files", "unit_key", "object_cache", "jobs", "OBJECT",
     "HeaderPlan", "plan_headers", "Lookup", "look_up", "UnitCompiler", "schedule", "companion",
 ]

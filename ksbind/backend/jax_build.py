@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text
+from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text, wrapper_files
 from ksbind.backend.kind import PreparedBuild, Steps
 from ksbind.backend.loader import import_meanwhile, import_wrapper
 from ksbind.backend.runner import Unit
@@ -195,14 +195,9 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, entry: C
     objects = object_cache(entry.root)
     units = jax_units(spec, generated, entry.root if objects is not None else None)
 
-    def wrapper_first(staging: Path) -> None:
-        entry.dir.mkdir(parents=True, exist_ok=True)
-        for fname in (f"{spec.name}.py", f"{spec.name}.pyi"):
-            if fname in rendered.files:
-                write_atomic(entry.dir / fname, rendered.files[fname])
-
     install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
-                  before_install=wrapper_first, meanwhile=(lambda: import_meanwhile("jax")) if import_jax else None)
+                  companions=wrapper_files(spec.name, rendered.files),
+                  meanwhile=(lambda: import_meanwhile("jax")) if import_jax else None)
 
 
 class JaxKind:

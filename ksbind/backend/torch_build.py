@@ -45,7 +45,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ksbind.backend import link_stub
-from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text
+from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text, wrapper_files
 from ksbind.backend.kind import PreparedBuild, Steps
 from ksbind.backend.loader import import_meanwhile, import_wrapper
 from ksbind.backend.runner import YIELDING, Unit
@@ -254,12 +254,6 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry
     objects = object_cache(entry.root)
     units = stable_units(spec, generated, entry.root if objects is not None else None)
 
-    def wrapper_first(staging: Path) -> None:
-        entry.dir.mkdir(parents=True, exist_ok=True)
-        for fname in (f"{spec.name}.py", f"{spec.name}.pyi"):
-            if fname in rendered.files:
-                write_atomic(entry.dir / fname, rendered.files[fname])
-
     # The link stub (ksbind/backend/link_stub.py): made beside the compiles if no build has.
     library = torch_dir() / CPU_LIBRARY
     link_stub.start(entry.root, library, tc.cxx)
@@ -269,7 +263,8 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry
         return (f"-L{folder}",) if folder is not None else ()
 
     install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
-                  before_install=wrapper_first, meanwhile=start_torch_import, link_first=stub_first)
+                  companions=wrapper_files(spec.name, rendered.files), meanwhile=start_torch_import,
+                  link_first=stub_first)
 
 
 def start_torch_import() -> None:
