@@ -74,7 +74,88 @@ def load_config(path: str | os.PathLike[str]) -> list[ModuleSpec]:
 def load_config_text(text: str, config_path: Path) -> list[ModuleSpec]:
     """``load_config`` of YAML text standing for ``config_path`` (its paths are
     relative to that file's folder; errors name it)."""
-    root = _compose(text, str(config_path))
+    return _load_root(_compose(text, str(config_path)), config_path)
+
+
+def load_toml_modules(tables: list[dict[str, Any]], toml_text: str, path: Path) -> list[ModuleSpec]:
+    """pyproject.toml's ``[[tool.ksbind.modules]]`` tables (as tomllib read them from
+    ``toml_text``), read as a YAML config's ``modules:`` list by the same reader, so each
+    error names the line and column of the TOML key it is about (a value inside an array
+    or an inline table: its key's). Paths are relative to pyproject.toml's folder."""
+    marks = _toml_module_marks(toml_text)
+    filename = str(path)
+
+    def mark(at: tuple[str, ...], where: dict[tuple[str, ...], tuple[int, int]]) -> yaml.Mark:
+        while at not in where and at:
+            at = at[:-1]
+        line, column = where.get(at, (1, 1))
+        return yaml.Mark(filename, 0, line - 1, column - 1, None, 0)  # no buffer: no snippet in messages
+
+    def node(value: Any, at: tuple[str, ...], where: dict[tuple[str, ...], tuple[int, int]]) -> yaml.Node:
+        m = mark(at, where)
+        if isinstance(value, dict):
+            pairs = [(yaml.ScalarNode(_TAG + "str", str(k), mark(at + (str(k),), where), m),
+                      node(v, at + (str(k),), where)) for k, v in value.items()]
+            return yaml.MappingNode(_TAG + "map", pairs, m, m)
+        if isinstance(value, list):
+            return yaml.SequenceNode(_TAG + "seq", [node(v, at, where) for v in value], m, m)
+        if isinstance(value, bool):
+            return yaml.ScalarNode(_TAG + "bool", "true" if value else "false", m, m)
+        if isinstance(value, (int, float, str)):
+            kind = "str" if isinstance(value, str) else "int" if isinstance(value, int) else "float"
+            return yaml.ScalarNode(_TAG + kind, value if isinstance(value, str) else repr(value), m, m)
+        return yaml.ScalarNode(_TAG + "timestamp", str(value), m, m)  # a TOML date: refused as YAML's would be
+
+    first = marks[0] if marks else {}
+    modules = [node(t, (), marks[i] if i < len(marks) else first) for i, t in enumerate(tables)]
+    root_mark = mark((), first)
+    root = yaml.MappingNode(_TAG + "map", [(yaml.ScalarNode(_TAG + "str", "modules", root_mark, root_mark),
+                                            yaml.SequenceNode(_TAG + "seq", modules, root_mark, root_mark))],
+                            root_mark, root_mark)
+    _check_tags(root, filename)
+    return _load_root(root, path)
+
+
+_TAG = "tag:yaml.org,2002:"
+#: A TOML table header, and a key at the start of a line (bare, quoted or dotted).
+_TOML_PART = r"""[A-Za-z0-9_-]+|"[^"]*"|'[^']*'"""
+_TOML_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_TOML_KEY = re.compile(rf"^\s*((?:{_TOML_PART})(?:\s*\.\s*(?:{_TOML_PART}))*)\s*=")
+
+
+def _toml_module_marks(text: str) -> list[dict[tuple[str, ...], tuple[int, int]]]:
+    """Per ``[[tool.ksbind.modules]]`` table, in order: each key path's (line, column), the table's
+    own at ``()``, its subtables' (``[tool.ksbind.modules.ksc]``) and their keys too. tomllib gives
+    no positions; this reads them off the text (a value on a later line of a multi-line array
+    is its key's)."""
+    def parts(dotted: str) -> tuple[str, ...]:
+        return tuple(p.strip("\"'") for p in re.findall(_TOML_PART, dotted))
+
+    out: list[dict[tuple[str, ...], tuple[int, int]]] = []
+    current: dict[tuple[str, ...], tuple[int, int]] | None = None
+    prefix: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _TOML_HEADER.match(line)
+        if header:
+            name = parts(header.group(2))
+            column = line.index("[") + 1
+            if header.group(1) == "[[" and name == ("tool", "ksbind", "modules"):
+                current, prefix = {(): (number, column)}, ()
+                out.append(current)
+            elif header.group(1) == "[" and name[:3] == ("tool", "ksbind", "modules") and current is not None:
+                prefix = name[3:]
+                current[prefix] = (number, column)
+            else:
+                current = None
+            continue
+        key = _TOML_KEY.match(line) if current is not None else None
+        if key and current is not None:
+            current.setdefault(prefix + parts(key.group(1)), (number, key.start(1) + 1))
+    return out
+
+
+def _load_root(root: yaml.Node | None, config_path: Path) -> list[ModuleSpec]:
+    """The modules a config's document (YAML's, or pyproject.toml's tables as nodes) describes."""
     if root is None:
         raise ConfigError("config is empty: expected a mapping with at least 'name:' and 'ks:' or "
                           "'declarations:'", Location(str(config_path), 1, 1))

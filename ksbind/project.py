@@ -135,8 +135,8 @@ def load_project(root: str | os.PathLike[str]) -> Project:
         config_paths.append(config_path)
         specs.extend(load_config(config_path))
     if "modules" in tool:
-        specs.extend(_inline_modules(tool["modules"], path, Location(str(path),
-                                                                     _table_line(text, "[[tool.ksbind.modules]]"))))
+        specs.extend(_inline_modules(tool["modules"], path, text,
+                                     Location(str(path), _table_line(text, "[[tool.ksbind.modules]]"))))
     if not specs:
         raise ConfigError("no ksbind modules: [tool.ksbind] needs config = \"ksbind.yaml\" (a YAML config) or "
                           "[[tool.ksbind.modules]] tables", where)
@@ -190,19 +190,17 @@ def _bool(table: dict[str, Any], key: str, default: bool, where: Location) -> bo
     return value
 
 
-def _inline_modules(value: Any, path: Path, where: Location) -> list[ModuleSpec]:
-    """``[[tool.ksbind.modules]]``: each table is a YAML config's module; read by
-    the YAML config's own checks (positions are the table's, TOML has no others)."""
-    import yaml
-
-    from ksbind.config import load_config_text
+def _inline_modules(value: Any, path: Path, text: str, where: Location) -> list[ModuleSpec]:
+    """``[[tool.ksbind.modules]]``: each table is a YAML config's module, read by the config
+    reader itself (ksbind/config.py), its errors at the TOML key's line and column."""
+    from ksbind.config import load_toml_modules
 
     if not isinstance(value, list) or not value or not all(isinstance(m, dict) for m in value):
         raise ConfigError("[[tool.ksbind.modules]]: expected one or more tables", where)
     try:
-        return load_config_text(yaml.safe_dump({"modules": value}, sort_keys=False), path)
+        return load_toml_modules(value, text, path)
     except KsbindError as e:
-        raise type(e)(f"[[tool.ksbind.modules]]: {e.message}", where) from None
+        raise type(e)(f"[[tool.ksbind.modules]]: {e.message}", e.location or where) from None
 
 
 def _discover_packages(root: Path, data: dict[str, Any]) -> tuple[Path, ...]:

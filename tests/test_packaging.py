@@ -797,8 +797,6 @@ def test_inline_modules_are_read_with_the_yaml_configs_checks(tmp_path: Path) ->
     ('[tool.ksbind]\nconfig = "nope.yaml"\n', "[tool.ksbind] config: 'nope.yaml' is not a file"),
     ("[tool.ksbind]\n", "no ksbind modules: [tool.ksbind] needs config"),
     ('[tool.ksbind.wheel]\nrepair = "yes"\n', "repair: expected true or false"),
-    ('[[tool.ksbind.modules]]\nname = "_m"\ntarget = "rust"\nks = ["m.ks"]\n',
-     "[[tool.ksbind.modules]]: unknown target 'rust'; expected one of ks, python, torch"),
 ])
 def test_bad_tool_ksbind_tables_are_config_errors_at_the_table(tmp_path: Path, tool: str, message: str) -> None:
     from ksbind.project import load_project
@@ -810,6 +808,32 @@ def test_bad_tool_ksbind_tables_are_config_errors_at_the_table(tmp_path: Path, t
     line = next(i for i, text in enumerate((root / "pyproject.toml").read_text().splitlines(), 1)
                 if text.startswith("[tool.ksbind") or text.startswith("[[tool.ksbind"))
     assert str(err.value).startswith(f"{root / 'pyproject.toml'}:{line}: ")
+
+
+@pytest.mark.parametrize("second, message, key", [
+    ('target = "rust"\nks = ["m.ks"]', "unknown target 'rust'; expected one of ks, python, torch", "target ="),
+    ('target = "python"\nks = ["m.ks"]\nbindings = [{name = "f", vjpp = "f_vjp"}]',
+     "unknown key 'vjpp' in a binding (did you mean 'vjp'?)", "bindings ="),
+    ('target = "python"\nks = ["nope.ks"]', "'ks' entry 'nope.ks': no such file", "ks ="),
+    ('target = "python"\nks = ["m.ks"]\n\n[tool.ksbind.modules.ksc]\n  timeout = "slow"',
+     "'ksc: timeout' must be a whole number", "timeout ="),
+])
+def test_inline_module_errors_name_the_toml_keys_line_and_column(tmp_path: Path, second: str, message: str,
+                                                                  key: str) -> None:
+    """[[tool.ksbind.modules]] tables are read by the YAML config's reader itself, from nodes that
+    carry pyproject.toml's positions: an error in the second table points at its key."""
+    from ksbind.project import load_project
+
+    first = '[[tool.ksbind.modules]]\nname = "_a"\ntarget = "python"\nks = ["m.ks"]\n'
+    root = write_project(tmp_path, f'{first}\n[[tool.ksbind.modules]]\nname = "_b"\n{second}\n')
+    (root / "m.ks").write_text("(def f Float (x : Float) x)\n")
+    with pytest.raises(ConfigError) as err:
+        load_project(root)
+    lines = (root / "pyproject.toml").read_text().splitlines()
+    line = max(i for i, text in enumerate(lines, 1) if text.lstrip().startswith(key))  # the second table's
+    column = lines[line - 1].index(key) + 1
+    assert message in str(err.value)
+    assert str(err.value).startswith(f"{root / 'pyproject.toml'}:{line}:{column}: [[tool.ksbind.modules]]: ")
 
 
 def test_an_sdist_refuses_a_module_built_from_a_file_outside_the_project(tmp_path: Path) -> None:
