@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Literal, get_args
 
 from ksbind import support
 from ksbind.errors import Location
@@ -179,7 +179,6 @@ class ModuleOptions:
     torch_library: str | None = None
     config: str | None = None
     templates: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     #: Built into a wheel (ksbind.setuptools) rather than ksbind's cache: the
     #: generated Python imports nothing from ksbind. ``package``: the package the
     #: module is installed in (None: top level).
