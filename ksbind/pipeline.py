@@ -249,25 +249,24 @@ def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
         log.QUIET.reset(token)
 
 
-def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Path,
-                    write_stub: bool = True) -> ModuleType:
+def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Path) -> ModuleType:
     """Build and load one resolved module; under a versioned name when this process
     already loaded other code under its name (see ksbind.backend.loader)."""
     spec = resolved.spec
     rendered = render_spec(resolved, templates)
-    if spec.stubs is not None and write_stub:  # `stubs: DIR`, under the name users import
+    if spec.stubs is not None:  # `stubs: DIR`, under the name users import
         write_planned(plan_files(spec.stubs, stub_files(spec, rendered)))
     prepared = prepare_build(spec, rendered)  # the backend's build for the module's target
-    key = prepared.key
-    if needs_version(spec.name, key):
+    if needs_version(spec.name, prepared.key):
         refuse(f"this process loaded another build of {spec.name} (this one is loaded under a versioned name)")
-        module = _build_resolved(dataclasses.replace(resolved, spec=versioned_spec(spec, key)),
-                                 templates, root, write_stub=False)
-        sys.modules[spec.name] = module  # `import NAME` gets the newest code too
-        return module
+        # The name is in the generated code: rendered once more, under the versioned name (which
+        # the first build's key makes unique, so it never needs a version itself).
+        versioned = versioned_spec(spec, prepared.key)
+        prepared = prepare_build(versioned, render_spec(dataclasses.replace(resolved, spec=versioned), templates))
     module = build_module(prepared, root)
-    note_loaded(spec.name, key)
+    note_loaded(prepared.spec.name, prepared.key)
     # A module loaded before (A, then B under a versioned name, then A again) is handed back from
-    # memory: `import NAME` must get it too, not the last one built.
-    sys.modules[spec.name] = module
+    # memory: `import NAME` must get it too, not the last one built; a versioned build is also
+    # `import NAME`'s, the newest code.
+    sys.modules[prepared.spec.name] = sys.modules[spec.name] = module
     return module
