@@ -61,7 +61,7 @@ def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | No
     config is imported from the cache without rendering (docs/building.md#no-op-builds).
     """
     if not isinstance(config_or_spec, (str, os.PathLike)) or not enabled():
-        from ksbind.pipeline import build as full_build
+        from ksbind.pipeline import full_build
 
         return full_build(config_or_spec, name=name, templates=templates, cache_dir=cache_dir, quiet=quiet)
     root = Path(cache_dir) if cache_dir is not None else cache_root()
@@ -71,7 +71,7 @@ def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | No
     if module is not None:
         return module
     from ksbind import log
-    from ksbind.pipeline import build as full_build
+    from ksbind.pipeline import full_build
 
     log.setup()
     if not quiet:

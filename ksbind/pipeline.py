@@ -184,16 +184,13 @@ def stale_files(configs: ConfigArg, out_dir: str | os.PathLike[str] | None = Non
     return [p.path for m in prepare(configs, out_dir, templates) for p in m.planned if not p.is_current]
 
 
-def build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | None = None,
-          templates: Sequence[str] = (), cache_dir: str | os.PathLike[str] | None = None,
-          quiet: bool = False) -> ModuleType:
-    """Generate, compile (or reuse the cached build) and import one module.
-
-    ``config_or_spec`` is a config path or a ModuleSpec. A config holding
-    several modules needs ``name`` to say which one. Progress is logged to the
-    ``ksbind`` logger (one line per compiled unit; KSBIND_VERBOSE, docs/building.md);
-    ``quiet=True`` drops this call's progress (warnings and errors remain).
-    """
+def full_build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str | None = None,
+               templates: Sequence[str] = (), cache_dir: str | os.PathLike[str] | None = None,
+               quiet: bool = False) -> ModuleType:
+    """A build that resolves, renders and hands the module to the backend (which may still
+    reuse cached objects and the cached module): what the public ``ksbind.build``
+    (ksbind/noop.py) runs when its no-op record does not describe the module as it is.
+    Arguments as ``ksbind.build``'s."""
     if isinstance(config_or_spec, ModuleSpec):
         spec = config_or_spec
     else:

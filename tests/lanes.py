@@ -49,7 +49,7 @@ HEAVY_TOOLS = ("mypy", "build", "pip")
 #: The functions that compile or run ksc, as "module:name". A name ksbind no
 #: longer has is skipped (the guard still catches what it did).
 COMPILING = (
-    "ksbind.pipeline:build", "ksbind.pipeline:build_spec", "ksbind.pipeline:build_configs",
+    "ksbind.pipeline:full_build", "ksbind.pipeline:build_spec", "ksbind.pipeline:build_configs",
     "ksbind.pipeline:_build_resolved", "ksbind.load:load_ks", "ksbind.load:_load",
     "ksbind.compile_api:compile", "ksbind.compile_api:CompiledFunction",
     "ksbind.backend.compile:compile_objects", "ksbind.backend.compile:link", "ksbind.backend.build:build_module",

@@ -25,7 +25,7 @@ from ksbind.backend.toolchain import ABI3_SUFFIX, INCLUDE_DIR, RUNTIME_DIR
 from ksbind.cache.keys import extension_suffix
 from ksbind.cache.locks import build_lock
 from ksbind.errors import BuildError, KsbindError
-from ksbind.pipeline import build
+from ksbind.pipeline import full_build as build
 from tests.e2e_support import REPO, run_python, session_cache_dir
 
 EXAMPLES = REPO / "examples"

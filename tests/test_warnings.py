@@ -62,7 +62,7 @@ def test_an_error_traceback_ends_at_the_users_call(tmp_path: Path, monkeypatch: 
 def test_the_public_functions_keep_their_signatures() -> None:
     import inspect
 
-    from ksbind.pipeline import build
+    from ksbind.pipeline import full_build as build
 
     assert inspect.signature(ksbind.build) == inspect.signature(build)
     assert ksbind.load_ks.__doc__ and ksbind.load_ks.__name__ == "load_ks"
