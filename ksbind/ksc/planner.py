@@ -399,13 +399,7 @@ class Planner:
         trial = Planner(self.runner, self.graph, self.sources, self.scanned, [v.primal],
                         [VjpRequest(v.primal, kind)])
         trial.kinds = {v.primal: kind}
-        for _ in range(MAX_RUNS):
-            failure = trial._run(f"trying {StructuredName.derived(kind, v.primal)} alone")
-            if failure is None:
-                return True
-            if not trial._add_missing(missing_names(failure.text)):
-                return False
-        return False
+        return trial._builds(f"trying {StructuredName.derived(kind, v.primal)} alone")
 
     def _vjp_error(self, asked: StructuredName | None, failure: KscFailure) -> KscVjpError:
         """A sufrev vjp ksc cannot derive: which, what ksc asked for, and what to write instead."""
