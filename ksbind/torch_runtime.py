@@ -713,7 +713,7 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
             namespace[b["vjp"]] = _stable_vjp_function(ops, b, ragged_vjp)
             namespace[b["vjp"]].__module__ = namespace["__name__"]
         if b.get("jvp"):
-            namespace[b["jvp"]] = _stable_jvp_function(library, ops, b)
+            namespace[b["jvp"]] = _stable_jvp_function(ops, b)
             namespace[b["jvp"]].__module__ = namespace["__name__"]
     namespace["ops"] = ops
     if lazy:
@@ -1079,7 +1079,10 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
         return out if single else _rebuild(tree, out)
 
     legacy = _legacy_binding(b)
-    jvp = _stable_jvp_function(library, ops, b, register=False) if b.get("jvp") else None
+    jvp = None
+    if b.get("jvp"):
+        _register_stable_jvp(library, ops, b)
+        jvp = _stable_jvp_function(ops, b)
     func_transforms = (autograd_function(legacy, call, _stable_vjp_function(ops, b), jvp) if has_vjp
                        else forward_function(legacy, call, jvp))
     missing_vjp = missing_vjp_function(legacy, call, jvp)
@@ -1308,22 +1311,25 @@ def _register_stable_autograd(library: str, ops: Any, b: dict[str, Any]) -> None
     torch.library.register_autograd(f"{library}::{name}", backward, setup_context=setup_context)
 
 
-def _stable_jvp_function(library: str, ops: Any, b: dict[str, Any], register: bool = True) -> Callable[..., Any]:
-    """A binding's jvp as a function: its arguments and their tangents to the jvp op (fake kernel
-    and batching rule registered when ``register``), the result's tangent re-nested."""
-    name, mode = b["jvp"], b["mode"]
+def _register_stable_jvp(library: str, ops: Any, b: dict[str, Any]) -> None:
+    """The jvp op's fake kernel and batching rule, and its autograd: the second-order error."""
+    name, mode, leaves = b["jvp"], b["mode"], b["jvp_leaves"]
+    for qualname in (name, "_direct_" + name):
+        torch.library.register_fake(f"{library}::{qualname}")(_stable_fake(mode, leaves, b["jvp_result"]))
+    torch.library.register_vmap(f"{library}::{name}")(_op_vmap({"mode": mode, "params": leaves}, getattr(ops, name)))
+
+    def jvp_backward(ctx: Any, *grads: Any) -> Any:
+        raise second_order_error(b["name"], name)
+
+    torch.library.register_autograd(f"{library}::{name}", jvp_backward)
+
+
+def _stable_jvp_function(ops: Any, b: dict[str, Any]) -> Callable[..., Any]:
+    """A binding's jvp as a function: its arguments and their tangents to the jvp op, the
+    result's tangent re-nested."""
+    name = b["jvp"]
     op, direct = getattr(ops, name).default, getattr(ops, "_direct_" + name).default
     leaves = b["jvp_leaves"]
-    if register:
-        for qualname in (name, "_direct_" + name):
-            torch.library.register_fake(f"{library}::{qualname}")(_stable_fake(mode, leaves, b["jvp_result"]))
-        rule = _op_vmap({"mode": mode, "params": leaves}, getattr(ops, name))
-        torch.library.register_vmap(f"{library}::{name}")(rule)
-
-        def jvp_backward(ctx: Any, *grads: Any) -> Any:
-            raise second_order_error(b["name"], name)
-
-        torch.library.register_autograd(f"{library}::{name}", jvp_backward)
     params = [*b["params"], *(f"d{p}" for p in b["params"])]
     flatten = _flattener(name, b["jvp_spec"], leaves)
     tree = b["jvp_result"]
