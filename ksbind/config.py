@@ -41,7 +41,9 @@ KSC_KEYS = keys_of(KscSpec)
 PYTHON_KEYS = keys_of(PythonFunctionSpec)
 #: What ``filters:`` must match: a dotted Python module name (schema.py says the same).
 MODULE_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
-_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "seq", "map")}
+#: YAML's standard tags, and the plain ones a config may hold.
+_TAG = "tag:yaml.org,2002:"
+_PLAIN_TAGS = {_TAG + t for t in ("str", "int", "bool", "null", "float", "seq", "map")}
 
 _T = TypeVar("_T")
 _C = TypeVar("_C", bound=str)
@@ -116,7 +118,6 @@ def load_toml_modules(tables: list[dict[str, Any]], toml_text: str, path: Path) 
     return _load_root(root, path)
 
 
-_TAG = "tag:yaml.org,2002:"
 #: A TOML table header, and a key at the start of a line (bare, quoted or dotted).
 _TOML_PART = r"""[A-Za-z0-9_-]+|"[^"]*"|'[^']*'"""
 _TOML_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")

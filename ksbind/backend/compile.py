@@ -510,13 +510,13 @@ def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log
     return out
 
 
-#: Set to a list by a caller that wants to know which modules a build compiled (an editable
-#: import says whether it rebuilt): each module installed in the cache in this context is appended.
 def wrapper_files(name: str, files: Mapping[str, str]) -> dict[str, str]:
     """A framework target's companions from its rendered files: the wrapper NAME.py and its stub."""
     return {f: files[f] for f in (f"{name}.py", f"{name}.pyi") if f in files}
 
 
+#: Set to a list by a caller that wants to know which modules a build compiled (an editable
+#: import says whether it rebuilt): each module installed in the cache in this context is appended.
 INSTALLED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("ksbind_installed", default=None)
 
 
