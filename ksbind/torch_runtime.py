@@ -706,15 +706,16 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
                 lazy[b["vjp"]] = make
             continue
         ragged, ragged_vjp = _packed_calls(ops, b, b["ragged"], _RAGGED_PREFIX) if b.get("ragged") else (None, None)
-        function = _stable_function(library, ops, b, ragged)
+        jvp = _stable_jvp_function(ops, b) if b.get("jvp") else None
+        function = _stable_function(library, ops, b, ragged, jvp)
         function.__module__ = namespace["__name__"]
         namespace[b["name"]] = function
         if b["vjp"]:
             namespace[b["vjp"]] = _stable_vjp_function(ops, b, ragged_vjp)
             namespace[b["vjp"]].__module__ = namespace["__name__"]
-        if b.get("jvp"):
-            namespace[b["jvp"]] = _stable_jvp_function(ops, b)
-            namespace[b["jvp"]].__module__ = namespace["__name__"]
+        if jvp is not None:
+            namespace[b["jvp"]] = jvp
+            jvp.__module__ = namespace["__name__"]
     namespace["ops"] = ops
     if lazy:
         namespace["__getattr__"] = _module_getattr(namespace, lazy)
@@ -1006,12 +1007,13 @@ def _stable_fake(mode: str, leaves: Sequence[dict[str, Any]], tree: dict[str, An
     return fake
 
 
-def _stable_function(library: str, ops: Any, b: dict[str, Any],
-                     ragged: Callable[..., Any] | None = None) -> Callable[..., Any]:
+def _stable_function(library: str, ops: Any, b: dict[str, Any], ragged: Callable[..., Any] | None = None,
+                     jvp: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """A binding's function: its leaves to the op (through the dispatcher's autograd, when a
     gradient or a torch.func transform needs it), and the op's tensors re-nested. ``ragged``:
     the binding's packed call, which an eager call takes for a list given for a tensor of
-    tensors or a tensor-of-tensors result (see _ragged_router)."""
+    tensors or a tensor-of-tensors result (see _ragged_router). ``jvp``: the binding's jvp
+    function (_stable_jvp_function), for forward mode; its op is registered here."""
     name, mode, leaves = b["name"], b["mode"], b["leaves"]
     op, direct = getattr(ops, name).default, getattr(ops, "_direct_" + name).default
     direct_eager = _eager_entry(direct)
@@ -1079,10 +1081,8 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any],
         return out if single else _rebuild(tree, out)
 
     legacy = _legacy_binding(b)
-    jvp = None
-    if b.get("jvp"):
+    if jvp is not None:
         _register_stable_jvp(library, ops, b)
-        jvp = _stable_jvp_function(ops, b)
     func_transforms = (autograd_function(legacy, call, _stable_vjp_function(ops, b), jvp) if has_vjp
                        else forward_function(legacy, call, jvp))
     missing_vjp = missing_vjp_function(legacy, call, jvp)
