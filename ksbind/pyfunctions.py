@@ -37,8 +37,8 @@ from ksbind.spec import BindingSpec, Mode, ModuleSpec, PythonFunctionSpec
 #: sys.path and sys.modules change while a file's module runs: one at a time (batch builds resolve in threads).
 _IMPORT_LOCK = threading.Lock()
 #: The front end's zip helpers (ksbind/frontend/program.py), numbered per translation, and here per entry too.
-_HELPER = re.compile(r"\bksb_(ew|zip)(\d+)\b")
-_ANY_HELPER = re.compile(r"\bksb_(?:ew|zip)\d+(?:_\d+)?\b")
+_HELPER = re.compile(r"\bksb_(ew|zip|sumzip)(\d+)\b")
+_ANY_HELPER = re.compile(r"\bksb_(?:ew|zip|sumzip)\d+(?:_\d+)?\b")
 
 
 def with_python(spec: ModuleSpec, root: Path) -> ModuleSpec:

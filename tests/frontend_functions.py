@@ -51,6 +51,17 @@ def sqrl(x: torch.Tensor):
     return torch.mean(torch.sin(t) * t)
 
 
+def sum_and_values(x: torch.Tensor, a: torch.Tensor):
+    """Elementwise code summed (one loop adding up, no tensor made) and returned (a tensor)."""
+    y = torch.sin(x) * a
+    return torch.sum(y), torch.mean(x * x * a), y
+
+
+def three_values(x: torch.Tensor, a: torch.Tensor):
+    """Three results reading the same tensor and number (each its own let: ksc has no dup$3)."""
+    return torch.cos(x) * 2.0, torch.exp(x) * a, a * 1.5, a * 2.0 + torch.sum(x), a * 3.0
+
+
 def sigmoid(x):
     return 1 / (1 + math.exp(-x))
 

@@ -31,9 +31,27 @@ def ks_of(fn: Any, *params: Any, mode: str = "plain") -> str:
 
 def test_sqrl_is_one_loop_with_the_branch_inside() -> None:
     text = ks_of(ff.sqrl, M2)
-    assert text.count("(def ksb_zip") == 1, text  # -0.125 * x, x ** 2, sin(t) * t: one loop over x
+    # -0.125 * x, x ** 2, sin(t) * t and the mean's sum: one loop over x, adding up as it goes
+    assert text.count("(def ksb_sumzip") == 1 and "(def ksb_zip" not in text, text
     assert re.search(r"\(def ksb_ew1 Float\s+\(\(x_i : Float\) \(c : Bool\)\)", text), text  # the branch's Bool inside
-    assert "(sum x)" in text and "(map" not in text
+    assert "(sum x)" in text and "(map" not in text  # torch.sum(x) of x itself stays ks's sum
+    flat = " ".join(text.split())
+    assert "(def ksb_sumzip1 Float ((a1 : (Tensor 2 Float)) (s1 : Bool)) (sumbuild (size a1)" in flat
+    # the mean divides by x's element count (not a made tensor's), and each element's gradient is the sum's
+    assert "(s (ksb_sumzip1 x c))) (div s (to_float (mul (get$1$2 (size x)) (get$2$2 (size x)))))" in flat
+    assert re.search(r"\(def \[sufrevpass \[ksb_sumzip1 [^]]*\]\] \(Tuple \(Tensor 2 Float\) \(Tuple\)\) "
+                     r"\(\(dr : Float\)", flat), flat
+    assert "(index ix a1) s1) dr)" in flat
+
+
+def test_a_zip_and_a_sum_of_the_same_elementwise_code_share_one_kernel() -> None:
+    text = " ".join(ks_of(ff.sum_and_values, M2, FLOAT).split())
+    # sin(x) * a summed and returned: one kernel, two helpers; x * x * a averaged: a second kernel
+    assert text.count("(def ksb_ew") == 2 and "(def ksb_zip1 " in text and "(def ksb_sumzip1 " in text, text
+    assert "(def ksb_sumzip2 Float" in text and "(def ksb_zip2 " not in text
+    # the scalar's gradient adds up every element's, each given the sum's one gradient dr
+    assert re.search(r"\(sumbuild \(size a1\) \(lam \(ix : \(Tuple Integer Integer\)\) \(get\$2\$2 "
+                     r"\(\[sufrev \[ksb_ew2 [^]]*\]\] \(tuple \(index ix a1\) s1\) dr\)\)\)\)", text), text
 
 
 def test_two_tensor_elementwise_code_gets_a_zip_helper_with_written_derivatives() -> None:
@@ -42,6 +60,12 @@ def test_two_tensor_elementwise_code_gets_a_zip_helper_with_written_derivatives(
         assert re.search(rf"\(def \[{derived} \[ksb_zip1 ", text), derived
     assert "[fwd [ksb_zip1" not in text  # ksc derives it (and the [D ksb_zip1] a caller's fwd needs)
     assert re.search(r"\(assert\s+\(eq \(size a2\) \(size a1\)\)", text)  # shapes must agree: no broadcasting
+
+
+def test_a_returned_tuples_items_are_lets() -> None:
+    # ksc's reverse pass of a tuple naming one variable in three items calls a dup$3 its runtime lacks
+    text = " ".join(ks_of(ff.three_values, V1, FLOAT).split())
+    assert text.endswith("(tuple z z_1 r r_1 r_2)))"), text  # the zips are lets too (z, z_1)
 
 
 def test_relu3_in_elementwise_mode_is_a_scalar_def() -> None:

@@ -159,6 +159,19 @@ def test_modes_map_as_ksbind_compile_binds_them(tmp_path: Path) -> None:
     assert b["act"].function == b["vact"].function == "[act Float]"
 
 
+def test_each_entrys_helpers_are_its_own(tmp_path: Path) -> None:
+    py = ("import torch\n\n\ndef wave(x):\n    return torch.mean(torch.sin(x) * x), torch.cos(x) * 2.0\n\n\n"
+          "def ramp(x):\n    return torch.sum(x * x * 3.0), torch.exp(x) * x\n")
+    [spec] = config(tmp_path, """\
+        python:
+          - {function: scale.py:wave, args: ["(Tensor 1 Float)"]}
+          - {function: scale.py:ramp, args: ["(Tensor 1 Float)"]}
+        """, py=py)
+    text = with_python(spec, tmp_path / "cache").ks_files[-1].read_text()
+    for helper in ("ksb_ew1", "ksb_ew2", "ksb_sumzip1", "ksb_zip2"):  # the second entry's, renamed
+        assert text.count(f"(def {helper} ") == 1 and f"(def {helper}_1 " in text, (helper, text)
+
+
 def test_a_module_next_to_the_config_is_imported_by_name(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")

@@ -100,10 +100,14 @@ TENSOR_CASES: list[tuple[Callable[..., Any], Callable[[], list[torch.Tensor]]]] 
     (ff.calls_compiled, lambda: [torch.randn(5)]),
     (ff.far, lambda: [torch.randn(2, 3), torch.randn(2, 5)]),
     (ff.stacked, lambda: [torch.randn(4), torch.randn(4)]),
+    # sums of elementwise code: 20 columns (sixteen running sums and a tail of four), then 5 (ksc's order)
+    (ff.sum_and_values, lambda: [torch.randn(3, 20), torch.randn(())]),
+    (ff.sum_and_values, lambda: [torch.randn(3, 5), torch.randn(())]),
+    (ff.three_values, lambda: [torch.randn(4), torch.randn(())]),
 ]
 
 
-@pytest.mark.parametrize("fn,make", TENSOR_CASES, ids=[f.__name__ for f, _ in TENSOR_CASES])
+@pytest.mark.parametrize("fn,make", TENSOR_CASES, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(TENSOR_CASES)])
 def test_tensor_constructs_match_pytorch(fn: Callable[..., Any], make: Callable[[], list[torch.Tensor]],
                                          cache: Path) -> None:
     c = compiled(fn, cache)

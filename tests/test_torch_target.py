@@ -164,6 +164,7 @@ def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
     lines = [ln for ln in text.splitlines() if ln.startswith("#include")]
     assert lines == ["#include <ksbind/vector_math.h>",  # first: ks code's float calls find the float functions
                      "#include <ksbind/float_sums.h>",  # then ks's sum of a float tensor, vectorised
+                     "#include <ksbind/float_builds.h>",  # and its build and sumbuild loops
                      f'#include "{(REPO / "examples" / "relu3" / "relu3.cpp").resolve()}"',
                      f'#include "{(tmp_path / ENTRIES).resolve()}"']
 

@@ -72,10 +72,12 @@ def test_the_unit_includes_the_vector_math_header_before_the_ks_code(tmp_path: P
     lines = torch_build.unit_text(spec, tmp_path / "entries.cpp").splitlines()
     includes = [line for line in lines if line.startswith("#include")]
     assert includes == ["#include <ksbind/vector_math.h>", "#include <ksbind/float_sums.h>",
+                        "#include <ksbind/float_builds.h>",
                         f'#include "{ks.resolve()}"', f'#include "{(tmp_path / "entries.cpp").resolve()}"']
-    # the sums go with the rest of the kernels' maths (KSBIND_VECTOR_MATH=0 leaves them out)
+    # the sums and loops go with the rest of the kernels' maths (KSBIND_VECTOR_MATH=0 leaves them out)
     assert lines[lines.index("#include <ksbind/float_sums.h>") - 1] == "#if KSBIND_VECTOR_MATH"
-    for header in ("vector_math.h", "float_sums.h"):
+    assert lines[lines.index("#include <ksbind/float_builds.h>") + 1] == "#endif"
+    for header in ("vector_math.h", "float_sums.h", "float_builds.h"):
         assert (Path(torch_build.__file__).parents[1] / "include" / "ksbind" / header).is_file()
 
 
@@ -199,3 +201,50 @@ def test_sums_of_float_tensors_are_exact_in_ksc_order_when_small_and_close_when_
         assert float(m.total2(x.reshape(1, n))) == float(m.total(x)), n
     with pytest.raises(Exception, match="ne > 0"):  # ksc's own check, kept: a sum of no elements
         m.total(torch.empty(0))
+
+
+BUILDS = """\
+(def sumb Float (x : (Tensor 1 Float)) (sumbuild (size x) (lam (i : Integer) (mul (index i x) 2.0))))
+(def sumb2 Float (x : (Tensor 2 Float))
+  (sumbuild (size x) (lam (ij : (Tuple Integer Integer)) (mul (index ij x) 2.0))))
+(def twice2 (Tensor 2 Float) (x : (Tensor 2 Float))
+  (build (size x) (lam (ij : (Tuple Integer Integer)) (mul (index ij x) 2.0))))
+(def ramp (Tensor 1 Float) (a : Float) (build 1000 (lam (k : Integer) (add a (to_float k)))))
+(def sumb_alloc Float (x : (Tensor 2 Float))
+  (sumbuild (size x) (lam (ij : (Tuple Integer Integer)) (sum (ramp (index ij x))))))
+"""
+
+
+@needs_ksc
+def test_sumbuilds_of_floats_are_exact_in_ksc_order_when_small_and_builds_row_by_row_exact(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ksbind/float_builds.h: sumbuild returning a Float keeps sixteen running sums per row
+    position (ksc's order below sixteen terms a row), a 2-D build writes the same elements,
+    and every term's allocations are freed before the next."""
+    monkeypatch.delenv("KSBIND_VECTOR_MATH", raising=False)
+    m = ksbind.load_ks(BUILDS, ["sumb", "sumb2", "twice2", "sumb_alloc"], target="torch", ksc=KSC,
+                       ksc_runtime=RUNTIME, cache_dir=tmp_path, quiet=True)
+    g = torch.Generator().manual_seed(9)
+    for n in range(1, 16):
+        x = torch.randn(n, generator=g) * 1e3
+        assert float(m.sumb(x)) == _sequential(x * 2), n
+        assert float(m.sumb2(x.reshape(1, n))) == _sequential(x * 2), n
+    for rows, cols in ((3, 5), (7, 15), (40, 1)):  # rows shorter than sixteen: ksc's order, row after row
+        x = torch.randn(rows, cols, generator=g) * 1e3
+        assert float(m.sumb2(x)) == _sequential(x.reshape(-1) * 2), (rows, cols)
+    for shape in ((16,), (17,), (100_000,), (1, 16), (3, 20), (1000, 16), (50, 333)):
+        x = torch.randn(*shape, generator=g) + 0.5
+        exact = 2 * float(x.double().sum())
+        got = float(m.sumb(x) if len(shape) == 1 else m.sumb2(x))
+        assert abs(got - exact) <= 2e-6 * float(x.abs().double().sum()), shape
+    x = torch.randn(1, 4099, generator=g)
+    assert float(m.sumb2(x)) == float(m.sumb(x.reshape(-1)))  # one row: the 1-D sum's order
+    for shape in ((3, 20), (1, 1), (33, 7), (64, 64)):
+        x = torch.randn(*shape, generator=g)
+        assert torch.equal(m.twice2(x), x * 2), shape  # the same elements in the same places
+    # 40,000 terms each allocating 4 kB (160 MB, past the 100 MB arena): each term's are freed before the next
+    x = torch.randn(200, 200, generator=g)
+    expected = float((x.double() * 1000 + sum(range(1000))).sum())
+    assert abs(float(m.sumb_alloc(x)) - expected) <= 1e-5 * abs(expected) + 1.0
+    with pytest.raises(Exception, match="> 0"):  # ksc's check, kept: a sumbuild of no terms
+        m.sumb(torch.empty(0))

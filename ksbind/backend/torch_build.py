@@ -93,6 +93,8 @@ LIB_EXT = ".so"
 VECTOR_MATH_HEADER = "ksbind/vector_math.h"
 #: Then the vectorised sums of float tensors (left out with KSBIND_VECTOR_MATH=0).
 FLOAT_SUMS_HEADER = "ksbind/float_sums.h"
+#: ks's 2-D build and Float sumbuild over ksc's runtime, written to vectorise (after the sums).
+FLOAT_BUILDS_HEADER = "ksbind/float_builds.h"
 
 _loaded: dict[str, ModuleType] = {}
 _cache_log = get_logger("cache")
@@ -174,9 +176,11 @@ def unit_text(spec: ModuleSpec, entries: Path) -> str:
              "// First, vector math: ks::Float calls of exp, erf, tanh... call the float functions, which",
              "// libmvec vectorises (ksbind/vector_math.h; KSBIND_VECTOR_MATH=0: ksc's scalar double calls).",
              f"#include <{VECTOR_MATH_HEADER}>",
-             "// and ks's sum of a float tensor, vectorised (ksbind/float_sums.h).",
+             "// and ks's sum of a float tensor, its 2-D build and Float sumbuild, vectorised",
+             "// (ksbind/float_sums.h, ksbind/float_builds.h).",
              "#if KSBIND_VECTOR_MATH",
              f"#include <{FLOAT_SUMS_HEADER}>",
+             f"#include <{FLOAT_BUILDS_HEADER}>",
              "#endif"]
     lines += [f'#include "{p.resolve()}"' for p in spec.cpp]
     lines.append(f'#include "{entries.resolve()}"')

@@ -68,7 +68,8 @@ class ProgramBuilder:
         self.functions: dict[tuple[Any, tuple[KsType, ...]], tuple[str, KsType]] = {}
         self.in_progress: set[tuple[Any, tuple[KsType, ...]]] = set()
         self.names: set[str] = set()
-        self.helpers: dict[str, str] = {}
+        self.kernels: dict[str, Def] = {}  # the scalar kernel of each elementwise body
+        self.helpers: dict[tuple[str, str], str] = {}
 
     def note_fold(self) -> None:
         self.folds = True
@@ -107,21 +108,33 @@ class ProgramBuilder:
 
     def zip_helper(self, tensors: tuple[Var, ...], elements: tuple[Var, ...], scalars: tuple[Var, ...],
                    body: Expr) -> str:
+        return self._helper("zip", tensors, elements, scalars, body)
+
+    def sum_zip_helper(self, tensors: tuple[Var, ...], elements: tuple[Var, ...], scalars: tuple[Var, ...],
+                       body: Expr) -> str:
+        return self._helper("sumzip", tensors, elements, scalars, body)
+
+    def _helper(self, kind: str, tensors: tuple[Var, ...], elements: tuple[Var, ...], scalars: tuple[Var, ...],
+                body: Expr) -> str:
+        """The ``kind`` helper (``zip``: the tensor of ``body``'s values; ``sumzip``: their sum) over
+        one scalar kernel def, written once per kernel and shared by both kinds."""
         params = (*elements, *scalars)
         kernel_text = str(ir.to_node(body)) + " ".join(f"{p.name}:{p.type}" for p in params) + str(
             [t.type for t in tensors])
         key = hashlib.sha256(kernel_text.encode()).hexdigest()[:12]
-        if key in self.helpers:
-            return self.helpers[key]
-        n = len(self.helpers) + 1
-        kernel = Def(f"ksb_ew{n}", params, body)
-        zip_name = f"ksb_zip{n}"
-        self.helpers[key] = zip_name
-        self.items.append(ir.def_node(kernel))
-        for d in ("fwd", "rev", "suffwdpass", "sufrevpass", "sufrev"):
-            self.items.append(_list(_atom("gdef"), _atom(d), _atom(str(kernel.structured_name))))
-        self.items.extend(_zip_defs(zip_name, kernel, tensors, scalars))
-        return zip_name
+        if (kind, key) in self.helpers:
+            return self.helpers[(kind, key)]
+        if key not in self.kernels:
+            n = len(self.kernels) + 1
+            kernel = self.kernels[key] = Def(f"ksb_ew{n}", params, body)
+            self.items.append(ir.def_node(kernel))
+            for d in ("fwd", "rev", "suffwdpass", "sufrevpass", "sufrev"):
+                self.items.append(_list(_atom("gdef"), _atom(d), _atom(str(kernel.structured_name))))
+        kernel = self.kernels[key]
+        name = f"ksb_{kind}{kernel.name.removeprefix('ksb_ew')}"
+        self.helpers[(kind, key)] = name
+        self.items.extend(_zip_defs(name, kernel, tensors, scalars, summed=kind == "sumzip"))
+        return name
 
     def text(self) -> str:
         return "\n\n".join(ir.pretty(i) for i in self.items) + "\n"
@@ -174,8 +187,11 @@ def _tuple_or_one(items: Sequence[Expr]) -> Expr:
     return items[0] if len(items) == 1 else Tup(tuple(items))
 
 
-def _zip_defs(name: str, kernel: Def, tensors: tuple[Var, ...], scalars: tuple[Var, ...]) -> list[SList]:
-    """The tensor function over ``kernel`` and its fwd, rev, suffwdpass and sufrevpass."""
+def _zip_defs(name: str, kernel: Def, tensors: tuple[Var, ...], scalars: tuple[Var, ...],
+              summed: bool = False) -> list[SList]:
+    """The tensor function over ``kernel`` and its rev, suffwdpass and sufrevpass; ``summed``: the
+    sum of that tensor instead, a ``sumbuild`` (no tensor made; the torch target's sumbuild of
+    Floats vectorises), whose derivatives hand every element the one gradient of the sum."""
     rank = ir.tensor_rank(tensors[0].type)
     index_type: KsType = INTEGER if rank == 1 else TupleType((INTEGER,) * rank)
     size_type = index_type
@@ -184,7 +200,7 @@ def _zip_defs(name: str, kernel: Def, tensors: tuple[Var, ...], scalars: tuple[V
     params = (*ts, *ss)
     arg_type: KsType = params[0].type if len(params) == 1 else TupleType(tuple(p.type for p in params))
     kernel_arg = kernel.arg_type
-    result_t = TensorType(rank, kernel.body.type)
+    result_t: KsType = kernel.body.type if summed else TensorType(rank, kernel.body.type)
     structured = StructuredName.base(name, arg_type)
     ix = Var("ix", index_type)
     size = call("size", size_type, ts[0])
@@ -195,7 +211,7 @@ def _zip_defs(name: str, kernel: Def, tensors: tuple[Var, ...], scalars: tuple[V
     def kernel_call(at: Var) -> Expr:
         return Call(kernel.name, (*elements(at), *ss), kernel.body.type)
 
-    body: Expr = call("build", result_t, size, Lam(ix, kernel_call(ix)))
+    body: Expr = call("sumbuild" if summed else "build", result_t, size, Lam(ix, kernel_call(ix)))
     for t in ts[1:]:  # equal shapes, or a RuntimeError (no broadcasting)
         body = call("assert", result_t, call("eq", BOOL, call("size", size_type, t), size), body)
     defs = [_def(name, params, body)]
@@ -212,7 +228,8 @@ def _zip_defs(name: str, kernel: Def, tensors: tuple[Var, ...], scalars: tuple[V
 
         def per_element(at: Var) -> Expr:
             arg = _tuple_or_one([*elements(at), *ss])
-            return Call(kernel_d, (arg, call("index", kernel.body.type.tangent, at, d)), kernel_arg.tangent)
+            d_element = d if summed else call("index", kernel.body.type.tangent, at, d)
+            return Call(kernel_d, (arg, d_element), kernel_arg.tangent)
 
         grads: list[Expr] = []
         for i, t in enumerate(ts):

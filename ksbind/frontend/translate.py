@@ -142,6 +142,11 @@ class Program(Protocol):
         """A def applying ``body`` (over ``elements`` and ``scalars``) to equally shaped tensors."""
         ...
 
+    def sum_zip_helper(self, tensors: tuple[Var, ...], elements: tuple[Var, ...], scalars: tuple[Var, ...],
+                       body: Expr) -> str:
+        """A def returning the sum of ``body`` over the elements of equally shaped tensors."""
+        ...
+
     def note_fold(self) -> None:
         """A fold was written (its vjp can only be ksc's rev)."""
         ...
@@ -641,7 +646,9 @@ class Translator:
         if isinstance(value, Elementwise):
             return self.make_elementwise(value)
         if isinstance(value, PyTuple):
-            return Tup(tuple(self.materialize(i) for i in value.items))
+            # each item its own let: ksc's reverse pass of a tuple whose items share a variable
+            # three or more times calls a dup$3 its runtime does not define
+            return Tup(tuple(self.simple(self.materialize(i), "r") for i in value.items))
         if isinstance(value, PyList):
             return self.stack(value, 0)
         if isinstance(value, Comprehension):
@@ -673,12 +680,18 @@ class Translator:
                 built = call("assert", result, call("eq", BOOL, call("size", size_t, t),
                                                      call("size", size_t, first)), built)
             return built
+        tensors, elements, scalars, body = self.zip_parts(ew)
+        helper = self.program.zip_helper(tensors, elements, scalars, body)
+        return self.bind(call(helper, result, *tensors, *scalars), "z")
+
+    def zip_parts(self, ew: Elementwise) -> tuple[tuple[Var, ...], tuple[Var, ...], tuple[Var, ...], Expr]:
+        """A zip helper's inputs: the tensors, their elements' names, the scalars the body reads, the body."""
+        body = ir.let(ew.binds, ew.body)
         elements = tuple(e for e, _ in ew.leaves)
         tensors = tuple(t for _, t in ew.leaves)
         taken = {e.name for e in elements}
         scalars = tuple(v for n, v in body.free_vars().items() if n not in taken)
-        helper = self.program.zip_helper(tensors, elements, scalars, body)
-        return call(helper, result, *tensors, *scalars)
+        return tensors, elements, scalars, body
 
     def as_elementwise(self, value: Value) -> Elementwise:
         if isinstance(value, Elementwise):
@@ -1106,6 +1119,17 @@ class Translator:
     def reduce(self, op: str, value: Value, dim: int | None) -> Value:
         if isinstance(value, Comprehension) and op == "sum" and dim is None:
             return call("sumbuild", value.body.type, value.count, Lam(value.index, value.body))
+        if (isinstance(value, Elementwise) and dim is None and op in ("sum", "mean") and self.program.use_helpers
+                and value.body.type == FLOAT and not _is_bare(value)):
+            # the sum of elementwise code: one loop adding the elements up, no tensor made
+            tensors, elements, scalars, body = self.zip_parts(value)
+            total: Expr = self.bind(call(self.program.sum_zip_helper(tensors, elements, scalars, body), FLOAT,
+                                         *tensors, *scalars), "s")
+            if op == "sum":
+                return total
+            first = tensors[0]
+            assert isinstance(first.type, TensorType)
+            return call("div", FLOAT, total, _to_float(self.element_count(first, first.type)))
         tensor = self.materialize(value)
         t = tensor.type
         if not isinstance(t, TensorType):
@@ -1357,6 +1381,11 @@ class Translator:
 
 
 # ------------------------------------------------------------------ small rules
+
+
+def _is_bare(ew: Elementwise) -> bool:
+    """A tensor's own elements, nothing computed (its sum is ks's ``sum``)."""
+    return not ew.binds and len(ew.leaves) == 1 and ew.body == ew.leaves[0][0]
 
 
 def _to_float(x: Expr) -> Expr:
