@@ -121,7 +121,9 @@ class BindingSpec:
         "text", "Also bind the function's forward derivative `[fwd F]` under this name, and give the binding "
         "forward-mode AD on the torch and jax targets (docs/torch.md and docs/jax.md, \"Forward mode\"). "
         "Called as `name_jvp(a, b, ..., da, db, ...)`, it returns the result's tangent: the arguments, then "
-        "one tangent per argument (`()` for an Integer, Bool or String argument). Taken from the declarations "
+        "one tangent per argument (`()` for an Integer, Bool or String argument), each named `d` + the argument's "
+        "name (more `d`s where an argument already has that name: `x, dx` take `ddx, dddx`). Taken from the "
+        "declarations "
         "when stated there, else derived from F's signature (and, with `ksc:`, asked of ksc).",
         type_doc="identifier", expected="a name for the jvp binding", binding_name=True)] = None
 

@@ -479,7 +479,7 @@ def jvp_function(b: dict[str, Any], jvp: Callable[..., Any]) -> Callable[..., An
     it), and differentiating its result is the second-order error."""
     name, jvp_name = b["name"], b["jvp"]
     # The tangents are batched as their arguments are.
-    params = [*b["params"], *({**p, "name": "d" + p["name"]} for p in b["params"])]
+    params = [*b["params"], *({**p, "name": t} for p, t in zip(b["params"], b["jvp_params"]))]
     return _derivative_function(b, jvp, jvp_name, params, lambda: second_order_error(name, jvp_name))
 
 
@@ -1204,7 +1204,7 @@ def _legacy_binding(b: dict[str, Any]) -> dict[str, Any]:
         params.append({"name": p, "batched": batched})
     out = {"name": b["name"], "vjp": b["vjp"], "mode": b["mode"], "params": params}
     if b.get("jvp"):
-        out.update(jvp=b["jvp"], jvp_spec=b["jvp_spec"])
+        out.update(jvp=b["jvp"], jvp_spec=b["jvp_spec"], jvp_params=b["jvp_params"])
     return out
 
 
@@ -1330,7 +1330,7 @@ def _stable_jvp_function(ops: Any, b: dict[str, Any]) -> Callable[..., Any]:
     name = b["jvp"]
     op, direct = getattr(ops, name).default, getattr(ops, "_direct_" + name).default
     leaves = b["jvp_leaves"]
-    params = [*b["params"], *(f"d{p}" for p in b["params"])]
+    params = [*b["params"], *b["jvp_params"]]
     flatten = _flattener(name, b["jvp_spec"], leaves)
     tree = b["jvp_result"]
     compiling: Callable[[], bool] = torch.compiler.is_compiling

@@ -113,6 +113,16 @@ def test_plain_bindings_in_forward_mode_with_tuples_and_an_integer(m: ModuleType
     close(t2, DX * V * V + 2 * X * V * DV)
 
 
+def test_tangents_of_arguments_named_like_tangents_have_names_of_their_own(m: ModuleType) -> None:
+    # collide(x, dx, ddx) = x dx ddx: its jvp's tangents are dddx, ddddx, dddddx (each unique)
+    x, y, z = jnp.float32(1.5), jnp.float32(-2.0), jnp.float32(0.5)
+    want = 0.25 * (-2.0 * 0.5) + 1.0 * (1.5 * 0.5) + 4.0 * (1.5 * -2.0)
+    close(m.collide_jvp(x, y, z, dddx=jnp.float32(0.25), ddddx=jnp.float32(1.0), dddddx=jnp.float32(4.0)), want)
+    close(jax.jvp(m.collide, (x, y, z), (jnp.float32(0.25), jnp.float32(1.0), jnp.float32(4.0)))[1], want)
+    with pytest.raises(TypeError, match="multiple values for argument 'ddx'"):  # ddx is an argument's name
+        m.collide_jvp(x, y, z, 0.25, 1.0, ddx=4.0)
+
+
 @pytest.mark.parametrize("how", ["eager", "jit"])
 def test_elementwise_bindings_in_forward_mode_broadcast_and_under_vmap(m: ModuleType, how: str) -> None:
     wrap = wrapper(how)

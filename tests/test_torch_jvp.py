@@ -155,6 +155,7 @@ KS = """\
 (def sq (Vec Float) ((v : Vec Float) (w : Vec Float))
      (build (size v) (lam (i : Integer) (mul (index i w) (mul (index i v) (index i v))))))
 (def lam_map (Vec Float) (v : Vec Float) (map (lam (t : Float) (mul t t)) v))
+(def collide Float ((x : Float) (dx : Float) (ddx : Float)) (mul x (mul dx ddx)))
 """
 
 
@@ -165,6 +166,7 @@ def fwd() -> ModuleType:
         {"name": "tup", "jvp": "tup_jvp"},
         {"name": "rows", "jvp": "rows_jvp"},
         {"name": "sq_rows", "function": "sq", "jvp": "sq_rows_jvp", "mode": "vmap"},
+        {"name": "collide", "jvp": "collide_jvp"},
     ], target="torch", ksc=KSC, ksc_runtime=RUNTIME, cache_dir=session_cache_dir(), quiet=True)
 
 
@@ -183,6 +185,19 @@ def test_ksc_fwd_of_floats_and_tensors_with_a_vjp_beside_it(fwd: ModuleType) -> 
     # A number given for a Float is a constant: its tangent is 0.
     _, only_v = jvp(lambda v: fwd.f(1.5, v), (v,), (dv,))
     torch.testing.assert_close(only_v, 1.5 * dv.sum())
+
+
+@needs_ksc
+def test_tangents_of_arguments_named_like_tangents_have_names_of_their_own(fwd: ModuleType) -> None:
+    # collide(x, dx, ddx) = x dx ddx: its jvp's tangents are dddx, ddddx, dddddx (each unique)
+    x, y, z = torch.tensor(1.5), torch.tensor(-2.0), torch.tensor(0.5)
+    tx, ty, tz = torch.tensor(0.25), torch.tensor(1.0), torch.tensor(4.0)
+    want = torch.tensor(0.25 * (-2.0 * 0.5) + 1.0 * (1.5 * 0.5) + 4.0 * (1.5 * -2.0))
+    torch.testing.assert_close(fwd.collide_jvp(x, y, z, dddx=tx, ddddx=ty, dddddx=tz), want)
+    torch.testing.assert_close(jvp(fwd.collide, (x, y, z), (tx, ty, tz))[1], want)
+    with fwAD.dual_level():
+        dual = fwd.collide(fwAD.make_dual(x, tx), fwAD.make_dual(y, ty), fwAD.make_dual(z, tz))
+        torch.testing.assert_close(fwAD.unpack_dual(dual).tangent, want)
 
 
 @needs_ksc

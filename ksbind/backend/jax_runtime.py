@@ -518,7 +518,7 @@ class Binding:
         """The jvp binding itself: ``name_jvp(*args, *tangents)``, the result's tangent."""
         n = len(self.params)
         names = [p["name"] for p in self.params]
-        t_names = [_tangent_name(x, names) for x in names]
+        t_names = list(self.info["jvp_params"])
         if len(args) > 2 * n:
             raise TypeError(f"{self.jvp_name}() takes {2 * n} arguments ({', '.join(names + t_names)}), got "
                             f"{len(args)}")
@@ -624,14 +624,6 @@ class Binding:
         call.__name__ = call.__qualname__ = name
         call.__doc__ = f"{self.info['signature']} (ks {self.info['ks_name']}, mode {self.mode})"
         return call
-
-
-def _tangent_name(name: str, taken: Sequence[str]) -> str:
-    """A tangent's parameter name, as ksbind/codegen/targets/common.py gives it: ``d`` + the argument's."""
-    out = f"d{name}"
-    while out in taken:
-        out = f"d{out}"
-    return out
 
 
 # ------------------------------------------------------------ the jvp's linear primitive

@@ -234,7 +234,7 @@ def jvp_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
             f"{jvp.name} takes {jvp.arg_type}; a jvp of {primal.name} must take "
             f"(Tuple {primal.arg_type} {tangents})", b.location)
     names = _py_names(primal)
-    names = names + [_tangent_name(n, names) for n in names]
+    names = names + tangent_names(names)
     types = list(primal.params) + [t.tangent for t in primal.params]
     params = tuple(_param(i, names[i], t, crossing) for i, t in enumerate(types))
     n = len(primal.params)
@@ -249,11 +249,18 @@ def jvp_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
     )
 
 
-def _tangent_name(name: str, taken: Sequence[str]) -> str:
-    """A tangent's parameter name: ``d`` + the argument's, unless an argument has that name."""
-    out = f"d{name}"
-    while out in taken:
-        out = f"d{out}"
+def tangent_names(names: Sequence[str]) -> list[str]:
+    """Each argument's tangent's parameter name: ``d`` + the argument's, with more ``d``s until it
+    is no argument's and no other tangent's (``x, dx`` -> ``ddx, dddx``). The runtimes read these
+    from the bindings' records (``jvp_params``), never derive them again."""
+    taken = set(names)
+    out: list[str] = []
+    for name in names:
+        t = f"d{name}"
+        while t in taken:
+            t = f"d{t}"
+        taken.add(t)
+        out.append(t)
     return out
 
 

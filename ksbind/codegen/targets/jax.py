@@ -40,6 +40,7 @@ from ksbind.codegen.targets.common import (
     entry_points_for,
     holds_no_scalar,
     runtime_copy_import,
+    tangent_names,
 )
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError
@@ -334,6 +335,7 @@ class JaxBinding:
     vjp_result: JaxTree | None
     jvp: str | None = None           # the jvp binding's name ([fwd F]): forward mode (docs/jax.md)
     jvp_handler: str | None = None
+    jvp_params: tuple[str, ...] = ()  # the tangents' argument names (common.tangent_names)
     #: (handler symbol, its ABI digest) per handler above: the runtime registers each under
     #: ``ksbind.MODULE.SYMBOL.DIGEST``, a name stable across rebuilds (docs/jax.md, "jax.export")
     target_digests: tuple[tuple[str, str], ...] = ()
@@ -345,7 +347,8 @@ class JaxBinding:
                 "result_shape": self.result_shape, "handler": self.handler, "probe": self.probe, "vjp": self.vjp,
                 "vjp_handler": self.vjp_handler, "jacobian_handler": self.jacobian_handler,
                 "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "jvp": self.jvp,
-                "jvp_handler": self.jvp_handler, "target_digests": dict(self.target_digests)}
+                "jvp_handler": self.jvp_handler, "jvp_params": list(self.jvp_params),
+                "target_digests": dict(self.target_digests)}
 
 
 def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) -> JaxBinding:
@@ -362,7 +365,9 @@ def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) 
         probe=entries[b.name].probe, vjp=b.vjp_name, vjp_handler=vjp.handler if vjp else None,
         jacobian_handler=jac.handler if jac else None,
         vjp_result=tree(b.vjp_decl.return_type) if b.vjp_decl else None, jvp=b.jvp_name if jvp else None,
-        jvp_handler=jvp.handler if jvp else None, target_digests=tuple((e.handler, e.digest) for e in handlers))
+        jvp_handler=jvp.handler if jvp else None,
+        jvp_params=tuple(tangent_names([p.py_name for p in primal.params])) if jvp else (),
+        target_digests=tuple((e.handler, e.digest) for e in handlers))
 
 
 def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 from ksbind.codegen.targets import torch_values as values
-from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for
+from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for, tangent_names
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError, warn
 from ksbind.lang.identifiers import cpp_string
@@ -434,6 +434,7 @@ class StableBinding:
     jvp_leaves: tuple[OpLeaf, ...] = ()
     jvp_result: ResultTree | None = None
     jvp_spec: tuple[object, ...] = ()
+    jvp_params: tuple[str, ...] = ()  # the tangents' argument names (common.tangent_names)
 
     def plain(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -447,7 +448,8 @@ class StableBinding:
         if self.jvp:  # likewise
             assert self.jvp_result is not None
             out.update({"jvp": self.jvp, "jvp_leaves": [x.plain() for x in self.jvp_leaves],
-                        "jvp_result": self.jvp_result.plain(), "jvp_spec": list(self.jvp_spec)})
+                        "jvp_result": self.jvp_result.plain(), "jvp_spec": list(self.jvp_spec),
+                        "jvp_params": list(self.jvp_params)})
         return out
 
 
@@ -531,7 +533,8 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             b.vjp_name, vjp.leaves if vjp else (), vjp.result if vjp else None,
             spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature, _packed(b) if reason else None,
             _packed(b) if ragged else None, b.mutates, b.jvp_name, jvp.leaves if jvp else (),
-            jvp.result if jvp else None, spec(by_name[b.jvp_name]) if b.jvp_name else ()))
+            jvp.result if jvp else None, spec(by_name[b.jvp_name]) if b.jvp_name else (),
+            tuple(tangent_names([p.py_name for p in e.params])) if jvp else ()))
     moded = {name: values.moded_entry(e, b.mode)
              for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name, b.jvp_name)}
     namespace = options.torch_library or library_namespace(options)
