@@ -27,24 +27,20 @@ from __future__ import annotations
 
 import os
 import shlex
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text, wrapper_files
+from ksbind.backend import framework_build
+from ksbind.backend.compile import install_entry, object_cache, shared_copies, wrapper_files
 from ksbind.backend.kind import PreparedBuild, Steps
-from ksbind.backend.loader import import_meanwhile, import_wrapper
+from ksbind.backend.loader import import_meanwhile
 from ksbind.backend.runner import Unit
-from ksbind.backend.toolchain import KS_FLAGS, Toolchain, compiler, hash_include_path, ks_include_dirs
+from ksbind.backend.toolchain import KS_FLAGS, Toolchain, compiler, ks_include_dirs
 from ksbind.cache.entries import CacheEntry
-from ksbind.cache.keys import Hasher, without_stamp
-from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets.jax import lib_name
 from ksbind.errors import BuildError
-from ksbind.fileio import write_atomic
-from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
 
 #: As the torch target's kernels (ksbind/backend/torch_build.py): -O3 with
@@ -61,9 +57,6 @@ HANDLERS = "jax_handlers.cpp"
 ENTRY_POINTS = "jax_entry_points.cpp"
 LIB_EXT = ".so"
 
-_loaded: dict[str, ModuleType] = {}
-_cache_log = get_logger("cache")
-_lock = threading.Lock()
 
 
 def ffi_include_dir() -> Path:
@@ -119,22 +112,7 @@ def unit_text(spec: ModuleSpec, entry_points: Path) -> str:
 
 
 def cache_key(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan) -> str:
-    h = Hasher.with_environment()
-    h.add_text("target", "jax")
-    h.add_text("jaxlib", jaxlib_version())
-    h.add_text("name", spec.name)
-    h.add_text("cxx", "\0".join(compiler()))
-    h.add_text("cflags", "\0".join(plan.cflags))
-    h.add_text("fast_math", str(spec.fast_math))
-    for name in sorted(rendered.files):
-        h.add_bytes(f"generated:{name}", without_stamp(rendered.files[name].encode("utf-8", "surrogateescape")))
-    sources = [*spec.cpp, *([] if spec.runtime.bundled else spec.runtime.sources)]
-    for i, src in enumerate(sources):
-        h.add_file(src, f"source{i}:{src.name}")
-    for d in dict.fromkeys(s.parent for s in sources):
-        h.add_dir_headers(d)
-    hash_include_path(h, ks_include_dirs(spec))
-    return h.hexdigest()
+    return framework_build.cache_key(spec, rendered, "jax", ("jaxlib", jaxlib_version()), plan.cflags)
 
 
 def jax_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | None) -> list[Unit]:
@@ -149,13 +127,7 @@ def jax_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | None)
     copies = shared_copies(shared_root, sources) if shared_root is not None else {p: p for p in sources}
     by_name = {p.name: p for p in sources}
     entry_points, handlers = by_name[ENTRY_POINTS], by_name[HANDLERS]
-    text = unit_text(spec, copies[entry_points])
-    if shared_root is not None:
-        unit = shared_text(shared_root, UNIT, text)
-    else:
-        unit = spec.output / UNIT
-        if not unit.is_file() or unit.read_text(encoding="utf-8") != text:
-            write_atomic(unit, text)
+    unit = framework_build.ks_unit(spec, UNIT, unit_text(spec, copies[entry_points]), shared_root)
     # The user's ks code and the loops inlining it: the one unit `fast_math` applies to.
     ks_flags = FAST_MATH_FLAGS if spec.fast_math else ()
     parts = tuple((copies[g], g) for g in sources)
@@ -165,24 +137,12 @@ def jax_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | None)
 
 
 def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, key: str, root: Path) -> ModuleType:
-    """Generate, compile (or reuse the cache under ``root``) and import a jax-target module."""
-    generated = write_generated(spec.output, rendered)
+    """Generate, compile (or reuse the cache under ``root``) and import a jax-target module
+    (jax imported beside the compiles unless this process has the module already)."""
     entry = _entry(root, spec.name, key)
-    wrapper_path = entry.dir / f"{spec.name}.py"
-    with _lock:
-        wrapper_key = str(wrapper_path)
-        # Checked even when this process has the module loaded: a damaged entry is
-        # rebuilt (one warning) so that the next process finds it whole; the loaded
-        # module is the same build (same key) and stays in use here.
-        if not entry.is_built():
-            with entry.lock():
-                if not entry.is_built():  # another process may have built it while we waited
-                    _compile(spec, rendered, plan, entry, generated, import_jax=wrapper_key not in _loaded)
-        else:
-            _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
-        if wrapper_key not in _loaded:
-            _loaded[wrapper_key] = import_wrapper(spec.name, wrapper_path)
-        return _loaded[wrapper_key]
+    return framework_build.build_and_import(
+        spec, rendered, entry,
+        lambda generated, loaded_here: _compile(spec, rendered, plan, entry, generated, import_jax=not loaded_here))
 
 
 def _entry(root: Path, name: str, key: str) -> CacheEntry:

@@ -39,15 +39,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import shlex
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from ksbind.backend import link_stub
-from ksbind.backend.compile import install_entry, object_cache, shared_copies, shared_text, wrapper_files
+from ksbind.backend import framework_build, link_stub
+from ksbind.backend.compile import install_entry, object_cache, shared_copies, wrapper_files
 from ksbind.backend.kind import PreparedBuild, Steps
-from ksbind.backend.loader import import_meanwhile, import_wrapper
+from ksbind.backend.loader import import_meanwhile
 from ksbind.backend.runner import YIELDING, Unit
 from ksbind.backend.toolchain import (
     DEBUG_FLAGS,
@@ -55,16 +54,11 @@ from ksbind.backend.toolchain import (
     KS_FLAGS,
     Toolchain,
     compiler,
-    hash_include_path,
     ks_include_dirs,
 )
 from ksbind.cache.entries import CacheEntry
-from ksbind.cache.keys import Hasher, without_stamp
-from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets.torch import TORCH_TARGET_VERSION, lib_name
-from ksbind.fileio import write_atomic
-from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
 
 #: As the torch target's kernels (ksbind/backend/torch_build.py): -O3 with -fno-trapping-math
@@ -96,9 +90,6 @@ FLOAT_SUMS_HEADER = "ksbind/float_sums.h"
 #: ks's 2-D build and Float sumbuild over ksc's runtime, written to vectorise (after the sums).
 FLOAT_BUILDS_HEADER = "ksbind/float_builds.h"
 
-_loaded: dict[str, ModuleType] = {}
-_cache_log = get_logger("cache")
-_lock = threading.Lock()
 
 
 #: torch's CPU library, in its package folder: the link stub's original and the import's preload.
@@ -188,23 +179,8 @@ def unit_text(spec: ModuleSpec, entries: Path) -> str:
 
 
 def cache_key(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan) -> str:
-    h = Hasher.with_environment()
-    h.add_text("target", "torch")
-    h.add_text("torch", plan.torch)
-    h.add_text("name", spec.name)
-    h.add_text("cxx", "\0".join(compiler()))
-    h.add_text("cflags", "\0".join(plan.cflags))
-    h.add_text("fast_math", str(spec.fast_math))
-    h.add_text("debug", str(spec.debug))
-    for name in sorted(rendered.files):
-        h.add_bytes(f"generated:{name}", without_stamp(rendered.files[name].encode("utf-8", "surrogateescape")))
-    sources = [*spec.cpp, *([] if spec.runtime.bundled else spec.runtime.sources)]
-    for i, src in enumerate(sources):
-        h.add_file(src, f"source{i}:{src.name}")
-    for d in dict.fromkeys(s.parent for s in sources):
-        h.add_dir_headers(d)
-    hash_include_path(h, ks_include_dirs(spec))
-    return h.hexdigest()
+    return framework_build.cache_key(spec, rendered, "torch", ("torch", plan.torch), plan.cflags,
+                                     extra=(("debug", str(spec.debug)),))
 
 
 def stable_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | None) -> list[Unit]:
@@ -214,13 +190,7 @@ def stable_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | No
     sources = [p for p in generated if p.suffix in (".cpp", ".h")]
     copies = shared_copies(shared_root, sources) if shared_root is not None else {p: p for p in sources}
     by_name = {p.name: p for p in sources}
-    text = unit_text(spec, copies[by_name[ENTRIES]])
-    if shared_root is not None:
-        unit = shared_text(shared_root, UNIT, text)
-    else:
-        unit = spec.output / UNIT
-        if not unit.is_file() or unit.read_text(encoding="utf-8") != text:
-            write_atomic(unit, text)
+    unit = framework_build.ks_unit(spec, UNIT, unit_text(spec, copies[by_name[ENTRIES]]), shared_root)
     debug = DEBUG_FLAGS if spec.debug else ()  # last: its -O0 wins over the units' own
     ks_flags = (FAST_MATH_FLAGS if spec.fast_math else ()) + debug
     parts = tuple((copies[g], g) for g in sources)
@@ -236,20 +206,9 @@ def _entry(root: Path, name: str, key: str) -> CacheEntry:
 
 def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, key: str, root: Path) -> ModuleType:
     """Generate, compile (or reuse the cache under ``root``) and import a torch module."""
-    generated = write_generated(spec.output, rendered)
     entry = _entry(root, spec.name, key)
-    wrapper_path = entry.dir / f"{spec.name}.py"
-    with _lock:
-        if not entry.is_built():
-            with entry.lock():
-                if not entry.is_built():  # another process may have built it while we waited
-                    _compile(spec, rendered, plan, entry, generated)
-        else:
-            _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
-        wrapper_key = str(wrapper_path)
-        if wrapper_key not in _loaded:
-            _loaded[wrapper_key] = import_wrapper(spec.name, wrapper_path)
-        return _loaded[wrapper_key]
+    return framework_build.build_and_import(
+        spec, rendered, entry, lambda generated, _loaded_here: _compile(spec, rendered, plan, entry, generated))
 
 
 def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry: CacheEntry,

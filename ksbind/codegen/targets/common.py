@@ -7,15 +7,15 @@ the values out.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, NoReturn, Protocol
 
 from ksbind.errors import BindingError
 from ksbind.lang.identifiers import cpp_string, identifier_problem
 from ksbind.lang.model import FunctionDecl
-from ksbind.lang.types import EMPTY_TUPLE, KsType, ScalarType, TensorType, TupleType
+from ksbind.lang.types import EMPTY_TUPLE, FLOAT, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, GilPolicy, Mode, ModuleOptions
 
 
@@ -247,6 +247,47 @@ def jvp_entry(b: Binding, crossing: CrossingRule) -> EntryPoint:
         is_jvp=True, primal=b.name, mode=b.mode, release_gil=b.release_gil, long_call=b.long_call,
         doc=f"jvp of {primal.name}: the result's tangent given each argument's tangent. Calls {jvp.signature}",
     )
+
+
+def binding_error(b: Binding, message: str) -> NoReturn:
+    """A binding that does not fit its target: a BindingError naming it and its ks function."""
+    raise BindingError(f"binding {b.name!r} ({b.decl.name}): {message}", b.location)
+
+
+def check_mode(b: Binding, tensor_of_scalars: Callable[[KsType], bool], stackable_scalar: Callable[[KsType], bool],
+               *, shared_float_tangents: bool, tuple_results_with_vjp: bool) -> None:
+    """The rules of the framework targets' modes, for a binding: ``elementwise`` maps a scalar
+    Float function over tensors; ``vmap`` maps over the leading axis of tensor arguments (the
+    target's ``tensor_of_scalars``), shares scalar ones, and stacks each step's result (tensors,
+    scalars that are ``stackable_scalar``, or a tuple of them). Where the targets differ: whether
+    a Float shared by every step carries a tangent (``shared_float_tangents``: a jax number
+    does, a torch one crosses as a number) and whether a result tuple can have a vjp."""
+    d = b.decl
+    if b.mode == "elementwise":
+        if not 1 <= len(d.params) <= 2 or any(p != FLOAT for p in d.params) or d.return_type != FLOAT:
+            binding_error(b, f"mode elementwise needs a scalar function Float -> Float or (Float, Float) -> Float; "
+                             f"this one is {d.signature}")
+    elif b.mode == "vmap":
+        if not any(tensor_of_scalars(p) for p in d.params):
+            binding_error(b, f"mode vmap maps over the leading axis of tensor arguments, and {d.signature} takes "
+                             f"no tensor")
+        for p in d.params:
+            if not (tensor_of_scalars(p) or isinstance(p, ScalarType)):
+                binding_error(b, f"mode vmap takes tensors (batched) and scalars (shared by every step); argument "
+                                 f"type {p} is neither")
+            if b.vjp_decl is not None and p == FLOAT:
+                binding_error(b, "mode vmap with a vjp: a Float argument shared by every step would need its "
+                                 "gradient summed over the batch; pass it as a tensor instead")
+            if b.jvp_decl is not None and p == FLOAT and not shared_float_tangents:
+                binding_error(b, "mode vmap with a jvp: a Float argument shared by every step crosses as a number, "
+                                 "which carries no tangent; pass it as a tensor instead")
+        r = d.return_type
+        parts = r.elements if isinstance(r, TupleType) else (r,)
+        tuples = tuple_results_with_vjp or b.vjp_decl is None
+        ok = all(tensor_of_scalars(x) or stackable_scalar(x) for x in parts)
+        if not ok or (isinstance(r, TupleType) and (not parts or not tuples)):
+            binding_error(b, f"mode vmap stacks each step's result: it must be a tensor of Float/Integer/Bool, one "
+                             f"of those scalars{', or a tuple of them' if tuples else ''}; found {r}")
 
 
 def tangent_names(names: Sequence[str]) -> list[str]:

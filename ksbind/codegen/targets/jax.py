@@ -37,13 +37,14 @@ from ksbind.codegen.targets.common import (
     Crossing,
     CrossingRole,
     EntryPoint,
+    binding_error,
+    check_mode,
     entry_points_for,
     holds_no_scalar,
     runtime_copy_import,
     tangent_names,
 )
 from ksbind.codegen.targets.record import Target
-from ksbind.errors import BindingError
 from ksbind.lang.identifiers import cpp_string
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
@@ -173,8 +174,7 @@ def crossing(t: KsType, role: CrossingRole) -> Crossing:
 
 # ------------------------------------------------------------ mode checks
 
-def _fail(b: Binding, message: str) -> None:
-    raise BindingError(f"binding {b.name!r} ({b.decl.name}): {message}", b.location)
+_fail = binding_error
 
 
 def _tensor_of_scalars(t: KsType) -> bool:
@@ -188,25 +188,8 @@ def check_binding(b: Binding) -> None:
         reason = unsupported_reason(t)
         if reason:
             _fail(b, reason)
-    if b.mode == "elementwise":
-        if not 1 <= len(d.params) <= 2 or any(p != FLOAT for p in d.params) or d.return_type != FLOAT:
-            _fail(b, f"mode elementwise needs a scalar function Float -> Float or (Float, Float) -> Float; "
-                     f"this one is {d.signature}")
-    elif b.mode == "vmap":
-        if not any(_tensor_of_scalars(p) for p in d.params):
-            _fail(b, f"mode vmap maps over the leading axis of tensor arguments, and {d.signature} takes no tensor")
-        for p in d.params:
-            if not (_tensor_of_scalars(p) or isinstance(p, ScalarType)):
-                _fail(b, f"mode vmap takes tensors (batched) and scalars (shared by every step); argument type {p} "
-                         f"is neither")
-            if b.vjp_decl is not None and p == FLOAT:
-                _fail(b, "mode vmap with a vjp: a Float argument shared by every step would need its gradient "
-                         "summed over the batch; pass it as a tensor instead")
-        r = d.return_type
-        parts = r.elements if isinstance(r, TupleType) else (r,)
-        if not parts or not all(_tensor_of_scalars(x) or isinstance(x, ScalarType) for x in parts):
-            _fail(b, f"mode vmap stacks each step's result: it must be a tensor of Float/Integer/Bool, one of "
-                     f"those scalars, or a tuple of them; found {r}")
+    check_mode(b, _tensor_of_scalars, lambda t: isinstance(t, ScalarType), shared_float_tangents=True,
+               tuple_results_with_vjp=True)
     if b.result_shape is not None and (b.mode == "elementwise" or not _has_shaped_result(d.return_type)):
         _fail(b, "result_shape is for results holding tensors whose shape cannot be found from the arguments' "
                  "shapes; this binding's result shape follows from its mode and type")

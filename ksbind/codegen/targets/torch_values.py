@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal, cast
 
-from ksbind.codegen.targets.common import EntryPoint, holds_no_scalar, runtime_copy_import
+from ksbind.codegen.targets.common import EntryPoint, binding_error, check_mode, holds_no_scalar, runtime_copy_import
 from ksbind.codegen.targets.ks import SCALAR_PY
-from ksbind.errors import BindingError
-from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
+from ksbind.lang.types import KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import TENSOR_ELEMENTS, Binding, Mode, ModuleOptions
 
 #: A standalone module's copy of ksbind/torch_runtime.py, beside it: NAME + this.
@@ -100,8 +99,7 @@ def py_type(t: KsType, role: TorchSide = "param") -> str:
 
 # ------------------------------------------------------------ mode checks
 
-def _fail(b: Binding, message: str) -> None:
-    raise BindingError(f"binding {b.name!r} ({b.decl.name}): {message}", b.location)
+_fail = binding_error
 
 
 def check_binding(b: Binding) -> None:
@@ -111,30 +109,8 @@ def check_binding(b: Binding) -> None:
         reason = unsupported_reason(t)
         if reason:
             _fail(b, reason)
-    if b.mode == "elementwise":
-        if not 1 <= len(d.params) <= 2 or any(p != FLOAT for p in d.params) or d.return_type != FLOAT:
-            _fail(b, f"mode elementwise needs a scalar function Float -> Float or (Float, Float) -> Float; "
-                     f"this one is {d.signature}")
-    elif b.mode == "vmap":
-        if not any(is_scalar_tensor(p) for p in d.params):
-            _fail(b, f"mode vmap maps over the leading dimension of tensor arguments, and {d.signature} "
-                     f"takes no tensor")
-        for p in d.params:
-            if not (is_scalar_tensor(p) or isinstance(p, ScalarType)):
-                _fail(b, f"mode vmap takes tensors (batched) and scalars (shared by every step); "
-                         f"argument type {p} is neither")
-            if b.vjp_decl is not None and p == FLOAT:
-                _fail(b, "mode vmap with a vjp: a Float argument shared by every step would need its gradient "
-                         "summed over the batch; pass it as a tensor instead")
-            if b.jvp_decl is not None and p == FLOAT:
-                _fail(b, "mode vmap with a jvp: a Float argument shared by every step crosses as a number, which "
-                         "carries no tangent; pass it as a tensor instead")
-        r = d.return_type
-        parts = r.elements if isinstance(r, TupleType) else (r,)
-        ok = all(is_scalar_tensor(x) or (isinstance(x, ScalarType) and x.name in TENSOR_ELEMENTS) for x in parts)
-        if not ok or (isinstance(r, TupleType) and (not parts or b.vjp_decl is not None)):
-            _fail(b, f"mode vmap stacks each step's result: it must be a tensor of Float/Integer/Bool, one of "
-                     f"those scalars{'' if b.vjp_decl is not None else ', or a tuple of them'}; found {r}")
+    check_mode(b, is_scalar_tensor, lambda t: isinstance(t, ScalarType) and t.name in TENSOR_ELEMENTS,
+               shared_float_tangents=False, tuple_results_with_vjp=False)
 
 
 def check_mutates(b: Binding, params: Sequence[tuple[str, KsType]], packed: bool) -> None:
