@@ -184,6 +184,34 @@ def recording() -> Iterator[Recorder]:
         _RECORDER.reset(token)
 
 
+# ------------------------------------------------------------------ the reader: read and noted at once
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """A build input's bytes, noted as read (an edit after this is a change next time). The way a
+    build reads a file: a reader that goes through here cannot forget to note it. OSError as open's."""
+    with open(path, "rb") as f:
+        data = f.read()
+    note_file(path, data)
+    return data
+
+
+def read_if_present(path: str | os.PathLike[str]) -> bytes | None:
+    """``read_bytes``, or None where there is no file (its absence noted: one made later is a change)."""
+    try:
+        return read_bytes(path)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        note_file(path, None)
+        return None
+
+
+def list_dir(path: str | os.PathLike[str]) -> list[str]:
+    """A folder's entries' names, sorted, noted as listed (an entry added or removed is a change)."""
+    names = sorted(os.listdir(path))
+    note_dir(path, names)
+    return names
+
+
 def note_file(path: str | os.PathLike[str], data: bytes | None = None) -> None:
     """An input file, as read (``data``) or as it is now, when a build is being recorded."""
     recorder = _RECORDER.get()

@@ -29,7 +29,7 @@ from ksbind.errors import ConfigError, Location, closest
 from ksbind.fileio import write_atomic
 from ksbind.frontend.program import Translation, translate_program
 from ksbind.frontend.signature import Signature
-from ksbind.inputs import note_file
+from ksbind.inputs import note_file, read_bytes
 from ksbind.lang.sexpr import SList, parse_sexprs
 from ksbind.lang.types import FLOAT, TensorType
 from ksbind.spec import BindingSpec, Mode, ModuleSpec, PythonFunctionSpec
@@ -87,10 +87,9 @@ def load_function(entry: PythonFunctionSpec, base: Path, modules: dict[str, Modu
 def _run_file(path: Path, entry: PythonFunctionSpec) -> ModuleType:
     """A ``.py`` file's module, run now under a name of its own (never a stale copy from sys.modules)."""
     try:
-        data = path.read_bytes()
+        read_bytes(path)  # noted as read (the run reads it again): an edit after this is a change next time
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e.strerror}", entry.location) from None
-    note_file(path, data)  # fingerprinted as read: an edit after this is a change next time
     name = f"_ksbind_python_{re.sub(r'[^A-Za-z0-9_]', '_', path.stem)}_" \
            f"{hashlib.sha256(str(path).encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
     module_spec = importlib.util.spec_from_file_location(name, path)

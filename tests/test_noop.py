@@ -150,6 +150,31 @@ def test_a_file_that_changes_while_it_is_built_writes_no_record(tmp_path: Path) 
     inputs.note_file(source)  # outside a recording: nothing is noted, nothing fails
 
 
+def test_a_new_kind_of_input_read_through_the_reader_is_seen_by_the_noop_check(tmp_path: Path) -> None:
+    """A reader that reads through ksbind/inputs.py (read_bytes, read_if_present, list_dir) needs
+    nothing else: what it read is in the record, and a change to it is a change."""
+    data, absent, folder = tmp_path / "weights.bin", tmp_path / "later.txt", tmp_path / "parts"
+    data.write_bytes(b"\x00\x01")
+    folder.mkdir()
+    (folder / "a.part").write_text("a")
+    with inputs.recording() as recorder:
+        assert inputs.read_bytes(data) == b"\x00\x01"
+        assert inputs.read_if_present(absent) is None
+        assert inputs.list_dir(folder) == ["a.part"]
+        inputs.note_module({"entry": "e", "steps": []})
+    record = recorder.record([])
+    assert inputs.changed(record) is None
+    for change, undo in ((lambda: data.write_bytes(b"\x00\x02"), lambda: data.write_bytes(b"\x00\x01")),
+                         (lambda: absent.write_text("now here"), absent.unlink),
+                         (lambda: (folder / "b.part").write_text("b"), (folder / "b.part").unlink)):
+        change()
+        assert inputs.changed(record) is not None
+        undo()
+        assert inputs.changed(record) is None
+    with pytest.raises(FileNotFoundError):  # the reader's errors are open's: each caller words its own
+        inputs.read_bytes(tmp_path / "missing")
+
+
 def test_a_record_is_found_by_config_name_templates_and_cache(tmp_path: Path) -> None:
     a = noop.record_path(tmp_path, noop.lookup("m.yaml", None, (), tmp_path))
     assert a == noop.record_path(tmp_path, noop.lookup(os.path.abspath("m.yaml"), None, [], tmp_path))

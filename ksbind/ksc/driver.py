@@ -37,7 +37,7 @@ from ksbind.cache.keys import Hasher, file_sha256
 from ksbind.cache.maintenance import remove_folder
 from ksbind.cache.objects import damaged_file
 from ksbind.errors import KsbindError, KscError, Location, warn
-from ksbind.inputs import note_dir, note_file
+from ksbind.inputs import note_dir, note_file, read_if_present
 from ksbind.ksc.diagnostics import KscFailure, one_line, strip_callstack
 from ksbind.ksc.planner import CallGraph, JvpRequest, Planner, VjpRequest, prelude_names
 from ksbind.lang.model import StructuredName
@@ -484,8 +484,7 @@ def _runtime_header_text(runtime: Path, headers: Sequence[str] = ("prelude.h",))
     and prelude-aten.h where ksc_headers says)."""
     texts = []
     for p in (runtime / "knossos.h", *(runtime / h for h in headers)):
-        data = p.read_bytes() if p.is_file() else None
-        note_file(p, data)
+        data = read_if_present(p)
         if data is not None:
             texts.append(data.decode("utf-8", errors="replace"))
     return "".join(texts)

@@ -19,7 +19,7 @@ from ksbind.errors import (
     Location,
     closest,
 )
-from ksbind.inputs import note_file
+from ksbind.inputs import read_bytes
 from ksbind.lang.model import DERIVATIONS, FunctionDecl, StructuredName, structured_name_from_node
 from ksbind.lang.sexpr import Atom, Node, SList, excerpt, gc_paused, parse_sexprs
 from ksbind.lang.types import KsType, TupleType, type_from_node, type_from_nodes
@@ -164,8 +164,7 @@ def read_text(path: str | os.PathLike[str], what: str = "declaration file") -> s
             raise IsADirectoryError
         if not stat.S_ISREG(mode):
             raise InputFileError(f"{what} is not a regular file (a FIFO, socket or device?)", Location(name))
-        with open(name, "rb") as f:
-            data = f.read()
+        data = read_bytes(name)  # noted as read: an input of the build being recorded (ksbind/inputs.py)
     except FileNotFoundError:
         raise InputFileError(f"{what} not found", Location(name)) from None
     except IsADirectoryError:
@@ -174,7 +173,6 @@ def read_text(path: str | os.PathLike[str], what: str = "declaration file") -> s
         raise InputFileError(f"cannot read {what}: {e.strerror}", Location(name)) from None
     except ValueError:  # e.g. a NUL byte in the path
         raise InputFileError(f"{what} path {name!r} is not a valid file name", Location(repr(name))) from None
-    note_file(name, data)  # an input of the build being recorded (ksbind/inputs.py), as read
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
