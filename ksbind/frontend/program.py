@@ -9,6 +9,9 @@ differentiates, and a tensor function over it whose reverse derivatives (``rev``
 ksc derives from the ``build``, when a jvp asks for it).
 ksc would otherwise derive them from ``build`` and ``index``, whose reverse
 keeps a gradient of a whole tensor per element (docs/ks.md's fast vjps).
+A sum or mean of elementwise code gets a sum-zip helper over the same kernel
+instead: a ``sumbuild`` (no tensor made), whose written derivatives give every
+element the sum's one gradient.
 
 A function with a ``for`` loop is a ``fold``, whose vjp ksc derives only as
 ``rev``, and ``rev`` needs ``[D f]`` of every function it calls, which the
