@@ -58,7 +58,6 @@ ENTRY_POINTS = "jax_entry_points.cpp"
 LIB_EXT = ".so"
 
 
-
 def ffi_include_dir() -> Path:
     """The FFI headers jaxlib ships: ``jax.ffi.include_dir()``, found as it finds
     them (jaxlib's package folder, ``include/``) without importing jax, which

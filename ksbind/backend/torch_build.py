@@ -91,7 +91,6 @@ FLOAT_SUMS_HEADER = "ksbind/float_sums.h"
 FLOAT_BUILDS_HEADER = "ksbind/float_builds.h"
 
 
-
 #: torch's CPU library, in its package folder: the link stub's original and the import's preload.
 CPU_LIBRARY = Path("lib", "libtorch_cpu.so")
 

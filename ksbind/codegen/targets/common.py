@@ -292,8 +292,8 @@ def check_mode(b: Binding, tensor_of_scalars: Callable[[KsType], bool], stackabl
 
 def tangent_names(names: Sequence[str]) -> list[str]:
     """Each argument's tangent's parameter name: ``d`` + the argument's, with more ``d``s until it
-    is no argument's and no other tangent's (``x, dx`` -> ``ddx, dddx``). The runtimes read these
-    from the bindings' records (``jvp_params``), never derive them again."""
+    is no argument's and no other tangent's (``x, dx`` -> ``ddx, dddx``). Made here only, for the jvp's
+    entry point; the targets' records copy them from it (``jvp_params``) for the runtimes."""
     taken = set(names)
     out: list[str] = []
     for name in names:

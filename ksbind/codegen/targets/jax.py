@@ -42,7 +42,6 @@ from ksbind.codegen.targets.common import (
     entry_points_for,
     holds_no_scalar,
     runtime_copy_import,
-    tangent_names,
 )
 from ksbind.codegen.targets.record import Target
 from ksbind.lang.identifiers import cpp_string
@@ -174,9 +173,6 @@ def crossing(t: KsType, role: CrossingRole) -> Crossing:
 
 # ------------------------------------------------------------ mode checks
 
-_fail = binding_error
-
-
 def _tensor_of_scalars(t: KsType) -> bool:
     return isinstance(t, TensorType) and isinstance(t.element, ScalarType) and t.element.name in DTYPES
 
@@ -187,12 +183,12 @@ def check_binding(b: Binding) -> None:
     for t in [*d.params, d.return_type, *(x.return_type for x in (b.vjp_decl, b.jvp_decl) if x is not None)]:
         reason = unsupported_reason(t)
         if reason:
-            _fail(b, reason)
+            binding_error(b, reason)
     check_mode(b, _tensor_of_scalars, lambda t: isinstance(t, ScalarType), shared_float_tangents=True,
                tuple_results_with_vjp=True)
     if b.result_shape is not None and (b.mode == "elementwise" or not _has_shaped_result(d.return_type)):
-        _fail(b, "result_shape is for results holding tensors whose shape cannot be found from the arguments' "
-                 "shapes; this binding's result shape follows from its mode and type")
+        binding_error(b, "result_shape is for results holding tensors whose shape cannot be found from the arguments' "
+                      "shapes; this binding's result shape follows from its mode and type")
 
 
 def _has_shaped_result(t: KsType) -> bool:
@@ -318,7 +314,7 @@ class JaxBinding:
     vjp_result: JaxTree | None
     jvp: str | None = None           # the jvp binding's name ([fwd F]): forward mode (docs/jax.md)
     jvp_handler: str | None = None
-    jvp_params: tuple[str, ...] = ()  # the tangents' argument names (common.tangent_names)
+    jvp_params: tuple[str, ...] = ()  # the tangents' argument names, as the jvp's handler has them
     #: (handler symbol, its ABI digest) per handler above: the runtime registers each under
     #: ``ksbind.MODULE.SYMBOL.DIGEST``, a name stable across rebuilds (docs/jax.md, "jax.export")
     target_digests: tuple[tuple[str, str], ...] = ()
@@ -349,7 +345,7 @@ def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) 
         jacobian_handler=jac.handler if jac else None,
         vjp_result=tree(b.vjp_decl.return_type) if b.vjp_decl else None, jvp=b.jvp_name if jvp else None,
         jvp_handler=jvp.handler if jvp else None,
-        jvp_params=tuple(tangent_names([p.py_name for p in primal.params])) if jvp else (),
+        jvp_params=jvp.py_names[len(primal.params):] if jvp else (),
         target_digests=tuple((e.handler, e.digest) for e in handlers))
 
 

@@ -46,7 +46,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 from ksbind.codegen.targets import torch_values as values
-from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for, tangent_names
+from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError, warn
 from ksbind.lang.identifiers import cpp_string
@@ -434,7 +434,7 @@ class StableBinding:
     jvp_leaves: tuple[OpLeaf, ...] = ()
     jvp_result: ResultTree | None = None
     jvp_spec: tuple[object, ...] = ()
-    jvp_params: tuple[str, ...] = ()  # the tangents' argument names (common.tangent_names)
+    jvp_params: tuple[str, ...] = ()  # the tangents' argument names, as the jvp's entry point has them
 
     def plain(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -534,7 +534,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature, _packed(b) if reason else None,
             _packed(b) if ragged else None, b.mutates, b.jvp_name, jvp.leaves if jvp else (),
             jvp.result if jvp else None, spec(by_name[b.jvp_name]) if b.jvp_name else (),
-            tuple(tangent_names([p.py_name for p in e.params])) if jvp else ()))
+            tuple(p.py_name for p in by_name[b.jvp_name].params[len(e.params):]) if jvp and b.jvp_name else ()))
     moded = {name: values.moded_entry(e, b.mode)
              for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name, b.jvp_name)}
     namespace = options.torch_library or library_namespace(options)

@@ -99,16 +99,13 @@ def py_type(t: KsType, role: TorchSide = "param") -> str:
 
 # ------------------------------------------------------------ mode checks
 
-_fail = binding_error
-
-
 def check_binding(b: Binding) -> None:
     """Every way a binding can fail to fit the torch target or its mode."""
     d = b.decl
     for t in list(d.params) + [d.return_type]:
         reason = unsupported_reason(t)
         if reason:
-            _fail(b, reason)
+            binding_error(b, reason)
     check_mode(b, is_scalar_tensor, lambda t: isinstance(t, ScalarType) and t.name in TENSOR_ELEMENTS,
                shared_float_tangents=False, tuple_results_with_vjp=False)
 
@@ -122,21 +119,21 @@ def check_mutates(b: Binding, params: Sequence[tuple[str, KsType]], packed: bool
     types = dict(params)
     for name in b.mutates:
         if name not in types:
-            _fail(b, f"mutates names {name!r}, which is not one of its arguments ({', '.join(types) or 'none'}; "
-                     f"an edef's arguments are arg0, arg1...)")
+            binding_error(b, f"mutates names {name!r}, which is not one of its arguments "
+                             f"({', '.join(types) or 'none'}; an edef's arguments are arg0, arg1...)")
         if not is_scalar_tensor(types[name]):
-            _fail(b, f"mutates: argument {name!r} is {types[name]}; an op declares writes into tensors of "
-                     f"Float, Integer or Bool only")
+            binding_error(b, f"mutates: argument {name!r} is {types[name]}; an op declares writes into tensors "
+                             f"of Float, Integer or Bool only")
     if len(set(b.mutates)) != len(b.mutates):
-        _fail(b, "mutates names an argument twice")
+        binding_error(b, "mutates names an argument twice")
     if b.mode != "plain":
-        _fail(b, f"mutates is for plain-mode bindings; a {b.mode} binding's kernel writes only its result")
+        binding_error(b, f"mutates is for plain-mode bindings; a {b.mode} binding's kernel writes only its result")
     if b.vjp_decl is not None:
-        _fail(b, "mutates with a vjp: autograd would differentiate a function whose inputs change under it; "
-                 "bind the writing function without a vjp")
+        binding_error(b, "mutates with a vjp: autograd would differentiate a function whose inputs change under "
+                         "it; bind the writing function without a vjp")
     if packed:
-        _fail(b, "mutates on a binding whose values cross packed (as one Tensor[]): a packed op's schema cannot "
-                 "say which tensor it writes into")
+        binding_error(b, "mutates on a binding whose values cross packed (as one Tensor[]): a packed op's schema "
+                         "cannot say which tensor it writes into")
 
 
 # ------------------------------------------------------------ stubs
