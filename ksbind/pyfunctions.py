@@ -184,14 +184,18 @@ def binding_mode(signature: Signature) -> Mode:
 
 def merged_text(module: str, translated: Sequence[tuple[PythonFunctionSpec, Translation]]) -> str:
     """The entries' ks as one text: each function's defs once (two entries calling one function share its
-    def), the zip helpers of each entry its own (renamed ``ksb_ew1_2``...). Two different defs of one name at
-    the same types (two Python functions of one name) are a ConfigError."""
+    def, and each gdef of it), the zip helpers of each entry its own (renamed ``ksb_ew1_2``...). Two
+    different defs of one name at the same types (two Python functions of one name) are a ConfigError."""
     forms: list[str] = []
     seen: dict[tuple[str, str], tuple[str, PythonFunctionSpec]] = {}
     for i, (entry, t) in enumerate(translated):
         text = t.ks_text if i == 0 else _HELPER.sub(rf"ksb_\1\2_{i}", t.ks_text)
         for form in re.split(r"\n\n(?=\()", text.strip()):
             key = _def_key(form)
+            if key is None and not _ANY_HELPER.search(form):
+                if form not in forms:  # a gdef of a def both entries share (a select kernel's): once
+                    forms.append(form)
+                continue
             if key is None or _ANY_HELPER.search(key[0]):
                 forms.append(form)  # a helper (or its gdef): this entry's own
                 continue

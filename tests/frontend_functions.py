@@ -41,6 +41,23 @@ def gelu(x: float) -> float:
     return 0.5 * x * (1.0 + erf(x / sqrt(2)))
 
 
+def two_branches(x: float, y: float) -> float:
+    """Two floats, an if/elif/else chain (mode='elementwise': selects in the forward kernel)."""
+    if x < y:
+        return x * y
+    elif x > 2.0 * y:
+        return math.exp(y) - x
+    else:
+        return y / x
+
+
+def branch_calls_a_function(x: float) -> float:
+    """A branch that calls another def: its branches stay ks ifs (the def could do anything)."""
+    if x < 0.0:
+        return helper_square(x)
+    return x
+
+
 def sqrl(x: torch.Tensor):
     """sqrl: Squared Leaky Relu."""
     y = torch.sum(x)

@@ -70,8 +70,32 @@ def test_a_returned_tuples_items_are_lets() -> None:
 
 def test_relu3_in_elementwise_mode_is_a_scalar_def() -> None:
     t = translate_program(ff.relu3, Signature((FLOAT,), "elementwise"))
-    assert str(t.entry) == "[relu3 Float]" and t.result_type == FLOAT and t.differentiable
+    assert str(t.entry) == "[ksb_fast_relu3 Float]" and t.result_type == FLOAT and t.differentiable
     assert "(mul 0.3333333333333333 (mul (mul x x) x))" in " ".join(t.ks_text.split())  # 1 / 3 * x ** 3, folded and unrolled
+
+
+def test_elementwise_branches_are_selects_in_the_forward_and_ifs_in_the_vjp() -> None:
+    t = translate_program(ff.relu3, Signature((FLOAT,), "elementwise"))
+    scan_ks_text(t.ks_text, "<test>")
+    flat = " ".join(t.ks_text.split())
+    # the function as written, from which ksc derives the vjp: its branches are ifs
+    assert "(def relu3 Float (x : Float) (let ((c (lt x 0.0))) (if c 0.0" in flat, flat
+    assert all(f"(gdef {d} [relu3 Float])" in flat for d in ("suffwdpass", "sufrevpass", "sufrev"))
+    # the forward kernel the binding calls: every branch computed, one chosen by a call of ksb_select
+    assert "(def ksb_select Float ((c : Bool) (a : Float) (b : Float)) (if c a b))" in flat
+    assert ("(def ksb_fast_relu3 Float (x : Float) (let ((c (lt x 0.0))) (ksb_select c 0.0 (let ((c_1 (lt x 1.0))) "
+            "(ksb_select c_1 (mul 0.3333333333333333 (mul (mul x x) x)) (sub x 0.6666666666666666)))))") in flat
+    # its vjp is the written function's
+    assert ("(def [sufrev [ksb_fast_relu3 Float]] Float ((xt : Float) (dr : Float)) ([sufrev [relu3 Float]] xt dr))"
+            in flat)
+    two = " ".join(ks_of(ff.two_branches, FLOAT, FLOAT, mode="elementwise").split())
+    assert ("(def [sufrev [ksb_fast_two_branches (Tuple Float Float)]] (Tuple Float Float) "
+            "((xt : (Tuple Float Float)) (dr : Float)) ([sufrev [two_branches (Tuple Float Float)]] xt dr))") in two
+    assert two.count("(ksb_select ") == 2 and two.count("(def ksb_select ") == 1
+    # left as written: no branch (gelu), a branch calling another def, and any mode but elementwise
+    for fn, mode in ((ff.gelu, "elementwise"), (ff.branch_calls_a_function, "elementwise"), (ff.relu3, "plain")):
+        t = translate_program(fn, Signature((FLOAT,), mode))  # type: ignore[arg-type]
+        assert "ksb_select" not in t.ks_text and str(t.entry) == f"[{fn.__name__} Float]", t.ks_text
 
 
 def test_calls_become_defs_of_their_own() -> None:

@@ -24,6 +24,7 @@ from ksbind import inputs
 from ksbind.config import load_config, load_config_text
 from ksbind.errors import ConfigError
 from ksbind.frontend.source import FrontendError
+from ksbind.lang.reader import scan_ks_text
 from ksbind.pyfunctions import with_python
 from ksbind.spec import ModuleSpec
 from tests.e2e_support import REPO, run_python, session_cache_dir
@@ -170,6 +171,21 @@ def test_each_entrys_helpers_are_its_own(tmp_path: Path) -> None:
     text = with_python(spec, tmp_path / "cache").ks_files[-1].read_text()
     for helper in ("ksb_ew1", "ksb_ew2", "ksb_sumzip1", "ksb_zip2"):  # the second entry's, renamed
         assert text.count(f"(def {helper} ") == 1 and f"(def {helper}_1 " in text, (helper, text)
+
+
+def test_entries_share_the_select_and_the_gdefs_of_one_function(tmp_path: Path) -> None:
+    py = ("def ramp(x):\n    if x < 0.0:\n        return 0.0\n    return x * x\n\n\n"
+          "def step(x):\n    if x < 1.0:\n        return x\n    return 1.0\n")
+    [spec] = config(tmp_path, """\
+        python:
+          - {function: scale.py:ramp, mode: elementwise}
+          - {function: scale.py:ramp, mode: elementwise, name: ramp_again}
+          - {function: scale.py:step, mode: elementwise}
+        """, py=py)
+    text = with_python(spec, tmp_path / "cache").ks_files[-1].read_text()
+    scan_ks_text(text, "<test>")  # no def or gdef twice
+    assert text.count("(def ksb_select ") == 1 and text.count("(gdef sufrev [ramp Float])") == 1, text
+    assert "(def ksb_fast_ramp Float" in text and "(def ksb_fast_step Float" in text
 
 
 def test_a_module_next_to_the_config_is_imported_by_name(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy
 import pytest
 import torch
 
@@ -84,6 +85,38 @@ def test_relu3_and_gelu_elementwise_against_torch(cache: Path) -> None:
     assert torch.autograd.gradcheck(lambda t: gelu(t.float()).double(), torch.randn(5, dtype=torch.float64,
                                                                                   requires_grad=True),
                                     eps=1e-3, atol=1e-2, rtol=1e-2)
+
+
+def test_elementwise_selects_compute_what_the_branches_do(cache: Path) -> None:
+    """mode='elementwise' runs its branches as selects in the forward (every branch computed, one chosen):
+    the same floats as the branches, bit for bit, and the vjp of the branches as written: where the
+    branch not taken overflows (x ** 3 below -1.8e19, whose derivative is inf), the gradient is the taken
+    branch's, not 0 * inf."""
+    relu3 = compiled(ff.relu3, cache, mode="elementwise")
+    x = torch.tensor([-1e20, -3e12, -1.0, -0.0, 0.0, 1e-3, 0.5, 0.999, 1.0, 1.5, 1e20, float("inf")],
+                     requires_grad=True)
+    y = relu3(x)
+    assert str(relu3.ks).count("(ksb_select ") == 2
+    f32 = numpy.float32
+    expected = [f32(0.0) if v < 0 else f32(0.3333333333333333) * ((v * v) * v) if v < 1 else v - f32(0.6666666666666666)
+                for v in x.detach().numpy()]
+    assert torch.equal(y.detach(), torch.tensor(numpy.array(expected, dtype=numpy.float32))), (y, expected)
+    y.sum().backward()
+    assert x.grad is not None and bool(torch.isfinite(x.grad).all()), x.grad
+    torch.testing.assert_close(x.grad, torch.where(x < 0, 0.0, torch.where(x < 1, x * x, 1.0)).detach())
+    two = compiled(ff.two_branches, cache, mode="elementwise")
+    torch.manual_seed(5)
+    a = (torch.rand(300) + 0.2) * torch.sign(torch.randn(300))
+    b = (torch.rand(300) + 0.2) * torch.sign(torch.randn(300))
+    got = two(a, b).tolist()
+    for i in range(0, 300, 7):  # each against the Python function, and its gradient against differences
+        assert got[i] == pytest.approx(ff.two_branches(float(a[i]), float(b[i])), rel=1e-5)
+    ag, bg = a.clone().requires_grad_(), b.clone().requires_grad_()
+    two(ag, bg).sum().backward()
+    assert ag.grad is not None and bg.grad is not None
+    for i in range(0, 300, 7):
+        fd = scalar_grads(ff.two_branches, [float(a[i]), float(b[i])], h=1e-6)
+        assert [float(ag.grad[i]), float(bg.grad[i])] == pytest.approx(fd, rel=1e-3, abs=1e-3), i
 
 
 # (function, argument maker): tensor functions are checked against PyTorch's autograd

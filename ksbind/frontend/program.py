@@ -13,6 +13,10 @@ A sum or mean of elementwise code gets a sum-zip helper over the same kernel
 instead: a ``sumbuild`` (no tensor made), whose written derivatives give every
 element the sum's one gradient.
 
+A ``mode="elementwise"`` function of scalar arithmetic with branches is bound
+through its select form (ksbind/frontend/selects.py), whose vjp is written as
+the function's own.
+
 A function with a ``for`` loop is a ``fold``, whose vjp ksc derives only as
 ``rev``, and ``rev`` needs ``[D f]`` of every function it calls, which the
 zip helpers do not define: such a program is translated again with each
@@ -35,6 +39,7 @@ from typing import Any
 
 from ksbind.frontend import ir
 from ksbind.frontend.ir import Call, Def, Expr, Get, Lam, Let, Tup, Var, call
+from ksbind.frontend.selects import SELECT, select_def, select_form
 from ksbind.frontend.signature import Signature
 from ksbind.frontend.source import FrontendError, PythonSource, read_function
 from ksbind.frontend.translate import RESERVED, Translator
@@ -139,6 +144,27 @@ class ProgramBuilder:
         self.items.extend(_zip_defs(name, kernel, tensors, scalars, summed=kind == "sumzip"))
         return name
 
+    def select_kernel(self, entry: Def, differentiable: bool) -> Def:
+        """The def an elementwise binding calls: ``entry``, or its select form (ksbind/frontend/selects.py)
+        with a written vjp that is ``entry``'s (which ksc derives)."""
+        body = select_form(entry.body)
+        if body is None or self.folds:
+            return entry
+        if differentiable:
+            for d in ("suffwdpass", "sufrevpass", "sufrev"):
+                self.items.append(_list(_atom("gdef"), _atom(d), _atom(str(entry.structured_name))))
+        if SELECT not in self.names:
+            self.names.add(SELECT)
+            self.items.append(ir.def_node(select_def()))
+        fast = Def(f"ksb_fast_{entry.name}", entry.params, body)
+        self.items.append(ir.def_node(fast))
+        if differentiable:
+            xt = Var("xt", entry.arg_type)
+            dr = Var("dr", FLOAT.tangent)
+            vjp = Call(StructuredName.derived("sufrev", entry.structured_name), (xt, dr), entry.arg_type.tangent)
+            self.items.append(_def(StructuredName.derived("sufrev", fast.structured_name), (xt, dr), vjp))
+        return fast
+
     def text(self) -> str:
         return "\n\n".join(ir.pretty(i) for i in self.items) + "\n"
 
@@ -153,9 +179,11 @@ def translate_program(fn: Callable[..., Any], signature: Signature) -> Translati
             break
     result = entry.body.type
     differentiable = _has_float(entry.arg_type) and _has_float(result)
-    if signature.mode == "elementwise" and result != FLOAT:
-        raise src.error(f"mode='elementwise' compiles a function returning one float; {src.name} returns a ks "
-                        f"{result}")
+    if signature.mode == "elementwise":
+        if result != FLOAT:
+            raise src.error(f"mode='elementwise' compiles a function returning one float; {src.name} returns a "
+                            f"ks {result}")
+        entry = program.select_kernel(entry, differentiable)
     files = tuple(dict.fromkeys(f.__code__.co_filename for f, _ in program.functions if hasattr(f, "__code__")))
     return Translation(program.text(), entry.structured_name, signature, result, differentiable, src.name,
                        program.folds, files)
