@@ -118,6 +118,7 @@ class BuildExt(build_ext):
     def copy_extensions_to_source(self) -> None:
         super().copy_extensions_to_source()
         for built, inplace in self._extra_pairs():
+            self.mkpath(os.path.dirname(inplace))  # the runtime package's folder
             self.copy_file(built, inplace, level=self.verbose)
 
 

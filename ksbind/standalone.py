@@ -9,15 +9,15 @@ What lands beside the compiled module (``files_for``):
 
 - every target: ``NAME.pyi`` (its stub), and ``py.typed`` in its package;
 - torch target: ``NAME.py`` (the wrapper users import; the compiled part is
-  ``NAME_ext``) and ``NAME_ksbind_runtime.py``, a copy of ksbind/torch_runtime.py
-  the wrapper imports instead of ksbind's (it needs only torch);
+  ``NAME_ext``) and ``NAME_ksbind_runtime/``, a copy of the ksbind/torch_runtime
+  package the wrapper imports instead of ksbind's (it needs only torch);
 - jax target: ``NAME.py`` (the wrapper; the compiled part is the handler library
   ``NAME_jaxffi``, named as an extension module, loaded by ctypes) and
   ``NAME_ksbind_jax_runtime.py``, a copy of ksbind/backend/jax_runtime.py (it
   needs only jax and numpy).
 
-Which runtime file is copied, and under which name, the target's record says
-(``runtime_source``, ``runtime_copy``).
+Which runtime file or package is copied, and under which name, the target's record
+says (``runtime_source``, ``runtime_copy``, ``Target.runtime_files``).
 """
 from __future__ import annotations
 
@@ -119,16 +119,16 @@ def _fresh(folder: Path) -> Path:
 
 def _write_beside(spec: ModuleSpec, rendered: RenderedModule, folder: Path, package: str | None) -> list[Path]:
     texts: dict[str, str] = {}
-    target = get_target(spec.target)
+    runtime = {copy.replace("{module}", spec.name): source for copy, source in get_target(spec.target).runtime_files()}
     for name in files_for(spec, package):
         if name == "py.typed":
             texts[name] = ""
-        elif target.runtime_copy is not None and target.runtime_source is not None \
-                and name == target.runtime_copy.replace("{module}", spec.name):
-            texts[name] = (PACKAGE_DIR / target.runtime_source).read_text(encoding="utf-8")
+        elif name in runtime:
+            texts[name] = (PACKAGE_DIR / runtime[name]).read_text(encoding="utf-8")
         elif name in rendered.files:
             texts[name] = rendered.files[name]
     for name, text in texts.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)  # a runtime package's folder
         write_atomic(folder / name, text)
     return [folder / name for name in texts]
 

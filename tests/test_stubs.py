@@ -296,9 +296,9 @@ def test_jax_runtime_support_functions_are_the_tables() -> None:
 
 def test_torch_runtime_support_names_are_the_tables() -> None:
     """The torch wrapper defines its support functions over its library's support ops
-    (ksbind/torch_runtime.py's _support_functions, which imports nothing of ksbind's): the
+    (ksbind/torch_runtime/loading.py's _support_functions, which imports nothing of ksbind's): the
     table's names, the CPU-capability ones among them, each calling ops its library has."""
-    tree = ast.parse((REPO / "ksbind" / "torch_runtime.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "ksbind" / "torch_runtime" / "loading.py").read_text(encoding="utf-8"))
     [made] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_support_functions"]
     [table] = [n.value for n in ast.walk(made) if isinstance(n, ast.AnnAssign) and isinstance(n.value, ast.Dict)]
     names = {ast.literal_eval(k) for k in table.keys if k is not None}

@@ -49,8 +49,9 @@ def test_target_facts() -> None:
     assert [t.stub_imports for t in (ks, python, torch)] == [(), (), ("import torch",)]
     assert [t.entry_headers for t in (ks, python, torch)] == [(), ("ksbind/python.h",), ()]
     assert [t.compiled_name("m") for t in (ks, python, torch)] == ["m", "m", "m_torchops"]
+    runtime = sorted(p.name for p in (PACKAGE / "torch_runtime").glob("*.py"))
     assert [t.beside("m") for t in (ks, python, torch)] == [["m.pyi"], ["m.pyi"],
-                                                            ["m.pyi", "m.py", "m_ksbind_runtime.py"]]
+                                                            ["m.pyi", "m.py", *(f"m_ksbind_runtime/{f}" for f in runtime)]]
     assert ks.extra_context([], ModuleOptions()) == {}
 
 
@@ -63,12 +64,17 @@ def test_jax_target_facts() -> None:
 @pytest.mark.parametrize("name", sorted(n for n in TARGETS if TARGETS[n].runtime_source is not None))
 def test_a_runtime_a_wheel_copies_imports_nothing_of_ksbind(name: str) -> None:
     """A standalone build copies the record's runtime_source beside the module, which
-    must then run with no ksbind installed."""
-    source = PACKAGE / str(get_target(name).runtime_source)
-    tree = ast.parse(source.read_text())
-    imported = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
-    imported |= {"." * node.level + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert not [m for m in imported if m.split(".")[0] == "ksbind" or m.startswith(".")], imported
+    must then run with no ksbind installed: a runtime package's modules import only each other."""
+    files = get_target(name).runtime_files()
+    assert files
+    for _, source in files:
+        tree = ast.parse((PACKAGE / source).read_text())
+        imported = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+        imported |= {"." * node.level + (node.module or "") for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom)}
+        package = len(files) > 1
+        assert not [m for m in imported if m.split(".")[0] == "ksbind" or (m.startswith(".") and not package)
+                    or m.startswith("..")], (source, imported)
 
 
 def test_runtime_copy_and_source_go_together() -> None:

@@ -61,7 +61,7 @@ def _schemas(files: dict[str, str]) -> list[str]:
 
 
 def _bindings(files: dict[str, str]) -> list[dict[str, Any]]:
-    """The wrapper's BINDINGS table (what ksbind/torch_runtime.py's install_stable reads)."""
+    """The wrapper's BINDINGS table (what ksbind/torch_runtime's install_stable reads)."""
     found = re.search(r"^BINDINGS = (\[.*?\])\n\n", files["m.py"], re.M | re.S)
     assert found
     table: list[dict[str, Any]] = ast.literal_eval(found.group(1))

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from ksbind.codegen.targets.common import CrossingRule, EntryPoint, release_gil_cpp
 from ksbind.lang.model import FunctionDecl
 from ksbind.spec import Binding, Layout, ModuleOptions, TargetName
+
+#: The ksbind package: what a runtime_source is relative to.
+_PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 #: Values a target adds to the template context (and may replace ``entry_points`` with).
 ExtraContext = Callable[[Sequence[Binding], ModuleOptions], dict[str, Any]]
@@ -71,8 +75,9 @@ class Target:
     runtime_copy: a standalone build (a wheel) puts a copy of ``runtime_source`` beside the
     module under this name (``{module}`` replaced), which its wrapper imports instead of
     ksbind's; None: no copy.
-    runtime_source: that runtime file, relative to the ksbind package (``torch_runtime.py``);
-    it must import nothing of ksbind. Given exactly when ``runtime_copy`` is.
+    runtime_source: that runtime, relative to the ksbind package: a file
+    (``backend/jax_runtime.py``) or a package folder (``torch_runtime``, copied with its
+    ``.py`` files); it must import nothing of ksbind. Given exactly when ``runtime_copy`` is.
     result_shapes: bindings may name their ``result_shape`` (elsewhere it is a BindingError).
     crossing_problem: why a function's values cannot cross on this target, or None: default
     bindings skip such a function with a warning (as they skip any function that cannot be
@@ -130,9 +135,19 @@ class Target:
         """The files a standalone build puts beside the compiled module: the
         rendered Python files (the stub; torch and jax: the wrapper too) and the runtime copy."""
         names = [f for f in ("{module}.pyi", "{module}.py") if f in self.files]
-        if self.runtime_copy is not None:
-            names.append(self.runtime_copy)
+        names += [copy for copy, _ in self.runtime_files()]
         return [n.replace("{module}", module_name) for n in names]
+
+    def runtime_files(self) -> list[tuple[str, str]]:
+        """(name beside the module, with ``{module}``; source relative to the ksbind package) of
+        each file of the runtime copy: the one file, or each ``.py`` file of the package folder."""
+        if self.runtime_copy is None or self.runtime_source is None:
+            return []
+        if self.runtime_source.endswith(".py"):
+            return [(self.runtime_copy, self.runtime_source)]
+        folder = _PACKAGE_DIR / self.runtime_source
+        return [(f"{self.runtime_copy}/{p.name}", f"{self.runtime_source}/{p.name}")
+                for p in sorted(folder.glob("*.py"))]
 
 
 __all__ = ["Target", "ExtraContext", "CrossingProblem", "BUILD_KINDS", "no_extra_context", "crosses_always",

@@ -5,7 +5,7 @@ name, or the config's ``torch_library``), defined in C++ with ``STABLE_TORCH_LIB
 and a schema, in a library that includes nothing of torch's full C++ API, of
 libtorch_python, of pybind11 or of Python: one build runs on every torch from 2.10 on and
 every CPython. The generated ``NAME.py`` loads it and gives each op, in Python
-(ksbind/torch_runtime.py, ``install_stable``), a fake kernel, autograd from the vjp and a
+(ksbind/torch_runtime/, ``install_stable``), a fake kernel, autograd from the vjp and a
 batching rule. (Its files keep the ``torch_stable_`` prefix of the preview target it was.)
 
 An op's arguments are leaves: the wrapper flattens tuples into their elements (the
@@ -29,7 +29,7 @@ torch_values.py's.
 A plain-mode binding whose values no schema can say (a string result, a tensor of tuples:
 a list in Python) is **packed**: its op takes and returns ``Tensor[]``, each
 value packed depth first into tensors (ksbind/torch_stable.h's ``Unpacker`` and ``pack``;
-ksbind/torch_runtime.py packs and unpacks in the same order). It has no fake kernel, so
+ksbind/torch_runtime/packing.py packs and unpacks in the same order). It has no fake kernel, so
 it is a plain function of the module, which torch.compile does not trace; generating it
 is a KsbindWarning that names the binding and the type. Autograd and torch.func work on
 it through the vjp, as on every binding. Elementwise and vmap bindings take tensors and
@@ -414,7 +414,7 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
 
 @dataclass(frozen=True)
 class StableBinding:
-    """What ksbind/torch_runtime.py's install_stable needs to define one binding."""
+    """What ksbind/torch_runtime's install_stable needs to define one binding."""
 
     name: str
     mode: Mode
@@ -576,7 +576,7 @@ TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
     build="torch", tensors="torch.Tensor", release_gil_always=True, stub_imports=("import torch",),
     torch_library=True, compiled_name=lib_name, crossing_problem=crossing_problem, cpu_kernels=True,
-    runtime_copy="{module}" + values.RUNTIME_SUFFIX + ".py", runtime_source="torch_runtime.py",
+    runtime_copy="{module}" + values.RUNTIME_SUFFIX, runtime_source="torch_runtime",
     # The library includes nothing of Python: one file for every CPython (a wheel tagged abi3).
     limited_api=(3, 10),
 )

@@ -19,7 +19,7 @@ from ksbind.codegen.targets.ks import SCALAR_PY
 from ksbind.lang.types import KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import TENSOR_ELEMENTS, Binding, Mode, ModuleOptions
 
-#: A standalone module's copy of ksbind/torch_runtime.py, beside it: NAME + this.
+#: A standalone module's copy of the ksbind/torch_runtime package, beside it: NAME + this (a package).
 RUNTIME_SUFFIX = "_ksbind_runtime"
 
 #: An entry point's side of a crossing: what it takes (a parameter) or returns (a result or gradients).

@@ -9,7 +9,7 @@
 //   stacked<T>(alloc, tensor, "name") a ks tensor of tensors viewing one stacked tensor's rows
 //   integer(v, "name"), floating(v, "name"), zero_dim<float>(tensor, "name")   ks scalars
 //   flat(value)                      a ks result as the op returns it: one Tensor per leaf,
-//                                    in a std::tuple (Python re-nests them, ksbind/torch_runtime.py)
+//                                    in a std::tuple (Python re-nests them, ksbind/torch_runtime/)
 //
 // The elementwise and vmap loops are elementwise_loops.h's, over stable tensors, run on ATen's
 // thread pool through torch::stable::parallel_for and compiled per CPU capability.
@@ -369,7 +369,7 @@ auto op_result(Leaves&& leaves) {
 
 // A binding whose values no op schema can say (a tensor of tuples or of strings, a string
 // result...) is an op over Tensor[] both ways, its values packed depth first (the module's
-// Python layer packs and unpacks them: ksbind/torch_runtime.py, the same order):
+// Python layer packs and unpacks them: ksbind/torch_runtime/packing.py, the same order):
 //   a tensor of scalars      one leaf, viewed as the kernel's parameters are
 //   Float, Bool              a 0-dim float32 / bool tensor
 //   Integer                  a 0-dim int64 tensor (its range checked here); int32 in results
