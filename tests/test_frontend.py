@@ -41,7 +41,9 @@ def test_sqrl_is_one_loop_with_the_branch_inside() -> None:
     assert "(s (ksb_sumzip1 x c))) (div s (to_float (mul (get$1$2 (size x)) (get$2$2 (size x)))))" in flat
     assert re.search(r"\(def \[sufrevpass \[ksb_sumzip1 [^]]*\]\] \(Tuple \(Tensor 2 Float\) \(Tuple\)\) "
                      r"\(\(dr : Float\)", flat), flat
-    assert "(index ix a1) s1) dr)" in flat
+    # its derivatives loop once per value of the branch's Bool: no branch left inside the loop
+    assert "(if s1 (tuple (build (size a1)" in flat and "(tuple (index ix a1) true) dr)" in flat, flat
+    assert "(tuple (index ix a1) false) dr)" in flat and "(index ix a1) s1) dr)" not in flat
 
 
 def test_a_zip_and_a_sum_of_the_same_elementwise_code_share_one_kernel() -> None:

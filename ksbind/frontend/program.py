@@ -9,6 +9,8 @@ differentiates, and a tensor function over it whose reverse derivatives (``rev``
 ksc derives from the ``build``, when a jvp asks for it).
 ksc would otherwise derive them from ``build`` and ``index``, whose reverse
 keeps a gradient of a whole tensor per element (docs/ks.md's fast vjps).
+The written derivatives loop once per value of the kernel's Bool scalars
+(``_UNSWITCHED_FLAGS``), so that no branch is left in a loop.
 A sum or mean of elementwise code gets a sum-zip helper over the same kernel
 instead: a ``sumbuild`` (no tensor made), whose written derivatives give every
 element the sum's one gradient.
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ksbind.frontend import ir
-from ksbind.frontend.ir import Call, Def, Expr, Get, Lam, Let, Tup, Var, call
+from ksbind.frontend.ir import Call, Def, Expr, Get, If, Lam, Let, Lit, Tup, Var, call
 from ksbind.frontend.selects import SELECT, select_def, select_form
 from ksbind.frontend.signature import Signature
 from ksbind.frontend.source import FrontendError, PythonSource, read_function
@@ -218,6 +220,13 @@ def _tuple_or_one(items: Sequence[Expr]) -> Expr:
     return items[0] if len(items) == 1 else Tup(tuple(items))
 
 
+#: How many of a kernel's Bool scalars the written derivatives unswitch (2**N loops). ksc's
+#: reverse pass of a branch on a Bool puts each branch's calls (sin's derivative, say) in an
+#: ``if`` of its own, which g++ does not vectorise (scalar sinf and cosf per element, vsqrl's
+#: backward); a loop whose Bool is a literal has no branch left once the kernel is inlined.
+_UNSWITCHED_FLAGS = 2
+
+
 def _zip_defs(name: str, kernel: Def, tensors: tuple[Var, ...], scalars: tuple[Var, ...],
               summed: bool = False) -> list[SList]:
     """The tensor function over ``kernel`` and its rev, suffwdpass and sufrevpass; ``summed``: the
@@ -253,12 +262,28 @@ def _zip_defs(name: str, kernel: Def, tensors: tuple[Var, ...], scalars: tuple[V
                      Tup((Call(name, params, result_t), bog))))
 
     def gradients(derived: str, d: Var) -> Expr:
-        """Each argument's gradient, from the kernel's ``derived`` (sufrev or rev) per element."""
+        """Each argument's gradient, from the kernel's ``derived`` (sufrev or rev) per element, in
+        one loop per value of the kernel's Bool scalars (see _unswitched)."""
+        flags = [s for s in ss if s.type == BOOL][:_UNSWITCHED_FLAGS]
+
+        def fixed(values: dict[str, bool]) -> Expr:
+            scalars = [Lit(values[s.name], BOOL) if s.name in values else s for s in ss]
+            return gradients_with(derived, d, scalars)
+
+        def split(i: int, values: dict[str, bool]) -> Expr:
+            if i == len(flags):
+                return fixed(values)
+            f = flags[i]
+            return If(f, split(i + 1, {**values, f.name: True}), split(i + 1, {**values, f.name: False}))
+
+        return split(0, {})
+
+    def gradients_with(derived: str, d: Var, scalars: Sequence[Expr]) -> Expr:
         kernel_d = StructuredName.derived(derived, kernel.structured_name)
         k_params = len(kernel.params)
 
         def per_element(at: Var) -> Expr:
-            arg = _tuple_or_one([*elements(at), *ss])
+            arg = _tuple_or_one([*elements(at), *scalars])
             d_element = d if summed else call("index", kernel.body.type.tangent, at, d)
             return Call(kernel_d, (arg, d_element), kernel_arg.tangent)
 
