@@ -305,6 +305,26 @@ def test_mutates_is_for_the_torch_target_and_read_from_configs_and_load_ks(tmp_p
         _binding({"name": "a", "mutates": [3]})  # type: ignore[list-item]
 
 
+def test_the_bindings_table_holds_the_runtimes_records() -> None:
+    """What codegen writes into BINDINGS has exactly the keys ksbind/torch_runtime/contract.py
+    declares: every required key, optional ones only where the binding has them."""
+    from ksbind.torch_runtime.contract import BindingRecord, LeafRecord, PackRecord
+
+    specs = [BindingSpec("vrelu3"), BindingSpec("scale", vjp="scale_vjp"), BindingSpec("relu3", mode="elementwise"),
+             BindingSpec("stats"), BindingSpec("nested"), BindingSpec("pairs")]
+    with pytest.warns(KsbindWarning):  # pairs is a packed op
+        records = _bindings(_rendered(*specs))
+    assert len(records) == len(specs)
+    for r in records:
+        assert BindingRecord.__required_keys__ <= r.keys() <= BindingRecord.__required_keys__ | \
+            BindingRecord.__optional_keys__, r.keys()
+        assert all(leaf.keys() == LeafRecord.__required_keys__ for leaf in (*r["leaves"], *r["vjp_leaves"]))
+        for packs in (r["packed"], r["ragged"]):
+            assert packs is None or packs.keys() == PackRecord.__required_keys__
+    assert {r["name"]: bool(r["packed"]) for r in records}["pairs"]
+    assert {r["name"]: r["vjp"] for r in records}["scale"] == "scale_vjp"
+
+
 def test_only_plain_bindings_are_packed() -> None:
     with pytest.raises(BindingError, match=r"mode vmap takes tensors \(batched\) and scalars"):
         render(BindingSpec("wsum", mode="vmap"))

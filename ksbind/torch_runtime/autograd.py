@@ -13,6 +13,7 @@ import torch
 import torch.autograd.forward_ad as forward_ad  # torch imports it itself
 from torch._subclasses.fake_tensor import FakeTensor  # torch imports it itself
 
+from .contract import AutogradSpec, ParamRecord, present
 from .trees import _LEAF, _Box, flatten, unflatten
 from .vmap import vmap_rule
 
@@ -114,7 +115,7 @@ def _unwrap_dead(leaves: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     return [unwrap(t) for t in leaves]
 
 
-def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callable[..., Any] | None,
+def autograd_function(b: AutogradSpec, entry: Callable[..., Any], vjp: Callable[..., Any] | None,
                       jvp: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """``f(*args)``, differentiable through the binding's vjp: a
     torch.autograd.Function over the tensors anywhere in the arguments (nested
@@ -132,7 +133,7 @@ def autograd_function(b: dict[str, Any], entry: Callable[..., Any], vjp: Callabl
     """
     if vjp is None:
         raise ValueError(f"binding {b['name']!r} has no vjp: autograd needs one")
-    name, vjp_name = b["name"], b["vjp"]
+    name, vjp_name = b["name"], present(b["vjp"], "vjp")
     single = len(b["params"]) == 1
     broadcast = b["mode"] == "elementwise"
     vjp_call = vjp_function(b, vjp)
@@ -205,7 +206,7 @@ def _caller(function: type, name: str) -> Callable[..., Any]:
     return call
 
 
-def forward_function(b: dict[str, Any], entry: Callable[..., Any], jvp: Callable[..., Any] | None = None
+def forward_function(b: AutogradSpec, entry: Callable[..., Any], jvp: Callable[..., Any] | None = None
                      ) -> Callable[..., Any]:
     """``f(*args)`` for a binding without autograd (no vjp, or a result without
     a Float), called by its entry only when an argument holds a torch.func
@@ -247,7 +248,7 @@ def forward_function(b: dict[str, Any], entry: Callable[..., Any], jvp: Callable
     return _caller(Function, name)
 
 
-def missing_vjp_function(b: dict[str, Any], entry: Callable[..., Any], jvp: Callable[..., Any] | None = None
+def missing_vjp_function(b: AutogradSpec, entry: Callable[..., Any], jvp: Callable[..., Any] | None = None
                          ) -> Callable[..., Any]:
     """``f(*args)`` for an eager call of a binding without a vjp whose float arguments need a
     gradient: its float results are differentiable, and a backward that reaches them raises,
@@ -324,7 +325,7 @@ def _save_for_jvp(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor,
     ctx.save_for_forward(*leaves)
 
 
-def jvp_rule(b: dict[str, Any], jvp: Callable[..., Any]) -> Callable[[Any, Sequence[Any]], tuple[Any, ...]]:
+def jvp_rule(b: AutogradSpec, jvp: Callable[..., Any]) -> Callable[[Any, Sequence[Any]], tuple[Any, ...]]:
     """A Function's jvp from the binding's jvp function ``jvp(*args, *tangents)``: the arguments
     from the leaves saved for forward, one tangent per argument (zeros where a leaf has none, 0.0
     for a number given for a Float, ``()`` for Integer, Bool and String parts, as their ks tangent
@@ -385,27 +386,27 @@ def _spread(spec: Any, tangent: Any, floats: Iterator[bool], out: list[Any]) -> 
         _spread(p, t, floats, out)
 
 
-def vjp_function(b: dict[str, Any], vjp: Callable[..., Any]) -> Callable[..., Any]:
+def vjp_function(b: AutogradSpec, vjp: Callable[..., Any]) -> Callable[..., Any]:
     """``vjp(*args, dret)`` for backward: the raw vjp entry itself in plain
     autograd, else (under torch.func, or where a tensor requires grad) a
     torch.autograd.Function over it with a vmap rule (torch.func.jacrev vmaps
     the backward) and a backward that raises: double backward is not supported."""
-    name, vjp_name = b["name"], b["vjp"]
+    name, vjp_name = b["name"], present(b["vjp"], "vjp")
     # The vjp's arguments are the binding's and dret, batched like its results.
-    params = [*b["params"], {"name": "dret", "batched": True}]
+    params = [*b["params"], ParamRecord(name="dret", batched=True)]
     return _derivative_function(b, vjp, vjp_name, params, lambda: double_backward_error(name, vjp_name))
 
 
-def jvp_function(b: dict[str, Any], jvp: Callable[..., Any]) -> Callable[..., Any]:
+def jvp_function(b: AutogradSpec, jvp: Callable[..., Any]) -> Callable[..., Any]:
     """``jvp(*args, *tangents)`` for a Function's jvp: as vjp_function's (torch.func.jacfwd vmaps
     it), and differentiating its result is the second-order error."""
     name, jvp_name = b["name"], b["jvp"]
     # The tangents are batched as their arguments are.
-    params = [*b["params"], *({**p, "name": t} for p, t in zip(b["params"], b["jvp_params"]))]
+    params = [*b["params"], *(ParamRecord(name=t, batched=p["batched"]) for p, t in zip(b["params"], b["jvp_params"]))]
     return _derivative_function(b, jvp, jvp_name, params, lambda: second_order_error(name, jvp_name))
 
 
-def _derivative_function(b: dict[str, Any], fn: Callable[..., Any], fn_name: str, params: Sequence[dict[str, Any]],
+def _derivative_function(b: AutogradSpec, fn: Callable[..., Any], fn_name: str, params: Sequence[ParamRecord],
                          error: Callable[[], BaseException]) -> Callable[..., Any]:
     """fn itself where nothing may differentiate or batch its result, else a Function over it whose
     vmap rule is the binding's and whose derivatives raise ``error()``."""

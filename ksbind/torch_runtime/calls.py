@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import operator
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.autograd.forward_ad as forward_ad  # torch imports it itself
@@ -27,6 +27,7 @@ from .autograd import (
     missing_vjp_function,
     second_order_error,
 )
+from .contract import AutogradSpec, BindingRecord, LeafRecord, ParamRecord, ResultRecord, ValueLeaf, present
 from .trees import _DTYPES, _join, _split
 from .vmap import _fake_tensor, _op_vmap
 
@@ -81,7 +82,7 @@ class _ListGiven(Exception):
     """A list (or tuple) given for a tensor of tensors, where the binding's packed op takes it as it is."""
 
 
-def _leaf_value(leaf: dict[str, Any], value: Any, binding: str, lists: str = "stack") -> Any:
+def _leaf_value(leaf: ValueLeaf, value: Any, binding: str, lists: str = "stack") -> Any:
     """One argument leaf as its op takes it (a number for a 0-dim tensor leaf, a tensor for a list).
     ``lists``: what a list given for a tensor of tensors becomes: "stack" (one stacked tensor, a
     copy; ragged is a ValueError), or "packed" (_ListGiven: the caller takes the packed op)."""
@@ -147,11 +148,11 @@ def _leaf_value(leaf: dict[str, Any], value: Any, binding: str, lists: str = "st
     return value
 
 
-def _flattener(binding: str, specs: Sequence[Any], leaves: Sequence[dict[str, Any]],
+def _flattener(binding: str, specs: Sequence[Any], leaves: Sequence[LeafRecord],
                lists: str = "stack") -> Callable[..., list[Any]]:
     """args -> the op's leaves, by each argument's spec ("leaf", "empty" or a list of parts);
     ``lists`` as _leaf_value's."""
-    def walk(spec: Any, value: Any, where: str, out: list[Any], it: Iterator[dict[str, Any]]) -> None:
+    def walk(spec: Any, value: Any, where: str, out: list[Any], it: Iterator[LeafRecord]) -> None:
         if spec == "leaf":
             out.append(_leaf_value(next(it), value, binding, lists))
         elif spec == "empty":
@@ -180,7 +181,7 @@ def _flattener(binding: str, specs: Sequence[Any], leaves: Sequence[dict[str, An
     return flatten
 
 
-def _names(leaves: Sequence[dict[str, Any]], specs: Sequence[Any]) -> list[str]:
+def _names(leaves: Sequence[LeafRecord], specs: Sequence[Any]) -> list[str]:
     """Each argument's Python name (the first leaf's name before any [i])."""
     names: list[str] = []
     it = iter(leaves)
@@ -198,12 +199,12 @@ def _names(leaves: Sequence[dict[str, Any]], specs: Sequence[Any]) -> list[str]:
     return names
 
 
-def _rebuild(tree: dict[str, Any], out: Any) -> Any:
+def _rebuild(tree: ResultRecord, out: Any) -> Any:
     """The op's result (a tensor, a tuple of them, or an empty list) re-nested by its tree."""
     return _nest(tree, iter((out,) if _count(tree) == 1 else tuple(out)))
 
 
-def _nest(tree: dict[str, Any], flat: Iterator[Any]) -> Any:
+def _nest(tree: ResultRecord, flat: Iterator[Any]) -> Any:
     # A module-level function, not a closure defined per call: a recursive closure is a
     # reference cycle, which would keep the result's tensors alive until the cyclic GC runs
     # (measured: a 1M-element result then costs fresh pages on every call, 0.06 -> 0.14 ms).
@@ -214,17 +215,17 @@ def _nest(tree: dict[str, Any], flat: Iterator[Any]) -> Any:
     return tuple(_nest(p, flat) for p in tree["parts"])
 
 
-def _count(tree: dict[str, Any]) -> int:
+def _count(tree: ResultRecord) -> int:
     return 1 if tree["kind"] == "leaf" else sum(_count(p) for p in tree.get("parts", ()))
 
 
-def _leaf_trees(tree: dict[str, Any]) -> list[dict[str, Any]]:
+def _leaf_trees(tree: ResultRecord) -> list[ResultRecord]:
     if tree["kind"] == "leaf":
         return [tree]
     return [x for p in tree.get("parts", ()) for x in _leaf_trees(p)]
 
 
-def _stable_fake(mode: str, leaves: Sequence[dict[str, Any]], tree: dict[str, Any],
+def _stable_fake(mode: str, leaves: Sequence[LeafRecord], tree: ResultRecord,
                  like: Sequence[int] | None = None) -> Callable[..., Any]:
     """Shapes of an op's result: exact where the mode (or, for a vjp, its inputs: ``like``,
     the leaves each gradient has the shape of) fixes them, unbacked sizes otherwise."""
@@ -249,7 +250,7 @@ def _stable_fake(mode: str, leaves: Sequence[dict[str, Any]], tree: dict[str, An
     return fake
 
 
-def _stable_function(library: str, ops: Any, b: dict[str, Any], ragged: Callable[..., Any] | None = None,
+def _stable_function(library: str, ops: Any, b: BindingRecord, ragged: Callable[..., Any] | None = None,
                      jvp: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """A binding's function: its leaves to the op (through the dispatcher's autograd, when a
     gradient or a torch.func transform needs it), and the op's tensors re-nested. ``ragged``:
@@ -261,8 +262,7 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any], ragged: Callable
     direct_eager = _eager_entry(direct)
     for qualname in (name, "_direct_" + name):
         torch.library.register_fake(f"{library}::{qualname}")(_stable_fake(mode, leaves, b["result"]))
-    op_rule = {"mode": mode, "params": leaves}
-    torch.library.register_vmap(f"{library}::{name}")(_op_vmap(op_rule, getattr(ops, name)))
+    torch.library.register_vmap(f"{library}::{name}")(_op_vmap(mode, leaves, getattr(ops, name)))
     has_vjp = bool(b["vjp"])
     if has_vjp:
         _register_stable_autograd(library, ops, b)
@@ -322,13 +322,13 @@ def _stable_function(library: str, ops: Any, b: dict[str, Any], ragged: Callable
                 torch.autograd.graph.increment_version(flat[i])
         return out if single else _rebuild(tree, out)
 
-    legacy = _legacy_binding(b)
+    spec = autograd_spec(b)
     if jvp is not None:
         _register_stable_jvp(library, ops, b)
-    func_transforms = (autograd_function(legacy, call, _stable_vjp_function(ops, b), jvp) if has_vjp
-                       else forward_function(legacy, call, jvp))
-    missing_vjp = missing_vjp_function(legacy, call, jvp)
-    packs_nested = bool(ragged) and _nested_result(b["ragged"]["result"])
+    func_transforms = (autograd_function(spec, call, _stable_vjp_function(ops, b), jvp) if has_vjp
+                       else forward_function(spec, call, jvp))
+    missing_vjp = missing_vjp_function(spec, call, jvp)
+    packs_nested = ragged is not None and _nested_result(present(b["ragged"], "packed ops")["result"])
     # No fast path for a binding that writes into its arguments: call bumps their versions.
     fast = None if packs_nested or written else _fast_path(b, direct, direct_eager, call, grad_leaves)
     function = fast if fast is not None else call
@@ -352,7 +352,8 @@ def _nested_result(spec: Any) -> bool:
     return False
 
 
-def _ragged_router(b: dict[str, Any], leaves: Sequence[dict[str, Any]], specs: Sequence[Any], result: str,
+def _ragged_router(b: BindingRecord, leaves: Sequence[LeafRecord], specs: Sequence[Any],
+                   result: Literal["result", "vjp_result"],
                    tensor_leaves: Sequence[int],
                    ragged: Callable[..., Any] | None) -> Callable[[Sequence[Any]], list[Any] | None] | None:
     """For a binding with packed ops beside its ops (``ragged``): args -> the op's leaves, or None
@@ -362,10 +363,10 @@ def _ragged_router(b: dict[str, Any], leaves: Sequence[dict[str, Any]], specs: S
     trace (torch.compile, torch.export: FakeTensors) takes the op, whose schema stacks them."""
     if ragged is None:
         return None
-    name = b["name"] if result == "result" else b["vjp"]
+    name = b["name"] if result == "result" else present(b["vjp"], "vjp")
     listing = _flattener(name, specs, leaves, "packed")
     stacking = _flattener(name, specs, leaves)
-    nested = _nested_result(b["ragged"][result])
+    nested = _nested_result(present(b["ragged"], "packed ops")[result])
     compiling: Callable[[], bool] = torch.compiler.is_compiling
 
     def route(args: Sequence[Any]) -> list[Any] | None:
@@ -380,7 +381,7 @@ def _ragged_router(b: dict[str, Any], leaves: Sequence[dict[str, Any]], specs: S
     return route
 
 
-def _fast_path(b: dict[str, Any], direct: Any, direct_eager: Callable[..., Any], general: Callable[..., Any],
+def _fast_path(b: BindingRecord, direct: Any, direct_eager: Callable[..., Any], general: Callable[..., Any],
                grad_leaves: Sequence[int]) -> Callable[..., Any] | None:
     """A binding of tensors only, returning one tensor, as a function of its own arguments
     (keywords too) that calls the direct op itself when every argument is a plain tensor and
@@ -431,11 +432,11 @@ def _fast_path(b: dict[str, Any], direct: Any, direct_eager: Callable[..., Any],
     return function
 
 
-def _legacy_binding(b: dict[str, Any]) -> dict[str, Any]:
+def autograd_spec(b: BindingRecord) -> AutogradSpec:
     """The binding as autograd_function, forward_function and vmap_rule read one: each argument
     batched (vmap mode) when its one leaf is."""
     it = iter(b["leaves"])
-    params = []
+    params: list[ParamRecord] = []
     for p, spec in zip(b["params"], b["spec"]):
         batched = False
         if spec == "leaf":
@@ -443,10 +444,10 @@ def _legacy_binding(b: dict[str, Any]) -> dict[str, Any]:
         else:
             for _ in _spec_leaves(spec):
                 next(it)
-        params.append({"name": p, "batched": batched})
-    out = {"name": b["name"], "vjp": b["vjp"], "mode": b["mode"], "params": params}
+        params.append(ParamRecord(name=p, batched=batched))
+    out = AutogradSpec(name=b["name"], vjp=b["vjp"], mode=b["mode"], params=params)
     if b.get("jvp"):
-        out.update(jvp=b["jvp"], jvp_spec=b["jvp_spec"], jvp_params=b["jvp_params"])
+        out["jvp"], out["jvp_spec"], out["jvp_params"] = b["jvp"], b["jvp_spec"], b["jvp_params"]
     return out
 
 
@@ -468,14 +469,14 @@ def _bound(name: str, params: Sequence[str], args: tuple[Any, ...], kwargs: dict
     return tuple(bound.arguments[p] for p in params)
 
 
-def _failure(name: str, leaves: Sequence[dict[str, Any]], flat: Sequence[Any], error: Exception) -> BaseException:
+def _failure(name: str, leaves: Sequence[LeafRecord], flat: Sequence[Any], error: Exception) -> BaseException:
     """What a failed op call raises: a tensor argument no CPU kernel takes, named (the dispatcher's
     NotImplementedError, or a meta tensor's fake-kernel error), else the kernel's error translated."""
     refused = _refused(name, leaves, flat, error)
     return refused if refused is not error else _translated(error, name)
 
 
-def _refused(name: str, leaves: Sequence[dict[str, Any]], flat: Sequence[Any], error: BaseException) -> BaseException:
+def _refused(name: str, leaves: Sequence[LeafRecord], flat: Sequence[Any], error: BaseException) -> BaseException:
     """What the dispatcher refused (a tensor no CPU kernel takes), with the argument named."""
     for x, v in zip(leaves, flat):
         refusal = _refusal(name, x["where"], v)
@@ -503,10 +504,11 @@ def _refusal(name: str, where: str, v: Any) -> BaseException | None:
     return None
 
 
-def _register_stable_autograd(library: str, ops: Any, b: dict[str, Any]) -> None:
+def _register_stable_autograd(library: str, ops: Any, b: BindingRecord) -> None:
     """Autograd for a binding's op from its vjp op; the vjp op's own says double backward is
     not supported."""
-    name, vjp_name, mode, leaves = b["name"], b["vjp"], b["mode"], b["leaves"]
+    name, vjp_name, mode, leaves = b["name"], present(b["vjp"], "vjp"), b["mode"], b["leaves"]
+    vjp_result = present(b["vjp_result"], "vjp result")
     vjp_op, vjp_direct = getattr(ops, vjp_name).default, getattr(ops, "_direct_" + vjp_name).default
     float_leaves = [i for i, x in enumerate(leaves) if x["float"] and x["kind"] in _TENSOR_LEAVES]
     result_floats = [p["dtype"] == "float32" for p in _leaf_trees(b["result"])]
@@ -514,15 +516,15 @@ def _register_stable_autograd(library: str, ops: Any, b: dict[str, Any]) -> None
     like = None if mode == "elementwise" else float_leaves
     for qualname in (vjp_name, "_direct_" + vjp_name):
         torch.library.register_fake(f"{library}::{qualname}")(
-            _stable_fake(mode, vjp_leaves, b["vjp_result"], like))
+            _stable_fake(mode, vjp_leaves, vjp_result, like))
     torch.library.register_vmap(f"{library}::{vjp_name}")(
-        _op_vmap({"mode": mode, "params": vjp_leaves}, getattr(ops, vjp_name)))
+        _op_vmap(mode, vjp_leaves, getattr(ops, vjp_name)))
 
     def vjp_backward(ctx: Any, *grads: Any) -> Any:
         raise double_backward_error(name, vjp_name)
 
     torch.library.register_autograd(f"{library}::{vjp_name}", vjp_backward)
-    n_grads = _count(b["vjp_result"])
+    n_grads = _count(vjp_result)
 
     def setup_context(ctx: Any, inputs: Sequence[Any], output: Any) -> None:
         tensors, ctx.others = _split(inputs)
@@ -553,12 +555,12 @@ def _register_stable_autograd(library: str, ops: Any, b: dict[str, Any]) -> None
     torch.library.register_autograd(f"{library}::{name}", backward, setup_context=setup_context)
 
 
-def _register_stable_jvp(library: str, ops: Any, b: dict[str, Any]) -> None:
+def _register_stable_jvp(library: str, ops: Any, b: BindingRecord) -> None:
     """The jvp op's fake kernel and batching rule, and its autograd: the second-order error."""
     name, mode, leaves = b["jvp"], b["mode"], b["jvp_leaves"]
     for qualname in (name, "_direct_" + name):
         torch.library.register_fake(f"{library}::{qualname}")(_stable_fake(mode, leaves, b["jvp_result"]))
-    torch.library.register_vmap(f"{library}::{name}")(_op_vmap({"mode": mode, "params": leaves}, getattr(ops, name)))
+    torch.library.register_vmap(f"{library}::{name}")(_op_vmap(mode, leaves, getattr(ops, name)))
 
     def jvp_backward(ctx: Any, *grads: Any) -> Any:
         raise second_order_error(b["name"], name)
@@ -566,7 +568,7 @@ def _register_stable_jvp(library: str, ops: Any, b: dict[str, Any]) -> None:
     torch.library.register_autograd(f"{library}::{name}", jvp_backward)
 
 
-def _stable_jvp_function(ops: Any, b: dict[str, Any]) -> Callable[..., Any]:
+def _stable_jvp_function(ops: Any, b: BindingRecord) -> Callable[..., Any]:
     """A binding's jvp as a function: its arguments and their tangents to the jvp op, the
     result's tangent re-nested."""
     name = b["jvp"]
@@ -590,15 +592,15 @@ def _stable_jvp_function(ops: Any, b: dict[str, Any]) -> Callable[..., Any]:
     return call
 
 
-def _stable_vjp_function(ops: Any, b: dict[str, Any], ragged: Callable[..., Any] | None = None) -> Callable[..., Any]:
+def _stable_vjp_function(ops: Any, b: BindingRecord, ragged: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """A binding's vjp as a function: its arguments and dret to the vjp op, the gradients
     re-nested; ``ragged``: its packed call, taken as _ragged_router says."""
-    name = b["vjp"]
+    name = present(b["vjp"], "vjp")
     direct = getattr(ops, "_direct_" + name).default
     params = [*b["params"], "dret"]
     vjp_leaves = b["vjp_leaves"]
     flatten = _flattener(name, b["vjp_spec"], vjp_leaves)
-    tree = b["vjp_result"]
+    tree = present(b["vjp_result"], "vjp result")
     tensor_leaves = [i for i, x in enumerate(vjp_leaves) if x["kind"] in _TENSOR_LEAVES]
     route = _ragged_router(b, vjp_leaves, b["vjp_spec"], "vjp_result", tensor_leaves, ragged)
 

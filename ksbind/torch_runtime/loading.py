@@ -19,6 +19,7 @@ import torch
 from torch.torch_version import TorchVersion
 
 from .calls import _stable_function, _stable_jvp_function, _stable_vjp_function, _translated_call
+from .contract import BindingRecord
 from .packing import _RAGGED_PREFIX, _packed_calls, _packed_functions
 
 
@@ -72,7 +73,7 @@ def load_library(path: str, namespace: str, running: str | None = None) -> Any:
     return getattr(torch.ops, namespace)
 
 
-def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: Sequence[dict[str, Any]],
+def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: Sequence[BindingRecord],
                    arena_bytes: int, logging: bool, extension_suffix: bool = False) -> None:
     """Define a torch module's names in ``namespace`` (its wrapper's globals): load
     its op library ``lib`` (beside the wrapper), configure it, and make each binding a
@@ -95,7 +96,7 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
             if b["vjp"]:
                 lazy[b["vjp"]] = make
             continue
-        ragged, ragged_vjp = _packed_calls(ops, b, b["ragged"], _RAGGED_PREFIX) if b.get("ragged") else (None, None)
+        ragged, ragged_vjp = _packed_calls(ops, b, b["ragged"], _RAGGED_PREFIX) if b["ragged"] else (None, None)
         jvp = _stable_jvp_function(ops, b) if b.get("jvp") else None
         function = _stable_function(library, ops, b, ragged, jvp)
         function.__module__ = namespace["__name__"]
@@ -112,7 +113,7 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
         namespace["__dir__"] = lambda: sorted({*namespace, *lazy})
 
 
-def _lazy_packed(namespace: dict[str, Any], ops: Any, b: dict[str, Any],
+def _lazy_packed(namespace: dict[str, Any], ops: Any, b: BindingRecord,
                  lazy: dict[str, Callable[[], None]]) -> Callable[[], None]:
     """Defines a packed binding's functions when the module's attribute is first read: they are
     ``torch.compiler.disable``d, which imports torch._dynamo (seconds), so importing the module

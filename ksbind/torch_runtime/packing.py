@@ -24,6 +24,7 @@ from .autograd import (
     vjp_function,
 )
 from .calls import _bound, _leaf_value, _refusal, _translated_call
+from .contract import AutogradSpec, BindingRecord, PackRecord, ParamRecord, present
 from .trees import flatten
 
 # ------------------------------------------------------------ packed bindings
@@ -113,7 +114,7 @@ def _packed_entry(ops: Any, name: str, params: Sequence[str], specs: Sequence[An
     return entry
 
 
-def _packed_calls(ops: Any, b: dict[str, Any], packed: dict[str, Any],
+def _packed_calls(ops: Any, b: BindingRecord, packed: PackRecord,
                   prefix: str = "") -> tuple[Callable[..., Any], Callable[..., Any] | None]:
     """A binding's function and its vjp's over its packed ops (``prefix + NAME``). Autograd and
     torch.func go through the torch target's Function over the same calls (autograd_function:
@@ -123,8 +124,8 @@ def _packed_calls(ops: Any, b: dict[str, Any], packed: dict[str, Any],
     entry = _packed_entry(ops, name, params, packed["params"], packed["result"], prefix)
     vjp = _packed_entry(ops, vjp_name, [*params, "dret"], packed["vjp_params"], packed["vjp_result"], prefix) \
         if vjp_name else None
-    legacy = {"name": name, "vjp": vjp_name, "mode": "plain",
-              "params": [{"name": p, "batched": False} for p in params]}
+    legacy = AutogradSpec(name=name, vjp=vjp_name, mode="plain",
+                          params=[ParamRecord(name=p, batched=False) for p in params])
     transforms = autograd_function(legacy, entry, vjp) if vjp else forward_function(legacy, entry)
     grad_enabled: Callable[[], bool] = torch.is_grad_enabled
 
@@ -151,6 +152,7 @@ def _packed_calls(ops: Any, b: dict[str, Any], packed: dict[str, Any],
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
     if vjp is None:
         return call, None
+    vjp_name = present(vjp_name, "vjp")
     vjp_through = vjp_function(legacy, vjp)  # differentiating its result: the double-backward error
 
     def vjp_call(*args: Any, **kwargs: Any) -> Any:
@@ -162,10 +164,10 @@ def _packed_calls(ops: Any, b: dict[str, Any], packed: dict[str, Any],
     return call, vjp_call
 
 
-def _packed_functions(ops: Any, b: dict[str, Any]) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+def _packed_functions(ops: Any, b: BindingRecord) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
     """A packed binding's function and its vjp's (_packed_calls), which torch.compile does not
     trace (the ops have no fake kernel)."""
-    call, vjp_call = _packed_calls(ops, b, b["packed"])
+    call, vjp_call = _packed_calls(ops, b, present(b["packed"], "packing"))
     reason = (f"ksbind: {b['name']} is a packed op's function (its values have no op schema, so its op has no "
               f"fake kernel to trace)")
     untraced: Callable[..., Callable[..., Any]] = torch.compiler.disable  # torch leaves it untyped

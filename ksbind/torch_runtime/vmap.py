@@ -10,11 +10,12 @@ from typing import Any
 
 import torch
 
+from .contract import Batched, LeafRecord, Mode, ResultRecord
 from .trees import _DTYPES, _LEAF, _Box, flatten, unflatten
 
 # ------------------------------------------------------------ torch.vmap
 
-def vmap_rule(mode: str, params: Sequence[dict[str, Any]], fn: Callable[..., Any], info: Any,
+def vmap_rule(mode: str, params: Sequence[Batched], fn: Callable[..., Any], info: Any,
               dims: Sequence[int | None], spec: Any, box: _Box, leaves: Sequence[torch.Tensor]
               ) -> tuple[tuple[torch.Tensor, ...], tuple[int | None, ...]]:
     """The vmap rule of a binding's Function: ``fn`` (which routes tensors of
@@ -52,7 +53,7 @@ def _elementwise_batched(fn: Callable[..., Any], spec: Any, box: _Box, moved: Se
     return out
 
 
-def _vmap_mode_batched(params: Sequence[dict[str, Any]], fn: Callable[..., Any], spec: Any, box: _Box,
+def _vmap_mode_batched(params: Sequence[Batched], fn: Callable[..., Any], spec: Any, box: _Box,
                        moved: Sequence[torch.Tensor], batched: Sequence[bool], size: int
                        ) -> list[torch.Tensor] | None:
     """(size, n, ...) arguments as (size * n, ...): one call of the mode's own
@@ -101,21 +102,21 @@ def _looped(fn: Callable[..., Any], spec: Any, box: _Box, moved: Sequence[torch.
 
 # ------------------------------------------------------------ ops: batching rules and fake kernels
 
-def _op_vmap(b: dict[str, Any], op: Any) -> Callable[..., Any]:
+def _op_vmap(mode: Mode, op_leaves: Sequence[LeafRecord], op: Any) -> Callable[..., Any]:
     """The op's batching rule (torch.vmap without torch's slow per-sample fallback):
     vmap_rule over its tensor arguments (an op takes tensors and numbers only)."""
     def rule(info: Any, in_dims: Sequence[int | None], *args: Any) -> Any:
-        leaves: list[torch.Tensor] = []
-        spec = flatten(args, leaves)
+        tensors: list[torch.Tensor] = []
+        spec = flatten(args, tensors)
         dims = [d for a, d in zip(args, in_dims) if isinstance(a, torch.Tensor)]
         box = _Box()
-        out, out_dims = vmap_rule(b["mode"], b["params"], op, info, dims, spec, box, leaves)
+        out, out_dims = vmap_rule(mode, op_leaves, op, info, dims, spec, box, tensors)
         return unflatten(box.spec, iter(out)), unflatten(box.spec, iter(out_dims))
 
     return rule
 
 
-def _fake_tensor(part: dict[str, Any], batch: Any, device: torch.device) -> torch.Tensor:
+def _fake_tensor(part: ResultRecord, batch: Any, device: torch.device) -> torch.Tensor:
     ctx = torch.library.get_ctx()
     rank = part["rank"]
     if batch is not None:  # vmap: the batch is known, the rest depends on the data

@@ -43,7 +43,7 @@ import pprint
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ksbind.codegen.targets import torch_values as values
 from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for
@@ -53,6 +53,10 @@ from ksbind.lang.identifiers import cpp_string
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import FLOAT, STRING, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
+
+if TYPE_CHECKING:  # the records the wrapper's BINDINGS table holds: the runtime's contract (importing it
+    # at run time would import torch)
+    from ksbind.torch_runtime.contract import BindingRecord, LeafRecord, PackRecord, ResultRecord
 
 NAME: TargetName = "torch"
 FILES = {"torch_stable_entries.h": "torch_stable_entries.h.j2",
@@ -167,7 +171,7 @@ class OpLeaf:
     def cpp_param(self) -> str:
         return f"{_CPP[self.kind]} {self.cpp}"
 
-    def plain(self) -> dict[str, object]:
+    def plain(self) -> LeafRecord:
         return {"name": self.name, "where": self.where, "kind": self.kind, "float": self.float_valued,
                 "batched": self.batched, "rank": self.rank}
 
@@ -222,7 +226,7 @@ class ResultTree:
     rank: int = -1       # leaf: its rank (-1: the broadcast shape's, elementwise)
     parts: tuple[ResultTree, ...] = ()
 
-    def plain(self) -> dict[str, object]:
+    def plain(self) -> ResultRecord:
         if self.kind == "leaf":
             return {"kind": "leaf", "dtype": self.dtype, "rank": self.rank}
         if self.kind == "tuple":
@@ -427,8 +431,8 @@ class StableBinding:
     vjp_result: ResultTree | None
     vjp_spec: tuple[object, ...]     # the vjp's arguments (the binding's, then dret), as ``spec``
     doc: str
-    packed: object = None            # a packed binding: how each value packs (see pack_spec), else None
-    ragged: object = None            # a binding with packed ops beside its ops (RAGGED_PREFIX): as packed
+    packed: PackRecord | None = None  # a packed binding: how each value packs (see pack_spec), else None
+    ragged: PackRecord | None = None  # a binding with packed ops beside its ops (RAGGED_PREFIX): as packed
     mutates: tuple[str, ...] = ()    # the arguments its op writes into (their leaves' indices follow)
     jvp: str | None = None           # its jvp's op ([fwd F]): the binding's arguments, then their tangents
     jvp_leaves: tuple[OpLeaf, ...] = ()
@@ -436,8 +440,8 @@ class StableBinding:
     jvp_spec: tuple[object, ...] = ()
     jvp_params: tuple[str, ...] = ()  # the tangents' argument names, as the jvp's entry point has them
 
-    def plain(self) -> dict[str, object]:
-        out: dict[str, object] = {
+    def plain(self) -> BindingRecord:
+        out: BindingRecord = {
             "name": self.name, "mode": self.mode, "params": list(self.params), "spec": list(self.spec),
             "leaves": [x.plain() for x in self.leaves], "result": self.result.plain(), "vjp": self.vjp,
             "vjp_leaves": [x.plain() for x in self.vjp_leaves],
@@ -469,7 +473,7 @@ def pack_spec(t: KsType) -> object:
     return {"Float": "f", "Integer": "i", "Bool": "b", "String": "s"}[t.name]
 
 
-def _packed(b: Binding) -> dict[str, object]:
+def _packed(b: Binding) -> PackRecord:
     """Pack specs of the binding's arguments and result, and of its vjp's: the vjp function takes
     the binding's arguments one by one (the ks vjp, one Tuple of them), then dret."""
     vjp = b.vjp_decl
