@@ -477,7 +477,7 @@ def test_a_second_library_of_the_module_registers_per_build_names_and_calls_its_
     by the first) registers its handlers under per-build names, saying so, and calls them, never
     the first one's; a third whose per-build names are taken too (a copy in another folder of the
     same name) is refused rather than silently calling another library's handlers."""
-    from ksbind.backend import jax_runtime
+    from ksbind import jax_runtime
 
     lib = Path(relu3._library._name)
     for b in relu3._bindings.values():  # the fixture's own handlers (under their stable names, unless

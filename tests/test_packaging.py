@@ -467,7 +467,7 @@ def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_
                                                   "relu3_ksbind_jax_runtime.py", f"relu3_jaxffi{SUFFIX}")}
     with zipfile.ZipFile(wheel) as z:
         assert imports_of(z.read(f"{package}/relu3.py").decode()) == {"."}
-        assert z.read(f"{package}/relu3_ksbind_jax_runtime.py") == (REPO / "ksbind/backend/jax_runtime.py").read_bytes()
+        assert z.read(f"{package}/relu3_ksbind_jax_runtime.py") == (REPO / "ksbind/jax_runtime.py").read_bytes()
     install(fresh_python, "--no-index", str(wheel))
     out = call(fresh_python, JAX_CALLS.replace("PKG", package), tmp_path)
     venv = str(fresh_python.parent.parent)
@@ -556,7 +556,7 @@ def test_a_wheels_jax_wrapper_without_its_library_is_an_import_error_naming_the_
     pytest.importorskip("jax")
     import importlib.machinery
 
-    from ksbind.backend.jax_runtime import library_path
+    from ksbind.jax_runtime import library_path
 
     namespace = {"__file__": str(tmp_path / "relu3.py"), "__name__": "pkg.relu3"}
     with pytest.raises(ImportError, match=f"pkg.relu3: its compiled handlers are missing: none of "
@@ -699,7 +699,7 @@ def imports_of(source: str) -> set[str]:
 
 
 @pytest.mark.parametrize("runtime, allowed", [("torch_runtime", {"torch"}),
-                                              ("backend/jax_runtime.py", {"jax", "numpy"})])
+                                              ("jax_runtime.py", {"jax", "numpy"})])
 def test_the_runtimes_shipped_in_wheels_import_only_their_framework_and_the_standard_library(
         runtime: str, allowed: set[str]) -> None:
     """A runtime package's modules may import each other (".")."""
@@ -732,7 +732,7 @@ def test_a_standalone_jax_wrapper_imports_its_runtime_copy_and_finds_its_library
     assert "extension_suffix=True" in wrapper
     assert imports_of(wrapper) == {"." if package else "relu3_ksbind_jax_runtime"}
     cached = render_spec(ext.spec).files["relu3.py"]
-    assert "from ksbind.backend import jax_runtime as _runtime" in cached
+    assert "from ksbind import jax_runtime as _runtime" in cached
     assert "'relu3_jaxffi.so'" in cached and "extension_suffix=False" in cached
 
 

@@ -286,9 +286,9 @@ def test_no_binding_takes_a_support_functions_name(target: TargetName, name: str
 
 
 def test_jax_runtime_support_functions_are_the_tables() -> None:
-    """The jax wrapper's support functions are Python (ksbind/backend/jax_runtime.py, which imports
+    """The jax wrapper's support functions are Python (ksbind/jax_runtime.py, which imports
     nothing of ksbind's): their docstrings are the table's, for per-thread arenas."""
-    tree = ast.parse((REPO / "ksbind" / "backend" / "jax_runtime.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "ksbind" / "jax_runtime.py").read_text(encoding="utf-8"))
     [outer] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_allocator_functions"]
     docs = {n.name: ast.get_docstring(n) for n in outer.body if isinstance(n, ast.FunctionDef)}
     assert docs == {f.name: f.doc("thread") for f in SUPPORT_FUNCTIONS if not f.kernels_only}

@@ -7,7 +7,7 @@ handlers reach the ks code through entry points compiled with it
 (``jax_entry_points.cpp``; elementwise loops: ``ksbind/jax_entry.h``). The
 generated pure-Python wrapper ``NAME.py`` loads it with ctypes, registers the
 handlers with ``jax.ffi`` and defines one traceable function per binding
-(``ksbind/backend/jax_runtime.py``): ``jax.custom_vjp`` from its vjp (with a jvp,
+(``ksbind/jax_runtime.py``): ``jax.custom_vjp`` from its vjp (with a jvp,
 ``jax.custom_jvp`` over the jvp's handler, transposed to the vjp's), result
 shapes found at trace time, and ``jax.vmap`` rules by mode.
 
@@ -31,7 +31,7 @@ import pprint
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ksbind.codegen.targets.common import (
     Crossing,
@@ -48,6 +48,10 @@ from ksbind.lang.identifiers import cpp_string
 from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
+
+if TYPE_CHECKING:  # the records the wrapper's BINDINGS table holds: the runtime's contract (importing it
+    # at run time would import jax)
+    from ksbind.jax_runtime import JaxBindingRecord, JaxParamRecord, Tree
 
 NAME: TargetName = "jax"
 # "{module}" in a file name is replaced by the module's name: NAME.py is the
@@ -76,7 +80,7 @@ def lib_name(module_name: str) -> str:
     return module_name + LIB_SUFFIX
 
 
-#: A standalone module's copy of ksbind/backend/jax_runtime.py, beside it: NAME + this.
+#: A standalone module's copy of ksbind/jax_runtime.py, beside it: NAME + this.
 RUNTIME_SUFFIX = "_ksbind_jax_runtime"
 
 
@@ -95,7 +99,7 @@ def wrapper_imports(options: ModuleOptions) -> dict[str, str]:
     # import name; a build loaded under a versioned name, the name it was versioned from.
     ffi_module = repr(options.versioned_from) if options.versioned_from else "None"
     if not options.standalone:
-        return {"jax_runtime_import": "from ksbind.backend import jax_runtime as _runtime", "jax_lib": lib + ".so",
+        return {"jax_runtime_import": "from ksbind import jax_runtime as _runtime", "jax_lib": lib + ".so",
                 "jax_lib_suffixes": "False", "jax_ffi_module": ffi_module}
     return {"jax_runtime_import": runtime_copy_import(options, runtime_module_name(options.name)), "jax_lib": lib,
             "jax_lib_suffixes": "True", "jax_ffi_module": ffi_module}
@@ -130,8 +134,8 @@ class JaxTree:
     rank: int = 0       # leaf
     parts: tuple[JaxTree, ...] = ()  # tuple
 
-    def plain(self) -> dict[str, object]:
-        """The tree as the wrapper's ``BINDINGS`` spells it (ksbind/backend/jax_runtime.py reads it)."""
+    def plain(self) -> Tree:
+        """The tree as the wrapper's ``BINDINGS`` spells it (ksbind/jax_runtime.py reads it)."""
         if self.kind == "leaf":
             return {"kind": self.kind, "dtype": self.dtype, "rank": self.rank}
         if self.kind == "tuple":
@@ -290,14 +294,14 @@ class JaxParam:
     batched: bool        # vmap: mapped over its leading axis
     differentiable: bool  # it holds a Float
 
-    def plain(self) -> dict[str, object]:
+    def plain(self) -> JaxParamRecord:
         return {"name": self.name, "ks": self.ks, "tree": self.tree.plain(), "batched": self.batched,
                 "differentiable": self.differentiable}
 
 
 @dataclass(frozen=True)
 class JaxBinding:
-    """What ksbind/backend/jax_runtime.py needs to define one binding's function."""
+    """What ksbind/jax_runtime.py needs to define one binding's function."""
 
     name: str
     ks_name: str
@@ -319,8 +323,8 @@ class JaxBinding:
     #: ``ksbind.MODULE.SYMBOL.DIGEST``, a name stable across rebuilds (docs/jax.md, "jax.export")
     target_digests: tuple[tuple[str, str], ...] = ()
 
-    def plain(self) -> dict[str, object]:
-        """The binding as the wrapper's ``BINDINGS`` spells it: plain values only."""
+    def plain(self) -> JaxBindingRecord:
+        """The binding as the wrapper's ``BINDINGS`` spells it: plain values only (the runtime's records)."""
         return {"name": self.name, "ks_name": self.ks_name, "mode": self.mode, "signature": self.signature,
                 "params": [p.plain() for p in self.params], "result": self.result.plain(),
                 "result_shape": self.result_shape, "handler": self.handler, "probe": self.probe, "vjp": self.vjp,
@@ -398,7 +402,7 @@ TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
     build="jax", tensors="jax.Array", stub_imports=("import jax",), compiled_name=lib_name,
     result_shapes=True, crossing_problem=crossing_problem, runtime_copy="{module}" + RUNTIME_SUFFIX + ".py",
-    runtime_source="backend/jax_runtime.py",
+    runtime_source="jax_runtime.py",
 )
 
 

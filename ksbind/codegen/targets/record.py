@@ -76,7 +76,7 @@ class Target:
     module under this name (``{module}`` replaced), which its wrapper imports instead of
     ksbind's; None: no copy.
     runtime_source: that runtime, relative to the ksbind package: a file
-    (``backend/jax_runtime.py``) or a package folder (``torch_runtime``, copied with its
+    (``jax_runtime.py``) or a package folder (``torch_runtime``, copied with its
     ``.py`` files); it must import nothing of ksbind. Given exactly when ``runtime_copy`` is.
     result_shapes: bindings may name their ``result_shape`` (elsewhere it is a BindingError).
     crossing_problem: why a function's values cannot cross on this target, or None: default

@@ -33,7 +33,7 @@ import threading
 import types
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import jax
 import jax.extend.core
@@ -41,8 +41,55 @@ import jax.numpy as jnp
 import numpy as np
 from jax.interpreters import ad, batching, mlir
 
-Tree = dict[str, Any]
 Shape = tuple[int, ...]
+
+# ------------------------------------------------------------ the wrapper's records
+# What a generated wrapper's BINDINGS table holds, one JaxBindingRecord per binding: declared
+# here, once; the jax target's codegen (ksbind/codegen/targets/jax.py) types the records it
+# writes with them, so mypy checks both sides against one schema. The wrapper holds them as dict
+# literals (a TypedDict is a dict), which a wheel's wrapper loads with no ksbind installed.
+
+
+class Tree(TypedDict, total=False):
+    """A value's pytree: a leaf (an array of ``dtype`` and ``rank``), empty, or a tuple of parts."""
+
+    kind: Literal["leaf", "empty", "tuple"]  # always there
+    dtype: str          # leaf: float32, int32 or bool
+    rank: int           # leaf
+    parts: list[Tree]   # tuple
+
+
+class JaxParamRecord(TypedDict):
+    """One argument: its Python name, ks type, pytree, and how it maps and differentiates."""
+
+    name: str
+    ks: str
+    tree: Tree
+    batched: bool
+    differentiable: bool
+
+
+class JaxBindingRecord(TypedDict):
+    """One binding: its handlers (FFI targets), pytrees, and vjp's and jvp's."""
+
+    name: str
+    ks_name: str
+    mode: Literal["plain", "elementwise", "vmap"]
+    signature: str
+    params: list[JaxParamRecord]
+    result: Tree
+    result_shape: str | None
+    handler: str
+    probe: str | None
+    vjp: str | None
+    vjp_handler: str | None
+    jacobian_handler: str | None
+    vjp_result: Tree | None
+    jvp: str | None
+    jvp_handler: str | None
+    jvp_params: list[str]
+    target_digests: dict[str, str]  # handler symbol -> its ABI digest (ksbind.MODULE.SYMBOL.DIGEST)
+
 
 def _shared_registry() -> types.ModuleType:
     """Each FFI target name registered in this process -> the library it is from (``targets``),
@@ -169,18 +216,19 @@ class _Traced:
 class Binding:
     """One binding's JAX function, its vjp's and how their shapes are found."""
 
-    def __init__(self, info: dict[str, Any], lib: ctypes.CDLL, names: dict[str, str]) -> None:
+    def __init__(self, info: JaxBindingRecord, lib: ctypes.CDLL, names: dict[str, str]) -> None:
         self.info = info
         self.name: str = info["name"]
         self.mode: str = info["mode"]
-        self.params: list[dict[str, Any]] = info["params"]
+        self.params: list[JaxParamRecord] = info["params"]
         self.result: Tree = info["result"]
         self.result_leaves = leaves_of(self.result)
         self.target = names[info["handler"]]
         self.vjp_target = names[info["vjp_handler"]] if info["vjp_handler"] else None
         jac = info.get("jacobian_handler")
         self.jacobian_target = names[jac] if jac else None
-        self.jvp_target = names[info["jvp_handler"]] if info.get("jvp_handler") else None
+        jvp_handler = info.get("jvp_handler")
+        self.jvp_target = names[jvp_handler] if jvp_handler else None
         self.probe_fn: Callable[..., int] | None = None
         if info["probe"]:
             fn = getattr(lib, info["probe"])
@@ -338,6 +386,7 @@ class Binding:
             else:
                 env[p["name"]] = jax.tree_util.tree_map(lambda x: tuple(jnp.shape(x)), v)
         expr = self.info["result_shape"]
+        assert expr is not None  # the caller's binding has one
         try:
             value = eval(expr, {"__builtins__": {"len": len, "min": min, "max": max, "sum": sum}}, env)  # noqa: S307
         except TypeError:
@@ -755,13 +804,13 @@ def library_path(namespace: dict[str, Any], lib_file: str, extension_suffix: boo
                       f"{folder} (the wrapper and its library must be installed together)")
 
 
-def _handlers(info: dict[str, Any]) -> list[str]:
+def _handlers(info: JaxBindingRecord) -> list[str]:
     """A binding's handler symbols: its own, its vjp's, an elementwise vjp's derivatives', its jvp's."""
     return [s for s in (info["handler"], info["vjp_handler"], info.get("jacobian_handler"), info.get("jvp_handler"))
             if s is not None]
 
 
-def _register_handlers(namespace: dict[str, Any], lib: ctypes.CDLL, path: str, bindings: Sequence[dict[str, Any]],
+def _register_handlers(namespace: dict[str, Any], lib: ctypes.CDLL, path: str, bindings: Sequence[JaxBindingRecord],
                        extension_suffix: bool, module: str) -> dict[str, str]:
     """Register the library's handlers with XLA; each handler symbol -> the FFI target name it is
     registered under (process-wide names, docs/jax.md). A handler's name is stable,
@@ -803,7 +852,7 @@ def _register_handlers(namespace: dict[str, Any], lib: ctypes.CDLL, path: str, b
     return names
 
 
-def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[str, Any]], *,
+def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[JaxBindingRecord], *,
             arena_bytes: int, logging: bool, extension_suffix: bool = False, ffi_module: str | None = None) -> None:
     """Load the library beside the wrapper, register its handlers and define the module's functions
     (``ffi_module``: the module name its FFI target names carry, when not its import name: a build
@@ -825,13 +874,14 @@ def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[dict[st
             vjp.__name__ = vjp.__qualname__ = info["vjp"]
             vjp.__doc__ = f"vjp of {info['name']}: the gradient of each argument given the result's (dret)"
             namespace[info["vjp"]] = vjp
-        if info.get("jvp"):
+        jvp_name = info.get("jvp")
+        if jvp_name:
             def jvp(*args: Any, _b: Binding = b, **kwargs: Any) -> Any:
                 return _b.jvp_call(*args, **kwargs)
-            jvp.__name__ = jvp.__qualname__ = info["jvp"]
+            jvp.__name__ = jvp.__qualname__ = jvp_name
             jvp.__doc__ = (f"jvp of {info['name']}: the result's tangent given the arguments, then one tangent "
                            f"per argument (() for an Integer or Bool one)")
-            namespace[info["jvp"]] = jvp
+            namespace[jvp_name] = jvp
     namespace["_bindings"] = made
     namespace["_library"] = lib
     namespace.update(_allocator_functions(lib))
