@@ -859,9 +859,11 @@ def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[JaxBind
     loaded under a versioned name gives the name it was versioned from)."""
     path = library_path(namespace, lib_file, extension_suffix)
     lib = ctypes.CDLL(path)
-    err = ctypes.create_string_buffer(_ERR_BYTES)
-    lib.ksbind_jax_configure.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
-    _c_check(lib.ksbind_jax_configure(arena_bytes, int(logging), err, _ERR_BYTES), err)
+    support = _support_functions(lib)
+    try:
+        support.pop("_configure")(arena_bytes, logging)
+    except (RuntimeError, ValueError) as e:
+        raise ValueError(str(e)) from None
     names = _register_handlers(namespace, lib, path, bindings, extension_suffix, ffi_module or namespace["__name__"])
     made = {}
     for info in bindings:
@@ -884,48 +886,88 @@ def install(namespace: dict[str, Any], lib_file: str, bindings: Sequence[JaxBind
             namespace[jvp_name] = jvp
     namespace["_bindings"] = made
     namespace["_library"] = lib
-    namespace.update(_allocator_functions(lib))
+    namespace.update(support)
 
 
-def _allocator_functions(lib: ctypes.CDLL) -> dict[str, Callable[..., Any]]:
-    """The module's support functions over the library's C functions; their docstrings are
-    ksbind/support.py's (this file imports nothing of ksbind: tests/test_stubs.py compares them)."""
-    for f in ("allocator_top", "allocator_peak", "arena_bytes"):
-        getattr(lib, f"ksbind_jax_{f}").restype = ctypes.c_size_t
-    lib.ksbind_jax_set_arena_bytes.argtypes = [ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+#: What a support function's C code means (ksbind/jax.h's support_call): the Python error it raises.
+_SUPPORT_ERRORS: dict[int, type[Exception]] = {1: RuntimeError, 2: MemoryError, 3: ValueError}
+
+
+def _support_call(fn: Any, args: tuple[Any, ...]) -> None:
+    """A support function's C function, its error raised as the type its code names."""
+    err = ctypes.create_string_buffer(_ERR_BYTES)
+    rc = fn(*args, err, _ERR_BYTES)
+    if rc:
+        raise _SUPPORT_ERRORS.get(rc, RuntimeError)(err.value.decode("utf-8", "replace"))
+
+
+# ------------------------------------------------------------ BEGIN generated support functions
+# Generated from ksbind/support.py by scripts/generate_settings.py (codegen/support_wiring.py): do not edit.
+
+
+def _support_functions(lib: ctypes.CDLL) -> dict[str, Callable[..., Any]]:
+    """The module's support functions by name (those it calls at import as ``_NAME``), over
+    the library's C functions."""
     lib.ksbind_jax_reset_allocator.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    lib.ksbind_jax_logging.argtypes = [ctypes.c_int]
+    lib.ksbind_jax_allocator_top.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_size_t]
+    lib.ksbind_jax_allocator_peak.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_size_t]
+    lib.ksbind_jax_logging.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    lib.ksbind_jax_arena_bytes.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_size_t]
+    lib.ksbind_jax_set_arena_bytes.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
+    lib.ksbind_jax_configure.argtypes = [ctypes.c_int64, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
 
     def reset_allocator() -> None:
         """Reset this thread's arena (calls reset it themselves when they end; refused inside a call)."""
-        err = ctypes.create_string_buffer(_ERR_BYTES)
-        _c_check(lib.ksbind_jax_reset_allocator(err, _ERR_BYTES), err, RuntimeError)
+        _support_call(lib.ksbind_jax_reset_allocator, ())
 
     def allocator_top() -> int:
         """Bytes of this thread's arena in use (0 between calls)."""
-        return int(lib.ksbind_jax_allocator_top())
+        out = ctypes.c_int64()
+        _support_call(lib.ksbind_jax_allocator_top, (ctypes.byref(out),))
+        return int(out.value)
 
     def allocator_peak() -> int:
         """The most bytes this thread's arena has held since it was made."""
-        return int(lib.ksbind_jax_allocator_peak())
-
-    def arena_bytes() -> int:
-        """The size in bytes of each thread's arena."""
-        return int(lib.ksbind_jax_arena_bytes())
-
-    def set_arena_bytes(n: int) -> None:
-        """Make each thread's arena this size (this thread's now, the others' at their next call)."""
-        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-            raise ValueError(f"arena_bytes must be a positive int, got {n!r}")
-        err = ctypes.create_string_buffer(_ERR_BYTES)
-        _c_check(lib.ksbind_jax_set_arena_bytes(n, err, _ERR_BYTES), err, MemoryError)
+        out = ctypes.c_int64()
+        _support_call(lib.ksbind_jax_allocator_peak, (ctypes.byref(out),))
+        return int(out.value)
 
     def logging(on: bool) -> None:
         """Print each call to stderr when on."""
-        lib.ksbind_jax_logging(int(bool(on)))
+        _support_call(lib.ksbind_jax_logging, (int(bool(on)),))
 
-    return {f.__name__: f for f in (reset_allocator, allocator_top, allocator_peak, arena_bytes, set_arena_bytes,
-                                    logging)}
+    def arena_bytes() -> int:
+        """The size in bytes of each thread's arena."""
+        out = ctypes.c_int64()
+        _support_call(lib.ksbind_jax_arena_bytes, (ctypes.byref(out),))
+        return int(out.value)
+
+    def set_arena_bytes(bytes: int) -> None:
+        """Make each thread's arena this size (this thread's now, the others' at their next call)."""
+        if isinstance(bytes, bool) or not isinstance(bytes, int):
+            raise TypeError(f"set_arena_bytes(): bytes must be an int, "
+                            f"got {type(bytes).__name__} ({bytes!r})")
+        _support_call(lib.ksbind_jax_set_arena_bytes, (bytes,))
+
+    def _configure(arena_bytes: int, logging: bool) -> None:
+        """At import: the config's arena size (KSBIND_ARENA_BYTES wins) and logging."""
+        if isinstance(arena_bytes, bool) or not isinstance(arena_bytes, int):
+            raise TypeError(f"configure(): arena_bytes must be an int, "
+                            f"got {type(arena_bytes).__name__} ({arena_bytes!r})")
+        _support_call(lib.ksbind_jax_configure, (arena_bytes, int(bool(logging))))
+
+    return {
+        "reset_allocator": reset_allocator,
+        "allocator_top": allocator_top,
+        "allocator_peak": allocator_peak,
+        "logging": logging,
+        "arena_bytes": arena_bytes,
+        "set_arena_bytes": set_arena_bytes,
+        "_configure": _configure,
+    }
+
+
+# ------------------------------------------------------------ END generated support functions
 
 
 __all__ = ["install", "library_path", "Binding", "leaves_of", "unflatten", "VMAP_METHODS"]

@@ -4,8 +4,12 @@ logging and (modules with per-CPU kernels) the CPU capability they run with.
 Declared once, here: each function's name, Python signature, C++ function and
 one-line doc. From this table come the modules' C++ registration (module.cpp.j2,
 python_module.cpp.j2), their .pyi stubs (ksbind/codegen/context.py), the names a
-binding may not take (spec.RESERVED_NAMES) and docs/targets.md's table (written by
-scripts/generate_settings.py; tests/test_stubs.py fails when it differs).
+binding may not take (spec.RESERVED_NAMES) and docs/targets.md's table; and, with
+the functions a module calls at import (INTERNAL_SUPPORT_FUNCTIONS), the torch and
+jax targets' registrations and Python wrappers (ksbind/codegen/support_wiring.py:
+ksbind/include/ksbind/support_registrations.h, ksbind/torch_runtime/support.py and
+a section of ksbind/jax_runtime.py). scripts/generate_settings.py writes the
+generated files; tests/test_stubs.py fails when one differs.
 
 What a function does depends on the module's arena (the target record's
 ``arena_per_call``): one arena per thread, made on its first call and reset after
@@ -19,6 +23,13 @@ from typing import Literal
 
 #: Which arena a module's calls use: one per thread (``thread``) or one per module (``module``).
 ArenaKind = Literal["thread", "module"]
+
+#: How a result crosses from a torch op or a jax C function where its Python type cannot:
+#: ``capability``, an index into CPU_CAPABILITIES; ``capability_set``, a bitmask of them.
+Wire = Literal["", "capability", "capability_set"]
+
+#: The CPU capabilities by the index the C++ uses (ksbind/cpu_capability.h's capability_names).
+CPU_CAPABILITIES = ("default", "avx2", "avx512")
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,7 @@ class SupportFunction:
     thread_cpp: str = ""         # the C++ function implementing it (per-thread arenas)
     module_cpp: str = ""         # ... (one arena per module)
     kernels_only: bool = False   # only modules with per-CPU kernels have it (the target record's cpu_kernels)
+    wire: Wire = ""              # how its result crosses a torch op or jax C function, where not as its type
 
     @property
     def signature(self) -> str:
@@ -90,11 +102,29 @@ SUPPORT_FUNCTIONS: tuple[SupportFunction, ...] = (
     SupportFunction(
         "cpu_capability", (), "str",
         *_same("The CPU capability the elementwise and vmap kernels run with: default, avx2 or avx512."),
-        *_same("ksbind::cpu::selected_name"), kernels_only=True),
+        *_same("ksbind::cpu::selected_name"), kernels_only=True, wire="capability"),
     SupportFunction(
         "cpu_capabilities", (), "list[str]",
         *_same("The CPU capabilities compiled into this module that this CPU runs, lowest first."),
-        *_same("ksbind::cpu::usable_names"), kernels_only=True),
+        *_same("ksbind::cpu::usable_names"), kernels_only=True, wire="capability_set"),
+)
+
+#: What the torch and jax targets' modules call at import, or tests call (``_NAME`` in the
+#: module): registered and wrapped as the table's are, on those targets only, ksbind::support's C++
+#: (ksbind/include/ksbind/support_functions.h). Not in the stubs, docs or reserved names.
+INTERNAL_SUPPORT_FUNCTIONS: tuple[SupportFunction, ...] = (
+    SupportFunction(
+        "configure", (SupportParam("arena_bytes", "int"), SupportParam("logging", "bool")), "None",
+        *_same("At import: the config's arena size (KSBIND_ARENA_BYTES wins) and logging."),
+        *_same("ksbind::support::configure")),
+    SupportFunction(
+        "configure_cpu", (), "str",
+        *_same("At import: the CPU capability KSBIND_CPU_CAPABILITY asks for; what a fallback says (\"\": none)."),
+        *_same("ksbind::support::configure_cpu"), kernels_only=True),
+    SupportFunction(
+        "set_cpu_capability", (SupportParam("name", "str"),), "str",
+        *_same("Run the kernels with this CPU capability (a lower one where this CPU lacks it); the one used."),
+        *_same("ksbind::support::set_cpu_capability"), kernels_only=True, wire="capability"),
 )
 
 #: Names a generated module defines itself: a binding may not take them, on any target. The
@@ -103,4 +133,5 @@ SUPPORT_FUNCTIONS: tuple[SupportFunction, ...] = (
 RESERVED_NAMES = frozenset(f.name for f in SUPPORT_FUNCTIONS)
 
 
-__all__ = ["ArenaKind", "SupportParam", "SupportFunction", "SUPPORT_FUNCTIONS", "RESERVED_NAMES"]
+__all__ = ["ArenaKind", "Wire", "CPU_CAPABILITIES", "SupportParam", "SupportFunction", "SUPPORT_FUNCTIONS",
+           "INTERNAL_SUPPORT_FUNCTIONS", "RESERVED_NAMES"]

@@ -1,6 +1,7 @@
 """Write what the settings model (ksbind/spec.py) makes: docs/config.md's key tables
-and the JSON Schema ksbind ships (ksbind/config.schema.json); and docs/targets.md's
-table of the support functions (ksbind/support.py). ``--check``: write
+and the JSON Schema ksbind ships (ksbind/config.schema.json); and from the support
+functions' table (ksbind/support.py) docs/targets.md's table and the torch and jax
+targets' registrations and wrappers (ksbind/codegen/support_wiring.py). ``--check``: write
 nothing, exit 1 naming each file that would change (tests/test_settings.py checks
 the same)."""
 from __future__ import annotations
@@ -9,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ksbind.codegen.support_wiring import generated_files
 from ksbind.schema import SCHEMA_FILE, schema_text, with_support_table, with_tables
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "config.md"
@@ -21,7 +23,8 @@ def main() -> int:
     args = parser.parse_args()
     stale = []
     for path, text in ((DOC, with_tables(DOC.read_text(encoding="utf-8"))), (SCHEMA_FILE, schema_text()),
-                       (TARGETS_DOC, with_support_table(TARGETS_DOC.read_text(encoding="utf-8")))):
+                       (TARGETS_DOC, with_support_table(TARGETS_DOC.read_text(encoding="utf-8"))),
+                       *generated_files().items()):
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             continue
         stale.append(path)

@@ -39,7 +39,7 @@ def test_the_torch_wrappers_runtime_import_loads_no_generator() -> None:
     runtime = [m for m in loaded if m.startswith("ksbind.torch_runtime")]
     assert [m for m in loaded if m.startswith("ksbind")] == ["ksbind", "ksbind._version", *runtime]
     assert sorted(runtime) == ["ksbind.torch_runtime", *(f"ksbind.torch_runtime.{m}" for m in
-                                                         ("autograd", "calls", "contract", "loading", "packing", "trees",
+                                                         ("autograd", "calls", "contract", "loading", "packing", "support", "trees",
                                                           "vmap"))]
     assert not {"jinja2", "yaml"} & set(loaded)
 

@@ -16,7 +16,9 @@ a vmap rule (``vmap_rule``), so torch.func.grad, vjp, jacrev and torch.vmap work
 The package, by concern: ``loading`` (the op library and ``install_stable``), ``calls`` (a
 binding's arguments to its ops and back, errors, registrations), ``autograd`` (the
 autograd.Function, vjp and jvp), ``vmap`` (batching rules, fake kernels), ``packing``
-(packed bindings) and ``trees`` (nested values as leaves), each importing only those before it.
+(packed bindings), ``support`` (the support functions, generated from ksbind/support.py),
+``contract`` (the records a wrapper hands the runtime) and ``trees`` (nested values as
+leaves), each importing only those before it.
 It imports torch and nothing of ksbind's: a standalone build copies the package beside its
 module (``NAME_ksbind_runtime/``), so a wheel needs no ksbind.
 """

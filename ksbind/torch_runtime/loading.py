@@ -18,9 +18,10 @@ from typing import Any
 import torch
 from torch.torch_version import TorchVersion
 
-from .calls import _stable_function, _stable_jvp_function, _stable_vjp_function, _translated_call
+from .calls import _stable_function, _stable_jvp_function, _stable_vjp_function
 from .contract import BindingRecord
 from .packing import _RAGGED_PREFIX, _packed_calls, _packed_functions
+from .support import support_functions
 
 
 def _marked(path: str, marker: re.Pattern[bytes]) -> str | None:
@@ -37,8 +38,6 @@ def _marked(path: str, marker: re.Pattern[bytes]) -> str | None:
 
 
 _MIN_MARKER = re.compile(rb"ksbind-torch-min=([0-9][0-9.]*);")
-#: The CPU capabilities, by the index the library's ops use (ksbind/cpu_capability.h).
-_CAPABILITIES = ("default", "avx2", "avx512")
 #: Each op library's namespace and the file that registered it, in this process.
 _libraries: dict[str, str] = {}
 
@@ -81,13 +80,15 @@ def install_stable(namespace: dict[str, Any], lib: str, library: str, bindings: 
     batching rule) and ``_direct_NAME`` (the same kernel, for calls that need none of those).
     ``extension_suffix``: the library is named as an extension module (a wheel's: ``.abi3.so``)."""
     ops = load_library(_library_file(namespace, lib, extension_suffix), library)
+    support = support_functions(ops)
     try:
-        message = ops._ksbind_configure(arena_bytes, logging)
+        support.pop("_configure")(arena_bytes, logging)
+        message = support.pop("_configure_cpu")()
     except (RuntimeError, ValueError) as e:  # a bad KSBIND_CPU_CAPABILITY: the import fails, as documented
         raise ImportError(f"{namespace.get('__name__', lib)}: {e}") from None
     if message:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
-    namespace.update(_support_functions(ops))
+    namespace.update(support)
     lazy: dict[str, Callable[[], None]] = {}
     for b in bindings:
         if b.get("packed"):
@@ -153,35 +154,3 @@ def _library_file(namespace: dict[str, Any], lib: str, extension_suffix: bool) -
                       f"{folder} (the wrapper and its library must be installed together)")
 
 
-def _support_functions(ops: Any) -> dict[str, Callable[..., Any]]:
-    def cpu_capability() -> str:
-        return _CAPABILITIES[ops._ksbind_cpu_capability()]
-
-    def cpu_capabilities() -> list[str]:
-        bits = ops._ksbind_cpu_capabilities()
-        return [c for i, c in enumerate(_CAPABILITIES) if bits >> i & 1]
-
-    def _set_cpu_capability(name: str) -> str:
-        return _CAPABILITIES[ops._ksbind_set_cpu_capability(name)]
-
-    def logging(on: bool) -> None:
-        ops._ksbind_logging(bool(on))
-
-    def set_arena_bytes(bytes: int) -> None:
-        # the op's schema takes an int: anything else is the dispatcher's RuntimeError otherwise
-        if isinstance(bytes, bool) or not isinstance(bytes, int):
-            raise TypeError(f"set_arena_bytes(): bytes must be an int, got {type(bytes).__name__} ({bytes!r})")
-        _translated_call(ops._ksbind_set_arena_bytes, (bytes,), "set_arena_bytes")
-
-    functions: dict[str, Callable[..., Any]] = {
-        "reset_allocator": lambda: _translated_call(ops._ksbind_reset_allocator, ()),
-        "allocator_top": lambda: ops._ksbind_allocator_top(),
-        "allocator_peak": lambda: ops._ksbind_allocator_peak(),
-        "arena_bytes": lambda: ops._ksbind_arena_bytes(),
-        "set_arena_bytes": set_arena_bytes,
-        "logging": logging, "cpu_capability": cpu_capability, "cpu_capabilities": cpu_capabilities,
-        "_set_cpu_capability": _set_cpu_capability,
-    }
-    for name, f in functions.items():
-        f.__name__ = f.__qualname__ = name
-    return functions

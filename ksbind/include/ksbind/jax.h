@@ -620,37 +620,41 @@ int probe(const CallSite& site, const int64_t* in_dims, int64_t* out_dims, char*
 
 // ------------------------------------------------------------ the module's functions
 
-// The allocator functions every target's module has (each speaks of the
-// calling thread's arena: ksbind/call_arena.h), as C functions for ctypes.
-#define KSBIND_JAX_ALLOCATOR_FUNCTIONS                                                                            \
-    KSBIND_EXPORT int ksbind_jax_reset_allocator(char* err, size_t errlen) {                                      \
-        try {                                                                                                     \
-            ksbind::arenas::reset_allocator();                                                                    \
-            return 0;                                                                                             \
-        } catch (const std::exception& e) {                                                                       \
-            return ksbind::jax_target::probe_error(err, errlen, e.what());                                        \
-        }                                                                                                         \
-    }                                                                                                             \
-    KSBIND_EXPORT size_t ksbind_jax_allocator_top() { return ksbind::arenas::allocator_top(); }                   \
-    KSBIND_EXPORT size_t ksbind_jax_allocator_peak() { return ksbind::arenas::allocator_peak(); }                 \
-    KSBIND_EXPORT size_t ksbind_jax_arena_bytes() { return ksbind::arenas::arena_bytes(); }                       \
-    KSBIND_EXPORT void ksbind_jax_logging(int on) { ks::entry_points::logging(on != 0); }                         \
-    KSBIND_EXPORT int ksbind_jax_set_arena_bytes(size_t bytes, char* err, size_t errlen) {                        \
-        try {                                                                                                     \
-            ksbind::arenas::set_arena_bytes(bytes);                                                               \
-            return 0;                                                                                             \
-        } catch (const std::bad_alloc&) {                                                                         \
-            return ksbind::jax_target::probe_error(err, errlen, "cannot allocate an arena of " +                  \
-                                                                    std::to_string(bytes) + " bytes");            \
-        } catch (const std::exception& e) {                                                                       \
-            return ksbind::jax_target::probe_error(err, errlen, e.what());                                        \
-        }                                                                                                         \
-    }                                                                                                             \
-    KSBIND_EXPORT int ksbind_jax_configure(size_t bytes, int log, char* err, size_t errlen) {                     \
-        try {                                                                                                     \
-            ksbind::arenas::configure(bytes, log != 0);                                                           \
-            return 0;                                                                                             \
-        } catch (const std::exception& e) {                                                                       \
-            return ksbind::jax_target::probe_error(err, errlen, e.what());                                        \
-        }                                                                                                         \
+// The module's support functions (ksbind/support.py), as C functions for ctypes: generated from
+// the table into ksbind/support_registrations.h (KSBIND_JAX_ALLOCATOR_FUNCTIONS, expanded by the
+// handlers' unit), each over ksbind/support_functions.h's C++ through support_call.
+namespace ksbind {
+namespace jax_target {
+
+// f() with its C++ error as a code ctypes' caller maps to a Python type (ksbind/jax_runtime.py's
+// _support_call): 0 none, 1 RuntimeError, 2 MemoryError, 3 ValueError; the message in err.
+template <class F>
+int support_call(char* err, size_t errlen, F&& f) noexcept {
+    try {
+        f();
+        return 0;
+    } catch (const std::bad_alloc&) {
+        probe_error(err, errlen, "out of memory (std::bad_alloc)");
+        return 2;
+    } catch (const std::invalid_argument& e) {
+        probe_error(err, errlen, e.what());
+        return 3;
+    } catch (const std::exception& e) {
+        probe_error(err, errlen, e.what());
+        return 1;
     }
+}
+
+// A str result for ctypes: copied into the caller's buffer, cut to fit.
+inline void copy_text(char* out, size_t outlen, const std::string& text) {
+    if (outlen == 0) return;
+    size_t n = std::min(text.size(), outlen - 1);
+    std::memcpy(out, text.data(), n);
+    out[n] = '\0';
+}
+
+}  // namespace jax_target
+}  // namespace ksbind
+
+#include <ksbind/support_functions.h>
+#include <ksbind/support_registrations.h>

@@ -36,6 +36,8 @@
 #include <ksbind/elementwise_loops.h>
 #include <ksbind/ks_value_traits.h>
 #include <ksbind/number_ranges.h>
+#include <ksbind/support_functions.h>
+#include <ksbind/support_registrations.h>
 
 #include <algorithm>
 #include <array>
@@ -663,38 +665,9 @@ struct Stacker<ks::Tuple<Ts...>> {
 
 // ------------------------------------------------------------ the library's own ops
 
-// The module's support functions (ksbind/support.py) and its configuration, as ops of its
-// library (the Python layer calls them): the thread's arena (ksbind/call_arena.h), logging,
-// and the kernels' CPU capability, as an index into capability_names.
-inline void reset_allocator() { ksbind::arenas::reset_allocator(); }
-inline int64_t allocator_top() { return static_cast<int64_t>(ksbind::arenas::allocator_top()); }
-inline int64_t allocator_peak() { return static_cast<int64_t>(ksbind::arenas::allocator_peak()); }
-inline int64_t arena_bytes() { return static_cast<int64_t>(ksbind::arenas::arena_bytes()); }
-inline void set_arena_bytes(int64_t bytes) {
-    if (bytes <= 0) throw std::invalid_argument("arena_bytes must be positive");
-    ksbind::arenas::set_arena_bytes(static_cast<size_t>(bytes));
-}
-inline void logging(bool on) { ks::entry_points::g_logging = on; }
-inline int64_t capability_index(ksbind::cpu::Capability c) { return static_cast<int64_t>(c); }
-inline int64_t cpu_capability() { return capability_index(ksbind::cpu::selected()); }
-// A bit per capability this build has and this CPU runs.
-inline int64_t cpu_capabilities() {
-    int64_t bits = 0;
-    for (int c = 0; c < 3; ++c)
-        if (ksbind::cpu::usable(static_cast<ksbind::cpu::Capability>(c))) bits |= int64_t{1} << c;
-    return bits;
-}
-// Choose a capability by name (a lower one where this CPU lacks it); returns the one used.
-inline int64_t set_cpu_capability(std::string name) {
-    (void)ksbind::cpu::select(name);
-    return cpu_capability();
-}
-// The config's arena size (KSBIND_ARENA_BYTES wins) and logging, and the capability
-// KSBIND_CPU_CAPABILITY asks for; returns what a fallback to a lower capability says ("": none).
-inline std::string configure(int64_t arena, bool log) {
-    ksbind::arenas::configure(static_cast<size_t>(arena), log);
-    return ksbind::cpu::configure_from_env();
-}
+// The module's support functions (ksbind/support.py) are ops of its library, whose kernels are
+// ksbind/support_functions.h's C++, registered by ksbind/support_registrations.h's macros
+// (generated from the table).
 
 // ------------------------------------------------------------ boxing the kernels
 
@@ -737,32 +710,10 @@ struct SharedBox<R(P...)> {
                                                                                        num_outputs, kernel); \
     })
 
-// The support ops every module's library defines (docs/torch.md): registered in the
-// generated ops file's STABLE_TORCH_LIBRARY blocks.
-#define KSBIND_STABLE_SUPPORT_SCHEMAS(m)                                  \
-    m.def("_ksbind_reset_allocator() -> ()");                             \
-    m.def("_ksbind_allocator_top() -> int");                              \
-    m.def("_ksbind_allocator_peak() -> int");                             \
-    m.def("_ksbind_arena_bytes() -> int");                                \
-    m.def("_ksbind_set_arena_bytes(int bytes) -> ()");                    \
-    m.def("_ksbind_logging(bool on) -> ()");                              \
-    m.def("_ksbind_cpu_capability() -> int");                             \
-    m.def("_ksbind_cpu_capabilities() -> int");                           \
-    m.def("_ksbind_set_cpu_capability(str name) -> int");                 \
-    m.def("_ksbind_configure(int arena_bytes, bool logging) -> str")
-
-// The support ops' kernels, registered here (KSBIND_STABLE_SUPPORT_IMPLS_HERE) or, in a unit
-// that includes ksbind/torch_stable_support.h, by a call into the shared support object
-// compiled once per machine (ksbind/torch_stable_support.cpp).
+// The support ops every module's library defines (docs/torch.md): their schemas
+// (KSBIND_STABLE_SUPPORT_SCHEMAS) and kernels (KSBIND_STABLE_SUPPORT_IMPLS_HERE) are
+// ksbind/support_registrations.h's, registered in the generated ops file's
+// STABLE_TORCH_LIBRARY blocks: here (KSBIND_STABLE_SUPPORT_IMPLS) or, in a unit that includes
+// ksbind/torch_stable_support.h, by a call into the shared support object compiled once per
+// machine (ksbind/torch_stable_support.cpp).
 #define KSBIND_STABLE_SUPPORT_IMPLS(m) KSBIND_STABLE_SUPPORT_IMPLS_HERE(m)
-#define KSBIND_STABLE_SUPPORT_IMPLS_HERE(m)                                                        \
-    m.impl("_ksbind_reset_allocator", TORCH_BOX(&ksbind::torch_stable::reset_allocator));         \
-    m.impl("_ksbind_allocator_top", TORCH_BOX(&ksbind::torch_stable::allocator_top));             \
-    m.impl("_ksbind_allocator_peak", TORCH_BOX(&ksbind::torch_stable::allocator_peak));           \
-    m.impl("_ksbind_arena_bytes", TORCH_BOX(&ksbind::torch_stable::arena_bytes));                 \
-    m.impl("_ksbind_set_arena_bytes", TORCH_BOX(&ksbind::torch_stable::set_arena_bytes));         \
-    m.impl("_ksbind_logging", TORCH_BOX(&ksbind::torch_stable::logging));                         \
-    m.impl("_ksbind_cpu_capability", TORCH_BOX(&ksbind::torch_stable::cpu_capability));           \
-    m.impl("_ksbind_cpu_capabilities", TORCH_BOX(&ksbind::torch_stable::cpu_capabilities));       \
-    m.impl("_ksbind_set_cpu_capability", TORCH_BOX(&ksbind::torch_stable::set_cpu_capability));   \
-    m.impl("_ksbind_configure", TORCH_BOX(&ksbind::torch_stable::configure))
