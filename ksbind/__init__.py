@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ksbind._version import __version__
 
 if TYPE_CHECKING:
+    from ksbind.build_api import build
     from ksbind.codegen.render import RenderedModule, render_module
     from ksbind.compile_api import compile
     from ksbind.config import load_config
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from ksbind.lang.reader import parse_ks, read_ks
     from ksbind.lang.types import KsType, parse_type
     from ksbind.load import load_ks
-    from ksbind.noop import build
     from ksbind.pipeline import generate
     from ksbind.spec import ModuleSpec
 
@@ -43,7 +43,7 @@ _FACE: dict[str, tuple[str, str, bool]] = {
     "RenderedModule": ("ksbind.codegen.render", "RenderedModule", False),
     "render_module": ("ksbind.codegen.render", "render_module", True),
     "generate": ("ksbind.pipeline", "generate", True),
-    "build": ("ksbind.noop", "build", True),  # a no-op build checks its record before importing the pipeline
+    "build": ("ksbind.build_api", "build", True),  # a no-op build checks its record before importing the pipeline
     "load_ks": ("ksbind.load", "load_ks", True),
     "compile": ("ksbind.compile_api", "compile", True),
 }
@@ -61,7 +61,7 @@ def _public_call(fn: Any) -> Any:
     location and type but not ksbind's own frames, so the traceback a user sees
     ends at this call (their line, then this wrapper). KSBIND_VERBOSE=2 keeps
     every frame (for reporting a bug in ksbind). ksbind.errors is imported only
-    when something is raised: a no-op build (ksbind/noop.py) never needs it."""
+    when something is raised: a no-op build (ksbind/build_api.py) never needs it."""
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:

@@ -1,4 +1,4 @@
-"""What a build read, noted as it reads it: the no-op record (ksbind/noop.py).
+"""What a build read, noted as it reads it: the no-op record (ksbind/build_api.py).
 
 A no-op build (``ksbind.build(config)`` of a module nothing of which changed)
 must not render or even import the pipeline; it checks a record written by
@@ -248,7 +248,7 @@ def note_output(path: str | os.PathLike[str], data: str | bytes) -> None:
 
 
 def note_module(module: dict[str, Any]) -> None:
-    """The cache entry and import steps of the module the build returned (ksbind/noop.py loads it so)."""
+    """The cache entry and import steps of the module the build returned (ksbind/build_api.py loads it so)."""
     recorder = _RECORDER.get()
     if recorder is not None:
         recorder.module = module

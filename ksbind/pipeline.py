@@ -189,7 +189,7 @@ def full_build(config_or_spec: str | os.PathLike[str] | ModuleSpec, *, name: str
                quiet: bool = False) -> ModuleType:
     """A build that resolves, renders and hands the module to the backend (which may still
     reuse cached objects and the cached module): what the public ``ksbind.build``
-    (ksbind/noop.py) runs when its no-op record does not describe the module as it is.
+    (ksbind/build_api.py) runs when its no-op record does not describe the module as it is.
     Arguments as ``ksbind.build``'s."""
     if isinstance(config_or_spec, ModuleSpec):
         spec = config_or_spec

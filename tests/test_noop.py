@@ -1,4 +1,4 @@
-"""No-op builds (ksbind/noop.py): an unchanged module, in a new process, is imported from
+"""No-op builds (ksbind/build_api.py): an unchanged module, in a new process, is imported from
 its record without importing the pipeline, Jinja2 or YAML; editing any of its inputs (the
 config, a template, a ks source, a generated file, the environment, ksbind itself) builds it
 again, and the next process reuses that build. One python-target module serves every test:
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ksbind import inputs, noop
+from ksbind import build_api as noop
+from ksbind import inputs
 from tests.e2e_support import REPO, run_python, session_cache_dir
 from tests.test_ksc import KSC, RUNTIME, needs_ksc
 
@@ -123,7 +124,7 @@ def test_ksbinds_own_files_are_part_of_the_record(project: Path, tmp_path: Path)
     copy = tmp_path / "ksbind"
     shutil.copytree(REPO / "ksbind", copy, ignore=shutil.ignore_patterns("__pycache__"))
     before = inputs.package_digest(copy)
-    for edited in ("noop.py", "codegen/templates/stub.pyi.j2", "include/ksbind/python.h"):
+    for edited in ("build_api.py", "codegen/templates/stub.pyi.j2", "include/ksbind/python.h"):
         (copy / edited).write_text((copy / edited).read_text() + "\n")
         assert inputs.package_digest(copy) != before
         before = inputs.package_digest(copy)

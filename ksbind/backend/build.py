@@ -63,7 +63,7 @@ def build_module(prepared: PreparedBuild[PlanT], root: Path) -> ModuleType:
 
 
 def module_record(prepared: PreparedBuild[PlanT], root: Path) -> dict[str, Any]:
-    """How a no-op build (ksbind/noop.py) loads this build again without building: its cache
+    """How a no-op build (ksbind/build_api.py) loads this build again without building: its cache
     entry (checked as a build checks it) and the import steps, in order ("import" a module
     first, an "extension" module from its file, a generated "wrapper")."""
     entry, steps = prepared.kind.loads(prepared, root)

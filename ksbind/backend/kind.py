@@ -20,7 +20,7 @@ from ksbind.spec import ModuleSpec
 
 PlanT = TypeVar("PlanT")
 
-#: A no-op build's import steps (ksbind/noop.py), in order: ["import", module],
+#: A no-op build's import steps (ksbind/build_api.py), in order: ["import", module],
 #: ["extension", name, file], ["wrapper", name, file].
 Steps = list[list[str]]
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # imported when needed: a no-op build (ksbind/noop.py) loads modules with this alone
+if TYPE_CHECKING:  # imported when needed: a no-op build (ksbind/build_api.py) loads modules with this alone
     from ksbind.spec import ModuleSpec
 
 _imported: dict[str, ModuleType] = {}

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # imported when needed: a no-op build (ksbind/noop.py) needs only cache_root
+if TYPE_CHECKING:  # imported when needed: a no-op build (ksbind/build_api.py) needs only cache_root
     from ksbind.errors import BuildError
 
 #: load_ks's sources, one folder per source text (ksbind/load.py).
@@ -25,7 +25,7 @@ PCH_DIR = "pch"
 DEPS = "deps.json"
 #: Copies of generated files (and init units) the shared objects are compiled from: small, removed by clean --all.
 UNITS_DIR = "units"
-#: No-op records (ksbind/noop.py): one JSON file per config and module name, what its last build read.
+#: No-op records (ksbind/build_api.py): one JSON file per config and module name, what its last build read.
 NOOP_DIR = "noop"
 #: Jinja2's compiled templates (ksbind/codegen/render.py), one folder per ksbind and Jinja2 version.
 TEMPLATES_DIR = "templates"

@@ -1,7 +1,7 @@
 """The record each module entry keeps of what it holds: ``manifest.json``, its
 format, reading it and checking an entry against it (written last by
 ``CacheEntry.install``; ``check_entry`` serves ``CacheEntry.check``, the no-op
-build of ksbind/noop.py and ``ksbind cache list``), and the entries this
+build of ksbind/build_api.py and ``ksbind cache list``), and the entries this
 process uses (eviction leaves them alone).
 
 Light on purpose (the standard library's os, json, hashlib): a no-op build

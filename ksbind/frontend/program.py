@@ -263,7 +263,7 @@ def _zip_defs(name: str, kernel: Def, tensors: tuple[Var, ...], scalars: tuple[V
 
     def gradients(derived: str, d: Var) -> Expr:
         """Each argument's gradient, from the kernel's ``derived`` (sufrev or rev) per element, in
-        one loop per value of the kernel's Bool scalars (see _unswitched)."""
+        one loop per value of the kernel's Bool scalars (_UNSWITCHED_FLAGS)."""
         flags = [s for s in ss if s.type == BOOL][:_UNSWITCHED_FLAGS]
 
         def fixed(values: dict[str, bool]) -> Expr:

@@ -16,8 +16,9 @@ and Bool arithmetic, comparisons and the prelude's math functions (no Integer
 arithmetic: an Integer division by zero would crash, no ``index``, no calls
 of other functions, no loops). The gradient must not come from the select form:
 ksc's reverse pass of a branch not taken multiplies its zero gradient by the
-branch's partial derivatives, which are infinite where the branch overflows
-(relu3's x**3 below -1.8e19), and 0 * inf is NaN where the Python gives 0. So
+branch's partial derivatives, which are infinite where they overflow (relu3's
+x**3 has the partial x*x, infinite below -1.8e19), and 0 * inf is NaN where the
+Python gives 0. So
 the function keeps its own def, from which ksc derives the vjp, and the select
 form is a second def whose vjp is written as a call of it (program.py).
 """
