@@ -54,6 +54,8 @@ ENVIRONMENT = ("CXX", "CC", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "LI
                "PATH", "PYTHONPATH", "PYTHONHOME", "HOME", "XDG_CACHE_HOME")
 #: ksbind's verbosity does not change what is built.
 _IGNORED = ("KSBIND_VERBOSE",)
+#: ksbind's package folder: its digest is part of every record, and runtimes, headers and generated
+#: files are named relative to it (ksbind/standalone.py, ksbind/codegen/).
 PACKAGE_DIR = Path(__file__).resolve().parent
 _DIST_SUFFIXES = (".dist-info", ".egg-info", ".egg-link", ".pth")
 #: ksbind's own files are not noted one by one: the environment's package digest covers them.

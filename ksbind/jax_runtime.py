@@ -897,8 +897,7 @@ def _support_call(fn: Any, args: tuple[Any, ...]) -> None:
     """A support function's C function, its error raised as the type its code names."""
     err = ctypes.create_string_buffer(_ERR_BYTES)
     rc = fn(*args, err, _ERR_BYTES)
-    if rc:
-        raise _SUPPORT_ERRORS.get(rc, RuntimeError)(err.value.decode("utf-8", "replace"))
+    _c_check(rc, err, _SUPPORT_ERRORS.get(rc, RuntimeError))
 
 
 # ------------------------------------------------------------ BEGIN generated support functions

@@ -36,11 +36,10 @@ from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets import get_target
 from ksbind.errors import BuildError, Location
 from ksbind.fileio import staged, write_atomic
+from ksbind.inputs import PACKAGE_DIR
 from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
 
-#: The folder the targets' ``runtime_source`` names are relative to: ksbind's package.
-PACKAGE_DIR = Path(__file__).parent
 _log = get_logger("compile")
 
 

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ksbind.inputs import PACKAGE_DIR
 from ksbind.support import CPU_CAPABILITIES, INTERNAL_SUPPORT_FUNCTIONS, SUPPORT_FUNCTIONS, SupportFunction
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
 HEADER = "include/ksbind/support_registrations.h"
 TORCH_MODULE = "torch_runtime/support.py"
 JAX_RUNTIME = "jax_runtime.py"

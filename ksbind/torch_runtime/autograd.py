@@ -115,6 +115,16 @@ def _unwrap_dead(leaves: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     return [unwrap(t) for t in leaves]
 
 
+def _flat_call(fn: Callable[..., Any], spec: Any, box: _Box, leaves: Sequence[torch.Tensor]
+               ) -> tuple[torch.Tensor, ...]:
+    """A Function's forward: ``fn`` of the arguments ``spec`` rebuilds from ``leaves``; its result's
+    tensor leaves, the spec that rebuilds it put in ``box``."""
+    out = fn(*unflatten(spec, iter(leaves)))
+    out_leaves: list[torch.Tensor] = []
+    box.spec = flatten(out, out_leaves)
+    return tuple(out_leaves)
+
+
 def autograd_function(b: AutogradSpec, entry: Callable[..., Any], vjp: Callable[..., Any] | None,
                       jvp: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """``f(*args)``, differentiable through the binding's vjp: a
@@ -142,10 +152,7 @@ def autograd_function(b: AutogradSpec, entry: Callable[..., Any], vjp: Callable[
     class Function(torch.autograd.Function):
         @staticmethod
         def forward(spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
-            out = entry(*unflatten(spec, iter(leaves)))
-            out_leaves: list[torch.Tensor] = []
-            box.spec = flatten(out, out_leaves)
-            return tuple(out_leaves)
+            return _flat_call(entry, spec, box, leaves)
 
         @staticmethod
         def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
@@ -219,10 +226,7 @@ def forward_function(b: AutogradSpec, entry: Callable[..., Any], jvp: Callable[.
     class Function(torch.autograd.Function):
         @staticmethod
         def forward(spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
-            out = entry(*unflatten(spec, iter(leaves)))
-            out_leaves: list[torch.Tensor] = []
-            box.spec = flatten(out, out_leaves)
-            return tuple(out_leaves)
+            return _flat_call(entry, spec, box, leaves)
 
         @staticmethod
         def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
@@ -261,10 +265,7 @@ def missing_vjp_function(b: AutogradSpec, entry: Callable[..., Any], jvp: Callab
     class Function(torch.autograd.Function):
         @staticmethod
         def forward(spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
-            out = entry(*unflatten(spec, iter(leaves)))
-            out_leaves: list[torch.Tensor] = []
-            box.spec = flatten(out, out_leaves)
-            return tuple(out_leaves)
+            return _flat_call(entry, spec, box, leaves)
 
         @staticmethod
         def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[torch.Tensor, ...]) -> None:
@@ -414,10 +415,7 @@ def _derivative_function(b: AutogradSpec, fn: Callable[..., Any], fn_name: str, 
     class DerivativeFunction(torch.autograd.Function):
         @staticmethod
         def forward(spec: Any, box: _Box, *leaves: torch.Tensor) -> Any:
-            out = fn(*unflatten(spec, iter(_unwrap_dead(leaves))))
-            out_leaves: list[torch.Tensor] = []
-            box.spec = flatten(out, out_leaves)
-            return tuple(out_leaves)
+            return _flat_call(fn, spec, box, _unwrap_dead(leaves))
 
         @staticmethod
         def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from ksbind.codegen.targets.common import CrossingRule, EntryPoint, release_gil_cpp
+from ksbind.inputs import PACKAGE_DIR
 from ksbind.lang.model import FunctionDecl
 from ksbind.spec import Binding, Layout, ModuleOptions, TargetName
-
-#: The ksbind package: what a runtime_source is relative to.
-_PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 #: Values a target adds to the template context (and may replace ``entry_points`` with).
 ExtraContext = Callable[[Sequence[Binding], ModuleOptions], dict[str, Any]]
@@ -145,7 +142,7 @@ class Target:
             return []
         if self.runtime_source.endswith(".py"):
             return [(self.runtime_copy, self.runtime_source)]
-        folder = _PACKAGE_DIR / self.runtime_source
+        folder = PACKAGE_DIR / self.runtime_source
         return [(f"{self.runtime_copy}/{p.name}", f"{self.runtime_source}/{p.name}")
                 for p in sorted(folder.glob("*.py"))]
 

@@ -557,11 +557,16 @@ ffi::Error elementwise(const CallSite& site, ffi::ThreadPool pool, ffi::Remainin
 
 // ------------------------------------------------------------ the shape probe
 
+// Text for ctypes (an error, a str result): copied into the caller's buffer, cut to fit.
+inline void copy_text(char* out, size_t outlen, const std::string& text) {
+    if (outlen == 0) return;
+    size_t n = std::min(text.size(), outlen - 1);
+    std::memcpy(out, text.data(), n);
+    out[n] = '\0';
+}
+
 inline int probe_error(char* err, size_t errlen, const std::string& what) {
-    if (errlen) {
-        std::strncpy(err, what.c_str(), errlen - 1);
-        err[errlen - 1] = '\0';
-    }
+    copy_text(err, errlen, what);
     return 1;
 }
 
@@ -643,14 +648,6 @@ int support_call(char* err, size_t errlen, F&& f) noexcept {
         probe_error(err, errlen, e.what());
         return 1;
     }
-}
-
-// A str result for ctypes: copied into the caller's buffer, cut to fit.
-inline void copy_text(char* out, size_t outlen, const std::string& text) {
-    if (outlen == 0) return;
-    size_t n = std::min(text.size(), outlen - 1);
-    std::memcpy(out, text.data(), n);
-    out[n] = '\0';
 }
 
 }  // namespace jax_target
