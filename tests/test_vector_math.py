@@ -248,3 +248,39 @@ def test_sumbuilds_of_floats_are_exact_in_ksc_order_when_small_and_builds_row_by
     assert abs(float(m.sumb_alloc(x)) - expected) <= 1e-5 * abs(expected) + 1.0
     with pytest.raises(Exception, match="> 0"):  # ksc's check, kept: a sumbuild of no terms
         m.sumb(torch.empty(0))
+
+
+#: Two Float sumbuilds (1-D and 2-D) of an opaque, side-effect-free term, their values dropped or
+#: returned, in a function with every call inlined, as the torch build's per-CPU kernels are.
+DROPPED_SUMS = """\
+#include "knossos.h"
+#include <ksbind/float_builds.h>
+
+[[gnu::const]] float term_of(float);
+
+[[gnu::flatten]] float sums(ks::allocator* alloc, ks::tensor<1, ks::Float> v, ks::tensor<2, ks::Float> m) {
+    ks::Float one = ks::sumbuild<ks::Float>(alloc, ks::size(v), [=](ks::allocator*, ks::Integer i) {
+        return term_of(v[i]);
+    });
+    ks::Float two = ks::sumbuild<ks::Float>(alloc, ks::size(m), [=](ks::allocator*, ks::Integer i, ks::Integer j) {
+        return term_of(m.index(ks::make_Tuple(i, j)));
+    });
+    return RESULT;
+}
+"""
+
+
+@needs_ksc
+@pytest.mark.parametrize("result, computed", [("one + two", True), ("1.0f", False)])
+def test_a_float_sumbuild_whose_value_is_unused_compiles_to_nothing(tmp_path: Path, result: str,
+                                                                    computed: bool) -> None:
+    """A vjp's forward pass computes each value ksc's suffwdpass returns and [sufrev f] drops the
+    ones its reverse pass never reads (the front end's sum before a mean): g++ must be able to
+    drop the whole loop. It could not while the running sums were passed to a helper by pointer."""
+    source = tmp_path / "sums.cpp"
+    source.write_text(DROPPED_SUMS.replace("RESULT", result))
+    include = Path(torch_build.__file__).parents[1] / "include"
+    done = subprocess.run(["g++", *torch_build.CFLAGS, f"-I{RUNTIME}", f"-I{include}", "-S", str(source), "-o", "-"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert ("term_of" in done.stdout) is computed

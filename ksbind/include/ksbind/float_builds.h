@@ -16,6 +16,13 @@
 //   terms in a row: ksc's order, ksc's result. Results may otherwise differ
 //   from ksc's in the last bits. The allocator is reset after every term, as
 //   knossos.h does.
+// - A sum whose value is unused costs nothing: a vjp's forward pass computes
+//   every value ksc's suffwdpass returns, and [sufrev f] drops those its
+//   reverse pass does not read (the front end's sum of sin(t) * t before a
+//   mean: only its count is read). g++ removes such a loop only when every
+//   store in it is to memory it can see is private: the running sums are a
+//   local array indexed in place, never passed by pointer (a pointer made
+//   g++ keep the stores and the loop: vsqrl's vjp computed every sin twice).
 //
 // The front end's sum of an elementwise expression is such a sumbuild (no
 // temporary tensor). Included by the torch build's unit after
@@ -32,22 +39,6 @@ namespace ksbind {
 namespace float_builds {
 
 constexpr int lanes = 16;
-
-// Terms f(row, j) for j in [0, cols) added into acc (by j modulo sixteen) and
-// tail (the last cols % 16, in order). Returns nothing: the caller owns the sums.
-template <class Term>
-inline void add_row(float* acc, float& tail, int cols, Term term) {
-    const int whole = cols - cols % lanes;
-    for (int j0 = 0; j0 < whole; j0 += lanes)
-        for (int k = 0; k < lanes; ++k) acc[k] += term(j0 + k);
-    for (int j = whole; j < cols; ++j) tail += term(j);
-}
-
-inline float pairwise(float* acc) {
-    for (int width = lanes / 2; width > 0; width /= 2)
-        for (int k = 0; k < width; ++k) acc[k] += acc[k + width];
-    return acc[0];
-}
 
 }  // namespace float_builds
 }  // namespace ksbind
@@ -80,10 +71,19 @@ KS_FUNCTION std::enable_if_t<std::is_same_v<T, Float>, T> sumbuild(allocator* al
         for (int j = 1; j < n; ++j) total += term(j);
         return total;
     }
-    float acc[ksbind::float_builds::lanes] = {};
+    // The running sums are a local array indexed in place (no helper takes its
+    // address): a pointer to it would make g++ keep every store into it, and
+    // with them a whole loop whose sum nobody reads (see the file's comment).
+    constexpr int lanes = ksbind::float_builds::lanes;
+    float acc[lanes] = {};
     float tail = 0.0f;
-    ksbind::float_builds::add_row(acc, tail, n, term);
-    return ksbind::float_builds::pairwise(acc) + tail;
+    const int whole = n - n % lanes;
+    for (int j0 = 0; j0 < whole; j0 += lanes)
+        for (int k = 0; k < lanes; ++k) acc[k] += term(j0 + k);
+    for (int j = whole; j < n; ++j) tail += term(j);
+    for (int width = lanes / 2; width > 0; width /= 2)
+        for (int k = 0; k < width; ++k) acc[k] += acc[k + width];
+    return acc[0] + tail;
 }
 
 // (sumbuild (tuple rows cols) f) returning a Float.
@@ -103,15 +103,24 @@ KS_FUNCTION std::enable_if_t<std::is_same_v<T, Float>, T> sumbuild(allocator* al
             }
         return total;
     }
-    float acc[ksbind::float_builds::lanes] = {};
+    constexpr int lanes = ksbind::float_builds::lanes;  // as above: acc indexed in place
+    float acc[lanes] = {};
     float tail = 0.0f;
-    for (int i = 0; i < rows; ++i)
-        ksbind::float_builds::add_row(acc, tail, cols, [&](int j) {
-            Float v = f(alloc, i, j);
+    const int whole = cols - cols % lanes;
+    for (int i = 0; i < rows; ++i) {
+        for (int j0 = 0; j0 < whole; j0 += lanes)
+            for (int k = 0; k < lanes; ++k) {
+                acc[k] += f(alloc, i, j0 + k);
+                KS_RESET(alloc, mark);
+            }
+        for (int j = whole; j < cols; ++j) {
+            tail += f(alloc, i, j);
             KS_RESET(alloc, mark);
-            return v;
-        });
-    return ksbind::float_builds::pairwise(acc) + tail;
+        }
+    }
+    for (int width = lanes / 2; width > 0; width /= 2)
+        for (int k = 0; k < width; ++k) acc[k] += acc[k + width];
+    return acc[0] + tail;
 }
 
 }  // namespace ks
