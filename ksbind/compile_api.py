@@ -28,7 +28,7 @@ from ksbind.frontend.program import Translation, translate_program
 from ksbind.frontend.signature import COMPILE_MODES, CompileMode, Signature, signature_of
 from ksbind.lang.types import TensorType
 from ksbind.load import LoadOptions, _load
-from ksbind.spec import BindingSpec, KscSpec, Mode, TargetName
+from ksbind.spec import BindingSpec, BuiltinTargetName, KscSpec, Mode
 
 log = logging.getLogger("ksbind")
 
@@ -52,7 +52,7 @@ class CompiledFunction:
 
     __wrapped__: Callable[..., Any]
 
-    def __init__(self, fn: Callable[..., Any], *, target: TargetName = "torch", mode: CompileMode = "plain",
+    def __init__(self, fn: Callable[..., Any], *, target: BuiltinTargetName = "torch", mode: CompileMode = "plain",
                  ksc: str | os.PathLike[str] | None = None, ksc_runtime: str | os.PathLike[str] | None = None,
                  cache_dir: str | os.PathLike[str] | None = None, quiet: bool = False, debug: bool = False,
                  fast_math: bool = False, jvp: bool = False) -> None:
@@ -215,17 +215,17 @@ def _parameter_names(fn: Callable[..., Any]) -> list[str]:
 
 
 @overload
-def compile(fn: Callable[..., Any], *, target: TargetName = ..., mode: CompileMode = ...,
+def compile(fn: Callable[..., Any], *, target: BuiltinTargetName = ..., mode: CompileMode = ...,
             example_args: Sequence[Any] | None = ..., **options: Any) -> CompiledFunction: ...
 
 
 @overload
-def compile(fn: None = ..., *, target: TargetName = ..., mode: CompileMode = ...,
+def compile(fn: None = ..., *, target: BuiltinTargetName = ..., mode: CompileMode = ...,
             example_args: Sequence[Any] | None = ...,
             **options: Any) -> Callable[[Callable[..., Any]], CompiledFunction]: ...
 
 
-def compile(fn: Callable[..., Any] | None = None, *, target: TargetName = "torch", mode: CompileMode = "plain",
+def compile(fn: Callable[..., Any] | None = None, *, target: BuiltinTargetName = "torch", mode: CompileMode = "plain",
             example_args: Sequence[Any] | None = None,
             **options: Any) -> CompiledFunction | Callable[[Callable[..., Any]], CompiledFunction]:
     """Compile a Python function through ksc: ``@ksbind.compile`` or ``ksbind.compile(fn, ...)``.

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, overload
 
 import yaml
 
-from ksbind.codegen.targets import TARGETS, get_target
+from ksbind.codegen.targets import TARGETS, Target, get_target
 from ksbind.errors import ConfigError, KsbindError, Location, closest
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.reader import read_text
@@ -323,6 +323,13 @@ def _read(r: _NodeReader, s: Setting, node: yaml.Node, base: Path) -> Any:
         return _module_name(r, node, s.what)
     if form == "choice":
         return _choice(r, node, s.what, s.choices)
+    if form == "target":
+        name = r.typed(node, str, s.what, "a target's name")
+        get_target(name, r.loc(node))  # ksbind's or a registered one (loaded now): else an error here
+        return name
+    if form == "target_options":
+        return tuple((key, r.typed(v, (str, bool, int), f"target option {key!r}", "a string, true/false or a number"))
+                     for key, (_, v) in r.mapping(node, s.what).items())
     if form == "flag":
         return r.typed(node, bool, s.what, "true or false")
     if form == "count":
@@ -390,7 +397,25 @@ def _module(r: _NodeReader, node: yaml.Node, config_path: Path) -> ModuleSpec:
         raise ConfigError(f"'tensor_types' declares the {_targets_with('tensor_classes')} target's tensor classes; "
                           f"this module's target is {spec.target!r}, whose tensors are {record.tensors} "
                           "(remove 'tensor_types')", r.loc(fields["tensor_types"][0]))
+    if "target_options" in fields:
+        _check_target_options(r, fields["target_options"][1], spec.target, record)
     return spec
+
+
+def _check_target_options(r: _NodeReader, node: yaml.Node, name: str, record: Target) -> None:
+    """Each of ``target_options:``'s keys is one the module's target declares, with a value of its kind."""
+    for key, (k, v) in r.mapping(node, "'target_options'").items():
+        declared = record.options.get(key)
+        if declared is None:
+            known = ", ".join(record.options) or "none: remove 'target_options'"
+            raise ConfigError(f"target {name!r} has no option {key!r}{closest(key, record.options)}; its options: "
+                              f"{known}", r.loc(k))
+        if not declared.holds(r.scalar(v)):
+            raise ConfigError(f"target option {key!r} must be {_OPTION_WORDS[declared.kind]} ({declared.doc}), "
+                              f"found {r.describe(v)}", r.loc(v))
+
+
+_OPTION_WORDS = {"text": "a string", "flag": "true or false", "count": "a whole number"}
 
 
 def _normal(p: Path) -> Path:

@@ -56,7 +56,7 @@ def module_options(spec: ModuleSpec, extra_templates: Sequence[str] = (), *, sta
         arena_bytes=spec.arena_bytes, layout=spec.layout, torch_library=spec.torch_library,
         config=os.path.relpath(spec.config_path) if spec.config_path.is_absolute() else str(spec.config_path),
         templates=tuple(extra_templates) + tuple(os.fspath(t) for t in spec.templates),
-        versioned_from=spec.versioned_from,
+        versioned_from=spec.versioned_from, target_options=spec.target_options,
     )
 
 

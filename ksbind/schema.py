@@ -147,6 +147,10 @@ def _value(s: Setting) -> dict[str, Any]:
         return {"type": "string", "pattern": f"^{MODULE_NAME_PATTERN}$"}
     if form == "choice":
         return {"enum": list(s.choices)}
+    if form == "target":  # a registered target's name too: ksbind's own are the examples
+        return {"type": "string", "examples": [*TARGETS, *ALIASES]}
+    if form == "target_options":
+        return {"type": "object", "additionalProperties": {"type": ["string", "boolean", "integer"]}}
     if form == "flag":
         return {"type": "boolean"}
     if form == "count":

@@ -26,10 +26,12 @@ from ksbind.errors import closest
 #: tensor_types: a list of [RANK, ELEMENT]; runtime: ``bundled`` or the ``record``'s
 #: mapping; record: a mapping of the ``record``'s keys; records: a list of them;
 #: python_function: ``file.py:NAME`` or ``package.module:NAME``; ks_types: a list of ks
-#: types; optional_name: a name, or false for none; names: an identifier or a list of them.
+#: types; optional_name: a name, or false for none; names: an identifier or a list of them;
+#: target: a target's name (ksbind's or a registered one); target_options: a mapping of the
+#: module's target's own keys.
 Form = Literal["text", "identifier", "module_name", "choice", "flag", "count", "path", "paths", "ks_text",
                "tensor_types", "runtime", "record", "records", "python_function", "ks_types", "optional_name",
-               "names"]
+               "names", "target", "target_options"]
 
 #: What a path must name when the config is read ("": anything, not checked).
 MustExist = Literal["file", "dir", ""]

@@ -21,10 +21,14 @@ from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import KsType
 from ksbind.settings import Key
 
-#: The config's ``target:`` values. Only the type is written here; what a target does is its
+#: ksbind's own targets' names. Only the type is written here; what a target does is its
 #: record's (ksbind/codegen/targets/), and tests/test_settings.py checks the two name the same targets
 #: (``torch_stable``: another name of ``torch``, the codegen package's ALIASES).
-TargetName = Literal["ks", "python", "torch", "torch_stable", "jax"]
+BuiltinTargetName = Literal["ks", "python", "torch", "torch_stable", "jax"]
+#: A config's ``target:``: one of BuiltinTargetName, or a name another installed distribution
+#: registers a target under (the ``ksbind.targets`` entry points: docs/templates.md). Checked
+#: where it is read, by the codegen package's ``get_target``.
+TargetName = str
 
 #: How a torch- or jax-target binding maps its function over tensors.
 Mode = Literal["plain", "elementwise", "vmap"]
@@ -188,6 +192,8 @@ class ModuleOptions:
     package: str | None = None
     #: The module's name before it was versioned (ModuleSpec.versioned_from), or None.
     versioned_from: str | None = None
+    #: The target's own config keys given (ModuleSpec.target_options), checked against its record.
+    target_options: tuple[tuple[str, str | bool | int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -263,9 +269,14 @@ class ModuleSpec:
         "identifier", "The Python module name. Letters, digits and `_`, not starting with a digit, not a C++ or "
         "Python keyword, no `__`.", required="the Python module name", label="module name", expected="a string")]
     config_path: Path
-    target: Annotated[TargetName, Key("choice", "How values cross into Python (below). `torch_stable`: another "
-                                      "name of `torch` (its name as a preview).",
-                                      type_doc="`ks` | `python` | `torch` | `jax`")] = "ks"
+    target: Annotated[TargetName, Key("target", "How values cross into Python (below). `torch_stable`: another "
+                                      "name of `torch` (its name as a preview). Another installed distribution "
+                                      "may add a target ([templates.md](templates.md#adding-a-target)).",
+                                      type_doc="`ks` | `python` | `torch` | `jax` | a registered target")] = "ks"
+    target_options: Annotated[tuple[tuple[str, str | bool | int], ...], Key(
+        "target_options", "The target's own keys, for a target that declares some (ksbind's own declare none): "
+        "each checked against the target's declaration and handed to its templates as `target_options`.",
+        type_doc="mapping", default_doc="none (each key its declared default)")] = ()
     ks_files: Annotated[tuple[Path, ...], Key(
         "paths", "`.ks` or `.kso` files to read declarations from. Each must be a regular UTF-8 file. With "
         "`ksc:`, the `.ks` files are compiled by ksc instead (see [ksc.md](ksc.md)).", key="ks",

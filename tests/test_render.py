@@ -215,7 +215,7 @@ def test_render_module_keywords_are_its_settings_record(tmp_path: Path) -> None:
     assert typing.get_type_hints(RenderKeywords) == typing.get_type_hints(RenderSettings)
     (tmp_path / "module.cpp.j2").write_text("{{ stamp_cpp }}{{ arena_bytes }} {{ logging }}\n")
     given: dict[str, Any] = {"tensor_types": [(2, "Integer")], "logging": True, "arena_bytes": 4096, "layout": "single",
-             "templates": [tmp_path], "torch_library": None, "config": "configs/x.yaml"}
+             "templates": [tmp_path], "torch_library": None, "config": "configs/x.yaml", "target_options": {}}
     assert list(given) == [f.name for f in dataclasses.fields(RenderSettings)]
     by_keywords = render("ks", **given)
     options = RenderSettings(**given).options("m", "ks")

@@ -28,6 +28,7 @@ RECORDS = (spec.ModuleSpec, spec.BindingSpec, spec.KscSpec, spec.RuntimeSpec, sp
 #: Bad-input cases a schema cannot refuse, and why: they need the disk, the declarations,
 #: the templates or the whole file at once. Every other .yaml case must be refused by it.
 SCHEMA_CANNOT = {
+    "yaml_target_unknown.yaml": "which targets installed distributions register (any name may be one)",
     "binding_ambiguous.yaml": "which functions the declarations declare",
     "binding_duplicate.yaml": "names unique across bindings (JSON Schema has no unique-by-property)",
     "binding_duplicate_via_vjp.yaml": "names unique across bindings and their vjps",
@@ -71,9 +72,9 @@ def validator() -> jsonschema.Draft7Validator:
 
 
 def test_target_names_are_the_target_records() -> None:
-    """spec.TargetName is the type of ``target:``: the records' names (what each target is) and
-    the other names a config may give one of them."""
-    names = typing.get_args(spec.TargetName)
+    """spec.BuiltinTargetName names ksbind's own targets: the records' names (what each target is)
+    and the other names a config may give one of them."""
+    names = typing.get_args(spec.BuiltinTargetName)
     assert tuple(n for n in names if n not in ALIASES) == tuple(TARGETS)
     assert set(names) - set(TARGETS) == set(ALIASES) and set(ALIASES.values()) <= set(TARGETS)
 
@@ -123,7 +124,8 @@ def test_schema_names_every_key_and_choice() -> None:
     defs = config_schema()["definitions"]
     assert list(defs["module"]["properties"]) == list(config.MODULE_KEYS)
     assert list(defs["binding"]["properties"]) == list(config.BINDING_KEYS)
-    assert defs["module"]["properties"]["target"]["enum"] == list(typing.get_args(spec.TargetName))
+    # any string (another distribution may register a target), ksbind's own as the examples
+    assert sorted(defs["module"]["properties"]["target"]["examples"]) == sorted(typing.get_args(spec.BuiltinTargetName))
     assert defs["binding"]["properties"]["mode"]["enum"] == list(spec.MODES)
     assert defs["module"]["properties"]["layout"]["default"] == "split"
 
@@ -240,7 +242,7 @@ def test_render_options_agree_with_the_model() -> None:
     options = typing.get_type_hints(spec.ModuleOptions)
     shared = [f for f in dataclasses.fields(spec.ModuleOptions) if f.name in model and f.name != "templates"]
     assert [f.name for f in shared] == ["name", "target", "tensor_types", "logging", "arena_bytes", "layout",
-                                        "torch_library"]
+                                        "torch_library", "target_options"]
     params = inspect.signature(render_module).parameters  # its settings spelt out (RenderSettings' fields)
     hints = {**typing.get_type_hints(render_module), **typing.get_type_hints(RenderSettings)}
     for f in shared:
@@ -248,6 +250,6 @@ def test_render_options_agree_with_the_model() -> None:
         assert options[f.name] == s.type, f.name
         if f.name != "name":  # the model's name is required; a renderer's defaults to "m"
             assert f.default == s.default, f.name
-        if f.name in params and f.name != "tensor_types":
+        if f.name in params and f.name not in ("tensor_types", "target_options"):  # given as lists, mappings
             assert hints[f.name] in (s.type, s.type | None), f.name
             assert params[f.name].default in (s.default, None), f.name

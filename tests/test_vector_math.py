@@ -50,7 +50,7 @@ def _plan_key(monkeypatch: pytest.MonkeyPatch, value: str | None) -> tuple[torch
         monkeypatch.delenv("KSBIND_VECTOR_MATH", raising=False)
     else:
         monkeypatch.setenv("KSBIND_VECTOR_MATH", value)
-    spec = cast(ModuleSpec, SimpleNamespace(name="m", fast_math=False, debug=False, cpp=[],
+    spec = cast(ModuleSpec, SimpleNamespace(name="m", target="torch", fast_math=False, debug=False, cpp=[],
                                             runtime=SimpleNamespace(bundled=True, sources=())))
     rendered = cast(RenderedModule, SimpleNamespace(files={}))
     plan = torch_build.stable_plan(spec)

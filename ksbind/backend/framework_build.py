@@ -15,7 +15,7 @@ from types import ModuleType
 
 from ksbind.backend.compile import shared_text
 from ksbind.backend.loader import import_wrapper
-from ksbind.backend.toolchain import compiler, hash_include_path, ks_include_dirs
+from ksbind.backend.toolchain import compiler, hash_include_path, hash_target_headers, ks_include_dirs
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher, without_stamp
 from ksbind.codegen.output import write_generated
@@ -56,6 +56,7 @@ def cache_key(spec: ModuleSpec, rendered: RenderedModule, target: str, framework
     for d in dict.fromkeys(s.parent for s in sources):
         h.add_dir_headers(d)
     hash_include_path(h, ks_include_dirs(spec))
+    hash_target_headers(h, spec.target)
     return h.hexdigest()
 
 

@@ -49,6 +49,7 @@ from ksbind.backend.toolchain import (
     Toolchain,
     compiler,
     hash_include_path,
+    hash_target_headers,
     ks_include_dirs,
     limited_api_flags,
     module_suffix,
@@ -113,6 +114,7 @@ def cache_key(plan: CompilePlan, target: str) -> str:
     for d in dict.fromkeys(s.parent for s in plan.sources):
         h.add_dir_headers(d, strip_stamp=True)
     hash_include_path(h, plan.include_dirs[:-2])
+    hash_target_headers(h, target)
     return h.hexdigest()
 
 

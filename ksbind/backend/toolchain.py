@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ksbind.cache.keys import Hasher
+from ksbind.codegen.targets import get_target
 from ksbind.spec import ModuleSpec
 
 #: ksbind's own C++ headers are in INCLUDE_DIR/ksbind/ and included as
@@ -208,10 +209,19 @@ def compiler_family(cxx: Sequence[str]) -> str:
 
 
 def ks_include_dirs(spec: ModuleSpec) -> tuple[Path, ...]:
-    """The runtime's folder(s) (the bundled one for `runtime: bundled`), then ksbind's;
-    a debug build's knossos.h before them (DEBUG_DIR)."""
+    """The runtime's folder(s) (the bundled one for `runtime: bundled`), then ksbind's, then
+    the target's own (an out-of-tree target's headers, Target.include_dirs); a debug build's
+    knossos.h before them all (DEBUG_DIR)."""
     runtime = (RUNTIME_DIR,) if spec.runtime.bundled else tuple(spec.runtime.include_dirs)
-    return tuple(dict.fromkeys([*((DEBUG_DIR,) if spec.debug else ()), *runtime, INCLUDE_DIR]))
+    return tuple(dict.fromkeys([*((DEBUG_DIR,) if spec.debug else ()), *runtime, INCLUDE_DIR,
+                                *get_target(spec.target).include_dirs]))
+
+
+def hash_target_headers(h: Hasher, target: str) -> None:
+    """Every header under the target's own include folders (Target.include_dirs), subfolders
+    included: hash_include_path takes only the headers at the top of a folder (and ksbind/)."""
+    for i, d in enumerate(get_target(target).include_dirs):
+        h.add_tree_headers(d, f"target-include{i}")
 
 
 def hash_include_path(h: Hasher, include_dirs: Sequence[Path]) -> None:
@@ -241,6 +251,6 @@ def first_error(output: str) -> str:
 
 
 __all__ = ["INCLUDE_DIR", "RUNTIME_DIR", "KS_FLAGS", "BASE_FLAGS", "FAST_MATH_FLAGS", "compiler", "ks_include_dirs",
-           "hash_include_path", "first_error", "Toolchain", "launcher", "linker_flags", "FAST_LINKERS",
-           "compiler_identity", "compiler_family",
+           "hash_target_headers", "hash_include_path", "first_error", "Toolchain", "launcher", "linker_flags",
+           "FAST_LINKERS", "compiler_identity", "compiler_family",
            "pybind11_two_phase", "ABI3_SUFFIX", "stable_abi", "limited_api_flags", "module_suffix"]

@@ -90,6 +90,22 @@ class Hasher:
                 # By content, not path: the key is path-independent.
                 self.add_file(p, f"{label}:{p.name}", strip_stamp)
 
+    def add_tree_headers(self, directory: Path, label: str) -> None:
+        """Every header in a folder and its subfolders (an out-of-tree target's headers), by
+        their paths below it, in order."""
+        root = Path(directory)
+        pending = [root]
+        while pending:
+            d = pending.pop()
+            if not d.is_dir():
+                continue
+            for name in list_dir(d):  # noted as listed: a header added anywhere here changes the key
+                p = d / name
+                if p.is_dir():
+                    pending.append(p)
+                elif p.suffix in HEADER_SUFFIXES:
+                    self.add_file(p, f"{label}:{p.relative_to(root).as_posix()}")
+
     def hexdigest(self) -> str:
         return self._h.hexdigest()
 

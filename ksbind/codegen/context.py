@@ -16,7 +16,7 @@ from ksbind.codegen.targets import get_target
 from ksbind.codegen.targets.common import EntryPoint, entry_points_for
 from ksbind.codegen.targets.ks import SCALAR_PY
 from ksbind.codegen.targets.record import Target
-from ksbind.errors import BindingError, ConfigError
+from ksbind.errors import BindingError, ConfigError, closest
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.types import KsType, ScalarType, TensorType
 from ksbind.spec import LAYOUTS, Binding, Mode, ModuleOptions
@@ -142,6 +142,7 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         # tensor size); ks/python entries only for calls with enough data.
         "release_gil_always": target.release_gil_always,
         "torch_library": options.torch_library,
+        "target_options": target_options(target, options.target_options),
         "module_doc": f"ksbind {target.name}-target bindings for: "
                       + ", ".join(str(b.decl.name) for b in bindings),
     }
@@ -155,6 +156,23 @@ def build_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
     uses_sequence = any("Sequence[" in p.py_type for f in ctx["stub_functions"] for p in f.params)
     ctx.setdefault("stub_imports", stub_imports(target, ctx["stub_classes"], uses_sequence))
     return ctx
+
+
+def target_options(target: Target, given: Sequence[tuple[str, str | bool | int]]) -> dict[str, str | bool | int]:
+    """Each of the target's own options (Target.options) with its given value or its default; a
+    key it does not declare, or a value not of its kind, is a ConfigError (a config's are reported
+    at their line when it is read: ksbind/config.py)."""
+    values = {key: option.default for key, option in target.options.items()}
+    for key, value in given:
+        option = target.options.get(key)
+        if option is None:
+            raise ConfigError(f"target {target.name!r} has no option {key!r}{closest(key, target.options)}; its "
+                              f"options: {', '.join(target.options) or 'none'}")
+        if not option.holds(value):
+            raise ConfigError(f"target option {key!r} must be a {option.kind} value ({option.doc}), "
+                              f"found {value!r}")
+        values[key] = value
+    return values
 
 
 def _tensor_types(bindings: Sequence[Binding], configured: Sequence[tuple[int, str]]) -> list[TensorTypeInfo]:

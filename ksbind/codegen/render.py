@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -174,16 +174,18 @@ _COMPILED = _CompiledTemplates()
 
 
 @lru_cache(maxsize=32)
-def environment(overrides: tuple[str, ...] = (), extra_filters: tuple[tuple[str, Callable[..., Any]], ...] = ()
-                ) -> jinja2.Environment:
+def environment(overrides: tuple[str, ...] = (), extra_filters: tuple[tuple[str, Callable[..., Any]], ...] = (),
+                target_templates: str | None = None) -> jinja2.Environment:
     """The Environment for a template search path (cached: templates compile once).
 
-    Override directories come first, then the built-ins; ``builtin/NAME`` always
-    names the built-in, so an override can extend the template it replaces.
+    Override directories come first, then the target's own templates (an out-of-tree
+    target's, Target.templates), then the built-ins; ``builtin/NAME`` always names the
+    built-in, so an override can extend the template it replaces.
     """
     loader = jinja2.ChoiceLoader([
         jinja2.PrefixLoader({"builtin": jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES))}),
         *(_OverrideLoader(d) for d in overrides),
+        *([jinja2.FileSystemLoader(target_templates)] if target_templates is not None else []),
         jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES)),
     ])
     env = jinja2.Environment(loader=loader, **_SETTINGS, bytecode_cache=_COMPILED,
@@ -233,6 +235,7 @@ class RenderSettings:
     templates: Sequence[str | os.PathLike[str]] = ()
     torch_library: str | None = None
     config: str | None = None
+    target_options: Mapping[str, str | bool | int] = field(default_factory=dict)
 
     def options(self, name: str, target: TargetName) -> ModuleOptions:
         return ModuleOptions(
@@ -240,6 +243,7 @@ class RenderSettings:
             logging=self.logging, layout=self.layout, torch_library=self.torch_library, config=self.config,
             templates=tuple(os.fspath(t) for t in self.templates),
             arena_bytes=DEFAULT_ARENA_BYTES if self.arena_bytes is None else self.arena_bytes,
+            target_options=tuple(dict(self.target_options).items()),
         )
 
 
@@ -253,6 +257,7 @@ class RenderKeywords(TypedDict, total=False):
     templates: Sequence[str | os.PathLike[str]]
     torch_library: str | None
     config: str | None
+    target_options: Mapping[str, str | bool | int]
 
 
 def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name: str = "m", target: TargetName = "ks",
@@ -265,8 +270,8 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
     function when None) or already-resolved Bindings. The module is ``options``,
     or made from ``module_name``, ``target`` and the keyword settings
     (RenderSettings: ``tensor_types``, ``logging``, ``arena_bytes``, ``layout``,
-    ``templates``, ``torch_library``, ``config``); ``templates`` are override
-    directories, searched before the built-ins.
+    ``templates``, ``torch_library``, ``config``, ``target_options``); ``templates`` are
+    override directories, searched before the target's own templates and the built-ins.
     """
     if options is None:
         options = with_options(RenderSettings, None, settings, "render_module").options(module_name, target)
@@ -283,16 +288,21 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
     else:
         resolved = select_bindings(cast("list[FunctionDecl]", list(decls)), bindings)
     ctx = build_context(resolved, options)
-    env = environment(options.templates, tuple(sorted((filters or {}).items())))
-    plan = get_target(options.target).file_plan(options.layout)
+    record = get_target(options.target)
+    own = os.fspath(record.templates) if record.templates is not None else None
+    if own is not None:
+        note_tree(own)  # an out-of-tree target's templates: inputs as an override's are
+    env = environment(options.templates, tuple(sorted((filters or {}).items())), own)
+    plan = record.file_plan(options.layout)
+    searched = (*options.templates, *([own] if own is not None else []))  # before the built-ins
     files: dict[str, str] = {}
     used: dict[str, str] = {}
     for template_out, name in sorted(plan.items(), key=lambda item: item[0].replace("{module}", options.name)):
         out = template_out.replace("{module}", options.name)
-        origin = template_origin(name, options.templates)
+        origin = template_origin(name, searched)
         file_ctx = dict(ctx, stamp_cpp=stamp(options, "//", name, origin),
                         stamp_py=stamp(options, "#", name, origin))
-        files[out] = render_template(env, name, file_ctx, options.templates)
+        files[out] = render_template(env, name, file_ctx, searched)
         used[out] = name
     return RenderedModule(options.name, options.target, files, ctx, used)
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from ksbind.codegen.targets.common import CrossingRule, EntryPoint, release_gil_cpp
 from ksbind.inputs import PACKAGE_DIR
@@ -44,8 +45,41 @@ def same_name(module_name: str) -> str:
     return module_name
 
 
-def _frozen(files: Mapping[str, str]) -> Mapping[str, str]:
+def _frozen(files: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(files))
+
+
+#: What a target's own config key holds: a string, true/false, or a whole number.
+OptionKind = Literal["text", "flag", "count"]
+OPTION_TYPES: Mapping[OptionKind, type] = MappingProxyType({"text": str, "flag": bool, "count": int})
+
+
+@dataclass(frozen=True)
+class TargetOption:
+    """One of a target's own config keys, given under a module's ``target_options:``.
+
+    kind: what it holds (OptionKind); default: its value when the config leaves it out;
+    doc: one line, for messages and the target's own docs.
+    """
+
+    kind: OptionKind
+    default: str | bool | int
+    doc: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in OPTION_TYPES:
+            raise ValueError(f"unknown option kind {self.kind!r}; expected one of {', '.join(OPTION_TYPES)}")
+        if not _holds(self.kind, self.default):
+            raise ValueError(f"default {self.default!r} is not a {self.kind} value")
+
+    def holds(self, value: object) -> bool:
+        """Whether ``value`` is one of this option's values."""
+        return _holds(self.kind, value)
+
+
+def _holds(kind: OptionKind, value: object) -> bool:
+    # By exact type: bool is an int in Python, and a count must not take true, nor a flag 1.
+    return type(value) is OPTION_TYPES[kind]
 
 
 @dataclass(frozen=True)
@@ -66,6 +100,14 @@ class Target:
     ``tensor_types`` adds to and the stub declares; when false, ``tensor_types`` is
     an error and a tensor is ``tensors`` in Python.
     tensors: what a tensor is in Python (for messages).
+    templates: the target's own template folder (an out-of-tree target's: docs/templates.md),
+    searched after a module's override folders and before ksbind's built-in templates, which
+    its templates may extend or include. None: the built-ins only.
+    include_dirs: folders of the target's own C++ headers, on the include path of its modules'
+    compiles (after the runtime's and ksbind's); every header under them is in the cache key.
+    options: the target's own config keys (name -> TargetOption), given under a module's
+    ``target_options:``, checked against these and handed to the templates as
+    ``target_options`` (each key with its value or default).
     stub_imports: import lines the stub's annotations need besides the common ones.
     torch_library: the config's ``torch_library`` (register torch.ops) applies.
     compiled_name: the compiled extension's module name, from the module's name.
@@ -109,6 +151,9 @@ class Target:
     entry_headers: tuple[str, ...] = ()
     cpu_kernels: bool = False
     limited_api: tuple[int, int] | None = None
+    templates: Path | None = None
+    include_dirs: tuple[Path, ...] = ()
+    options: Mapping[str, TargetOption] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.build not in BUILD_KINDS:
@@ -119,6 +164,7 @@ class Target:
             raise ValueError(f"target {self.name!r}: runtime_copy and runtime_source go together")
         object.__setattr__(self, "files", _frozen(self.files))
         object.__setattr__(self, "single_file", _frozen(self.single_file))
+        object.__setattr__(self, "options", _frozen(self.options))
 
     def decided(self, e: EntryPoint) -> EntryPoint:
         """The entry point with what this target decides for it: whether its call releases the GIL."""
@@ -147,5 +193,5 @@ class Target:
                 for p in sorted(folder.glob("*.py"))]
 
 
-__all__ = ["Target", "ExtraContext", "CrossingProblem", "BUILD_KINDS", "no_extra_context", "crosses_always",
-           "same_name"]
+__all__ = ["Target", "TargetOption", "OptionKind", "OPTION_TYPES", "ExtraContext", "CrossingProblem", "BUILD_KINDS",
+           "no_extra_context", "crosses_always", "same_name"]
