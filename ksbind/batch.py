@@ -13,8 +13,8 @@ Progress: one INFO line on the ``ksbind`` logger per module finished,
 failed (CONFIG:LINE)``. A
 failing module does not stop the others; once all are done, the failures are
 raised together as one ``BatchBuildError`` naming each module's config and
-line. Each thread runs in a copy of the caller's context (``ksbind.log.QUIET``
-is a context variable, which threads do not inherit by themselves).
+line. Each thread runs in a copy of the caller's context (the build session,
+ksbind/session.py, is in the context, which threads do not inherit by themselves).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from types import ModuleType
 
-from ksbind.backend.compile import PCH_FIRST
+from ksbind import session
 from ksbind.backend.runner import jobs, resume_runners, stop_every_runner
 from ksbind.errors import BatchBuildError, KsbindError, ModuleFailure
 from ksbind.log import get_logger
@@ -89,9 +89,9 @@ def build_many(specs: Sequence[ModuleSpec], build_one: Callable[[ModuleSpec], Mo
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ksbind-module")
     futures: list[Future[None]] = []
     # The modules' shared precompiled headers are built first and waited for
-    # (ksbind/backend/compile.py PCH_FIRST): every later module of the batch uses them.
+    # (the session's pch_first: ksbind/backend/compile.py): every later module of the batch uses them.
     context = contextvars.copy_context()
-    context.run(PCH_FIRST.set, True)
+    context.run(session.enter, pch_first=True)
     try:
         futures = [pool.submit(context.copy().run, build_group, g) for g in groups.values()]
         pending = set(futures)

@@ -45,7 +45,7 @@ def module_spec(fullname: str, root: str, name: str) -> importlib.machinery.Modu
 
 def build_for_import(fullname: str, root: str, name: str) -> ModuleType:
     """Build (or find in the cache) module ``name`` of the project at ``root``."""
-    from ksbind.backend.compile import INSTALLED
+    from ksbind import session
     from ksbind.errors import BuildError
     from ksbind.pipeline import build_spec
     from ksbind.project import load_project
@@ -57,11 +57,8 @@ def build_for_import(fullname: str, root: str, name: str) -> ModuleType:
                          "[tool.ksbind] no longer has: reinstall it (pip install -e .)",
                          None)
     built: list[Path] = []
-    token = INSTALLED.set(built)
-    try:
+    with session.changed(installed=built):
         module = build_spec(found[0].spec, templates=project.templates)
-    finally:
-        INSTALLED.reset(token)
     if built:
         _log.info("%s: rebuilt for this editable install (its sources, config or templates changed)", fullname)
     else:

@@ -32,7 +32,6 @@ hash on every no-op); a folder's sorted entry names; ``None``: absent.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import hashlib
 import json
 import os
@@ -42,6 +41,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ksbind import session
 from ksbind._version import __version__
 
 #: Above this size a file is fingerprinted by its stat, not its content.
@@ -172,18 +172,17 @@ class Recorder:
                 "dirs": self.dirs, "outputs": self.outputs, "module": self.module}
 
 
-_RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ksbind_inputs", default=None)
-
-
 @contextlib.contextmanager
 def recording() -> Iterator[Recorder]:
-    """Note what the build in this block (this thread's context) reads and writes."""
+    """Note what the build in this block (this thread's context) reads and writes: the
+    build session's recorder (ksbind/session.py)."""
     recorder = Recorder()
-    token = _RECORDER.set(recorder)
-    try:
+    with session.changed(recorder=recorder):
         yield recorder
-    finally:
-        _RECORDER.reset(token)
+
+
+def _recorder() -> session.InputRecorder | None:
+    return session.current().recorder
 
 
 # ------------------------------------------------------------------ the reader: read and noted at once
@@ -216,21 +215,21 @@ def list_dir(path: str | os.PathLike[str]) -> list[str]:
 
 def note_file(path: str | os.PathLike[str], data: bytes | None = None) -> None:
     """An input file, as read (``data``) or as it is now, when a build is being recorded."""
-    recorder = _RECORDER.get()
+    recorder = _recorder()
     if recorder is not None:
         recorder.note_file(path, data)
 
 
 def note_dir(path: str | os.PathLike[str], names: Iterable[str] | None = None) -> None:
     """A folder whose listing the build used (``names``: as listed)."""
-    recorder = _RECORDER.get()
+    recorder = _recorder()
     if recorder is not None:
         recorder.note_dir(path, names)
 
 
 def note_tree(path: str | os.PathLike[str]) -> None:
     """A folder, its subfolders and every file in them (a template folder)."""
-    recorder = _RECORDER.get()
+    recorder = _recorder()
     if recorder is None:
         return
     recorder.note_dir(path)
@@ -244,21 +243,21 @@ def note_tree(path: str | os.PathLike[str]) -> None:
 
 def note_output(path: str | os.PathLike[str], data: str | bytes) -> None:
     """A file the build wrote (or found already holding ``data``) for the user."""
-    recorder = _RECORDER.get()
+    recorder = _recorder()
     if recorder is not None:
         recorder.note_output(path, data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data)
 
 
 def note_module(module: dict[str, Any]) -> None:
     """The cache entry and import steps of the module the build returned (ksbind/build_api.py loads it so)."""
-    recorder = _RECORDER.get()
+    recorder = _recorder()
     if recorder is not None:
         recorder.module = module
 
 
 def refuse(why: str) -> None:
     """This build cannot be reused without running it (no record is written)."""
-    recorder = _RECORDER.get()
+    recorder = _recorder()
     if recorder is not None and recorder.refused is None:
         recorder.refused = why
 

@@ -14,17 +14,18 @@ Verbosity (the same for ``ksbind.build`` and ``ksbind.load_ks``, default 1):
 ``KSBIND_VERBOSE=0`` warnings only, ``1`` progress (INFO), ``2`` also the
 compiler's command lines (DEBUG); the CLI's ``-q``/``-v`` mean 0 and 2. A
 call's ``quiet=True`` silences that call's INFO and DEBUG records (its
-threads included: ``QUIET`` is a context variable they inherit), whatever the
-handler.
+threads included: the build session's ``quiet``, ksbind/session.py, is in the
+context they inherit), whatever the handler.
 """
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import logging
 import os
 import sys
 from collections.abc import Iterator
+
+from ksbind import session
 
 LOGGER_NAME = "ksbind"
 #: The stages' loggers (``ksbind.ksc`` is written by ksbind/ksc/driver.py and planner.py).
@@ -34,16 +35,15 @@ STAGES = ("ksc", "compile", "cache")
 LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG}
 DEFAULT_VERBOSITY = 1
 
-#: Set by ``build(quiet=True)`` and ``load_ks(quiet=True)`` for the call's own
-#: thread and the threads it starts (they run in a copy of its context).
-QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("ksbind_quiet", default=False)
 
 
 class _QuietFilter(logging.Filter):
     """Drops a quiet call's records below WARNING."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or not QUIET.get()
+        # The build session's quiet (ksbind/session.py): set by ``build(quiet=True)`` and
+        # ``load_ks(quiet=True)`` for the call's own thread and the threads it starts.
+        return record.levelno >= logging.WARNING or not session.current().quiet
 
 
 class _StderrHandler(logging.Handler):
@@ -144,5 +144,5 @@ def debug_enabled() -> bool:
     return logging.getLogger(LOGGER_NAME).isEnabledFor(logging.DEBUG) or env_verbosity() == 2
 
 
-__all__ = ["get_logger", "setup", "verbosity", "env_verbosity", "debug_enabled", "QUIET", "LEVELS", "DEFAULT_VERBOSITY",
+__all__ = ["get_logger", "setup", "verbosity", "env_verbosity", "debug_enabled", "LEVELS", "DEFAULT_VERBOSITY",
            "LOGGER_NAME", "STAGES"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ksbind import log
+from ksbind import log, session
 from ksbind.backend.build import build_module, prepare_build, start_imports
 from ksbind.backend.loader import needs_version, note_loaded, versioned_spec
 from ksbind.backend.missing import explain_missing
@@ -30,7 +30,6 @@ from ksbind.codegen.render import RenderedModule, render_module
 from ksbind.config import load_config, select_module
 from ksbind.errors import BuildError, ConfigError, Location, OutputError
 from ksbind.inputs import refuse
-from ksbind.ksc.driver import WHILE_KSC_RUNS
 from ksbind.lang.sexpr import gc_paused
 from ksbind.resolve import ResolvedModule, resolve_spec
 from ksbind.spec import ModuleOptions, ModuleSpec
@@ -212,11 +211,8 @@ def build_configs(configs: str | os.PathLike[str] | Sequence[str | os.PathLike[s
     paths = [configs] if isinstance(configs, (str, os.PathLike)) else list(configs)
     specs = [s for p in paths for s in load_config(p)]
     log.setup()  # once, before the build threads start
-    token = log.QUIET.set(quiet or log.QUIET.get())  # the threads' contexts are copies of this one
-    try:
+    with session.changed(quiet=quiet or session.current().quiet):  # the threads' contexts are copies of this one
         modules = build_many(specs, lambda s: build_spec(s, templates=templates, cache_dir=cache_dir, quiet=quiet))
-    finally:
-        log.QUIET.reset(token)
     return [(s.name, m) for s, m in zip(specs, modules)]
 
 
@@ -225,14 +221,11 @@ def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
     root = Path(cache_dir) if cache_dir is not None else cache_root()
     check_root(root)
     log.setup()
-    token = log.QUIET.set(quiet or log.QUIET.get())
+    token = session.enter(quiet=quiet or session.current().quiet)
     try:
         # While ksc runs (when it does), a core is idle: torch's import starts there.
-        while_ksc = WHILE_KSC_RUNS.set(lambda: start_imports(spec))
-        try:
+        with session.changed(while_ksc_runs=lambda: start_imports(spec)):
             resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
-        finally:
-            WHILE_KSC_RUNS.reset(while_ksc)
         try:
             return _build_resolved(resolved, templates, root)
         except BuildError as e:
@@ -243,7 +236,7 @@ def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
             raise
         raise fault from None
     finally:
-        log.QUIET.reset(token)
+        session.leave(token)
 
 
 def _build_resolved(resolved: ResolvedModule, templates: Sequence[str], root: Path) -> ModuleType:

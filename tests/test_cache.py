@@ -647,23 +647,19 @@ def test_torch_entries_are_verified_too(tmp_path: Path) -> None:
 
 def test_a_quiet_build_does_not_announce_waiting_for_a_lock(tmp_path: Path,
                                                            caplog: pytest.LogCaptureFixture) -> None:
-    """build_spec(quiet=True) sets ksbind.log.QUIET: waiting for
+    """build_spec(quiet=True) sets the build session's quiet: waiting for
     a lock logs nothing (the tests build modules on background threads while
     other tests capture logs); a loud wait says so once, on ksbind.cache."""
     import logging
     import threading
 
-    from ksbind.log import QUIET
+    from ksbind import session
 
     lock = tmp_path / "x.lock"
 
     def wait_for_lock(quiet: bool) -> None:
-        token = QUIET.set(quiet)
-        try:
-            with build_lock(lock, 30, what="x"):
-                pass
-        finally:
-            QUIET.reset(token)
+        with session.changed(quiet=quiet), build_lock(lock, 30, what="x"):
+            pass
 
     caplog.set_level(logging.INFO, logger="ksbind")
     for quiet, expected in [(True, ""), (False, "x: waiting for another build")]:

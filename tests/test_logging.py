@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import ksbind
-from ksbind import log
+from ksbind import log, session
 from ksbind.backend.compile import compile_objects
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import Toolchain
@@ -70,15 +70,12 @@ def test_one_info_line_per_compiled_unit_and_the_command_lines_at_debug(
 
 def test_a_quiet_call_logs_no_progress(tmp_path: Path, caplog: pytest.LogCaptureFixture,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """build(quiet=True) sets log.QUIET, which the compile threads inherit."""
+    """build(quiet=True) sets the build session's quiet, which the compile threads inherit."""
     monkeypatch.setenv("KSBIND_CCACHE", "0")
     caplog.set_level(logging.DEBUG, logger="ksbind")
-    token = log.QUIET.set(True)
-    try:
+    with session.changed(quiet=True):
         compile_objects(units(tmp_path), tiny_toolchain(), objects=None, work=tmp_path, log_dir=tmp_path, label="m")
         log.get_logger("cache").warning("a warning is still shown")
-    finally:
-        log.QUIET.reset(token)
     assert messages(caplog) == [("ksbind.cache", logging.WARNING, "a warning is still shown")]
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 import ksbind
+from ksbind import session
 from ksbind.backend import loader
 from ksbind.backend.runner import YIELDING, Runner, Unit
-from ksbind.ksc.driver import WHILE_KSC_RUNS, run_ksc
+from ksbind.ksc.driver import run_ksc
 from tests.test_ksc import KSC, RUNTIME, needs_ksc
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread niceness: Linux only")
@@ -116,11 +117,8 @@ def test_while_ksc_runs_is_called_once_ksc_has_started_and_its_output_is_kept(tm
             time.sleep(0.005)
         calls.append(True)
 
-    token = WHILE_KSC_RUNS.set(meanwhile)
-    try:
+    with session.changed(while_ksc_runs=meanwhile):
         done = run_ksc([sys.executable, "-c", slow], 60, tmp_path, None)
-    finally:
-        WHILE_KSC_RUNS.reset(token)
     assert calls == [True] and done.returncode == 0 and done.stdout == "out\n"
     assert run_ksc([sys.executable, "-c", "print('x')"], 60, tmp_path, None).stdout == "x\n"  # unset: not called
     assert calls == [True]
@@ -129,12 +127,9 @@ def test_while_ksc_runs_is_called_once_ksc_has_started_and_its_output_is_kept(tm
 def test_a_ksc_timeout_kills_ksc_even_while_the_callback_runs(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     code = f"import os, pathlib, time; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())); time.sleep(60)"
-    token = WHILE_KSC_RUNS.set(lambda: None)
-    try:
-        with pytest.raises(ksbind.KsbindError, match="did not finish within 1 s"):
-            run_ksc([sys.executable, "-c", code], 1, tmp_path, None)
-    finally:
-        WHILE_KSC_RUNS.reset(token)
+    with session.changed(while_ksc_runs=lambda: None), \
+            pytest.raises(ksbind.KsbindError, match="did not finish within 1 s"):
+        run_ksc([sys.executable, "-c", code], 1, tmp_path, None)
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)

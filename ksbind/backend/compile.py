@@ -34,6 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from ksbind import session
 from ksbind.backend import pch, sccache
 from ksbind.backend.runner import YIELDING, Runner, Stopped, Unit, jobs
 from ksbind.backend.toolchain import Toolchain, compiler_identity, launcher, linker_flags
@@ -46,12 +47,6 @@ from ksbind.fileio import write_atomic
 from ksbind.log import get_logger
 
 OBJECT = "unit.o"
-
-#: Set by a batch of modules (ksbind/batch.py): a shared precompiled header the
-#: units ask for that is not built yet is built first, in this build, and waited
-#: for (one build at a time per header), rather than in the background after it:
-#: the batch's later modules all use it, which more than pays for the wait.
-PCH_FIRST: contextvars.ContextVar[bool] = contextvars.ContextVar("ksbind_pch_first", default=False)
 
 log = get_logger("compile")
 
@@ -159,8 +154,12 @@ def unit_key(unit: Unit, tc: Toolchain, pch_key: str) -> str:
 
 def _build_first(tc: Toolchain, root: Path, shared: pch.SharedPch, runner: Runner,
                  flags: tuple[str, ...]) -> pch.SharedPch:
-    """PCH_FIRST's step: build the header now (or wait for the module of this batch
-    that builds it), then look it up again. A failure only means it is not used."""
+    """The session's pch_first step (set by a batch of modules, ksbind/batch.py): a shared
+    precompiled header the units ask for that is not built yet is built now, in this build,
+    and waited for (one build at a time per header), rather than in the background after it:
+    the batch's later modules all use it, which more than pays for the wait. Or wait for the
+    module of this batch that builds it; then look it up again. A failure only means it is
+    not used."""
     if not pch.building(root, shared.key) and not pch.may_start(root, shared.key):
         return shared  # it failed before and no space was freed since, or too little is free
     log.info("%sbuilding the shared precompiled header first: the batch's other modules use it too",
@@ -194,7 +193,7 @@ NO_HEADERS = HeaderPlan({}, ())
 
 
 def plan_headers(units: Sequence[Unit], tc: Toolchain, root: Path, runner: Runner) -> HeaderPlan:
-    """Each unit's shared precompiled header, looked up (and, under PCH_FIRST, built first)."""
+    """Each unit's shared precompiled header, looked up (and, under the session's pch_first, built first)."""
     by_unit: dict[int, pch.SharedPch] = {}
     variants: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Toolchain, pch.SharedPch]] = {}
     for i, u in enumerate(units):
@@ -205,7 +204,7 @@ def plan_headers(units: Sequence[Unit], tc: Toolchain, root: Path, runner: Runne
         if variant not in variants:
             vtc = dataclasses.replace(tc, pch_includes=includes)
             found_pch = pch.lookup(vtc, root, variant[1])
-            if found_pch.stored is None and PCH_FIRST.get():
+            if found_pch.stored is None and session.current().pch_first:
                 found_pch = _build_first(vtc, root, found_pch, runner, variant[1])
             variants[variant] = (vtc, found_pch)
         by_unit[i] = variants[variant][1]
@@ -370,7 +369,7 @@ def schedule(compiler: UnitCompiler, n_jobs: int, build_pch: bool,
     n_workers = max(1, min(n_jobs, len(to_compile) + len(missing)))
     with ThreadPoolExecutor(max_workers=n_workers) as pool:
         try:
-            # Each in a copy of this context: a quiet build's threads stay quiet (ksbind.log.QUIET).
+            # Each in a copy of this context: a quiet build's threads stay quiet (the session's quiet).
             futures = {i: pool.submit(contextvars.copy_context().run, compiler.guarded, i) for i in to_compile}
             pch_futures: list[Future[bool | None]] = []
             if missing and compiler.objects is not None:
@@ -515,11 +514,6 @@ def wrapper_files(name: str, files: Mapping[str, str]) -> dict[str, str]:
     return {f: files[f] for f in (f"{name}.py", f"{name}.pyi") if f in files}
 
 
-#: Set to a list by a caller that wants to know which modules a build compiled (an editable
-#: import says whether it rebuilt): each module installed in the cache in this context is appended.
-INSTALLED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("ksbind_installed", default=None)
-
-
 def build_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                 objects: ObjectCache | None, log_dir: Path, label: str = "",
                 companions: Mapping[str, str] | None = None) -> None:
@@ -559,7 +553,7 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
         entry.install(out)
     for start_pch in after:  # the shared precompiled headers this build lacked
         start_pch()
-    built = INSTALLED.get()
+    built = session.current().installed  # a caller asking which modules a build compiled (editable.py)
     if built is not None:
         built.append(entry.module_path)
     prefix = f"{label}: " if label else ""
@@ -569,6 +563,6 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 
 __all__ = [
     "Unit", "shared_copies", "shared_text", "init_unit", "module_name_flags", "PLACEHOLDER", "compile_objects",
-    "link", "build_entry", "INSTALLED", "install_entry", "wrapper_files", "unit_key", "object_cache", "jobs", "OBJECT",
+    "link", "build_entry", "install_entry", "wrapper_files", "unit_key", "object_cache", "jobs", "OBJECT",
     "HeaderPlan", "plan_headers", "Lookup", "look_up", "UnitCompiler", "schedule", "companion",
 ]

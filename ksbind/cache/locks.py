@@ -17,9 +17,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ksbind import session
 from ksbind.cache.manifest import still_named
 from ksbind.errors import BuildError, Location
-from ksbind.log import QUIET, get_logger
+from ksbind.log import get_logger
 
 DEFAULT_LOCK_TIMEOUT = 900.0
 
@@ -52,9 +53,9 @@ def build_lock(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT, what: str = ""
                     if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                         raise
                 if not announced:
-                    # ksbind.log.QUIET, set by ``build_spec(quiet=True)`` for the build's own thread and the
-                    # compile threads it starts: a quiet build logs no progress, not even this wait.
-                    if _log.isEnabledFor(logging.INFO) and not QUIET.get():
+                    # The session's quiet, set by ``build_spec(quiet=True)`` for the build's own thread and
+                    # the compile threads it starts: a quiet build logs no progress, not even this wait.
+                    if _log.isEnabledFor(logging.INFO) and not session.current().quiet:
                         _log.info("%s: waiting for another build%s", what or path.name, _read_holder(fd))
                     announced = True
                 if time.monotonic() - start > timeout:

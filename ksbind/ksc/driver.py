@@ -17,7 +17,6 @@ one-line KscError located in the ``.ks`` source (ksbind.ksc.diagnostics).
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import hashlib
 import json
 import logging
@@ -28,11 +27,12 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ksbind import session
 from ksbind.cache.keys import Hasher, file_sha256
 from ksbind.cache.maintenance import remove_folder
 from ksbind.cache.objects import damaged_file
@@ -490,19 +490,15 @@ def _runtime_header_text(runtime: Path, headers: Sequence[str] = ("prelude.h",))
     return "".join(texts)
 
 
-#: Called once each ksc process has started, while it runs: the build starts there what it
-#: needs later and that ksc's wait leaves a core free for (pipeline.py: the import of torch).
-WHILE_KSC_RUNS: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
-    "ksbind_while_ksc_runs", default=None)
-
-
 def run_ksc(cmd: list[str], timeout: float, cwd: Path, where: Location | None) -> subprocess.CompletedProcess[str]:
     """ksc from an argument list, never a shell, with a timeout (then it is killed)."""
     try:
         with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               errors="replace", stdin=subprocess.DEVNULL) as proc:
             try:
-                meanwhile = WHILE_KSC_RUNS.get()
+                # The session's while_ksc_runs, once ksc has started: the build starts there what it
+                # needs later and that ksc's wait leaves a core free for (pipeline.py: torch's import).
+                meanwhile = session.current().while_ksc_runs
                 if meanwhile is not None:
                     meanwhile()
                 out, err = proc.communicate(timeout=timeout)
@@ -523,4 +519,4 @@ def scan_sources(paths: Iterable[Path]) -> list[KsSource]:
 
 __all__ = ["KscToolchain", "KscOutput", "find_ksc", "ksc_toolchains", "ksc_runtime", "compile_ks",
            "calls_aten", "ksc_preludes", "ksc_headers", "ATEN_PRELUDE", "ATEN_HEADER",
-           "edefs_header", "run_ksc", "scan_sources", "WHILE_KSC_RUNS"]
+           "edefs_header", "run_ksc", "scan_sources"]

@@ -171,10 +171,17 @@ def _flattener(binding: str, specs: Sequence[Any], leaves: Sequence[LeafRecord],
             return [_leaf_value(x, a, binding, lists) for x, a in zip(leaves, args)]
         return tensors
 
+    if all(s == "leaf" for s in specs):  # one leaf per argument (numbers, tensors): no walk
+        def leaf_args(args: Sequence[Any]) -> list[Any]:
+            return [_leaf_value(x, a, binding, lists) for x, a in zip(leaves, args)]
+        return leaf_args
+
+    names = _names(leaves, specs)  # once: the same for every call
+
     def flatten(args: Sequence[Any]) -> list[Any]:
         out: list[Any] = []
         it = iter(leaves)
-        for spec, value, x in zip(specs, args, _names(leaves, specs)):
+        for spec, value, x in zip(specs, args, names):
             walk(spec, value, x, out, it)
         return out
 
