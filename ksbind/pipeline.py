@@ -48,14 +48,21 @@ class GeneratedModule:
     planned: list[PlannedFile]
 
 
+#: The module settings render reads that are the config's own keys, taken from the ModuleSpec as
+#: they are (a setting added to both records reaches the templates with no line here).
+_SHARED_SETTINGS = tuple(f.name for f in dataclasses.fields(ModuleOptions)
+                         if f.name in {g.name for g in dataclasses.fields(ModuleSpec)} and f.name != "templates")
+
+
 def module_options(spec: ModuleSpec, extra_templates: Sequence[str] = (), *, standalone: bool = False,
                    package: str | None = None) -> ModuleOptions:
-    return ModuleOptions(standalone=standalone, package=package,
-        name=spec.name, target=spec.target, tensor_types=spec.tensor_types, logging=spec.logging,
-        arena_bytes=spec.arena_bytes, layout=spec.layout, torch_library=spec.torch_library,
+    """What render takes of a module: its shared settings, and those made here (the config's path
+    as shown, the template folders with the command line's first, where a wheel puts it)."""
+    return ModuleOptions(
+        **{name: getattr(spec, name) for name in _SHARED_SETTINGS},
         config=os.path.relpath(spec.config_path) if spec.config_path.is_absolute() else str(spec.config_path),
         templates=tuple(extra_templates) + tuple(os.fspath(t) for t in spec.templates),
-        versioned_from=spec.versioned_from, target_options=spec.target_options,
+        standalone=standalone, package=package,
     )
 
 

@@ -253,3 +253,20 @@ def test_render_options_agree_with_the_model() -> None:
         if f.name in params and f.name not in ("tensor_types", "target_options"):  # given as lists, mappings
             assert hints[f.name] in (s.type, s.type | None), f.name
             assert params[f.name].default in (s.default, None), f.name
+
+
+def test_module_options_take_every_setting_both_records_have_from_the_spec() -> None:
+    """pipeline.module_options copies no field by name: each setting ModuleSpec and ModuleOptions
+    share reaches render as the config gave it."""
+    import dataclasses
+
+    from ksbind.pipeline import _SHARED_SETTINGS, module_options
+    given = spec.ModuleSpec(name="m", config_path=Path("/abs/c.yaml"), target="python", tensor_types=((2, "Float"),),
+                            logging=True, arena_bytes=4096, layout="single", torch_library="ns",
+                            versioned_from="m_old", target_options=(("k", "v"),), templates=(Path("t"),))
+    options = module_options(given, ["cli"], standalone=True, package="pkg")
+    both = {f.name for f in dataclasses.fields(spec.ModuleOptions)} & {f.name for f in dataclasses.fields(spec.ModuleSpec)}
+    assert set(_SHARED_SETTINGS) == both - {"templates"}
+    for name in _SHARED_SETTINGS:
+        assert getattr(options, name) == getattr(given, name), name
+    assert options.templates == ("cli", "t") and (options.standalone, options.package) == (True, "pkg")
