@@ -101,7 +101,7 @@ def reuse(where: Path, key: list[Any]) -> tuple[ModuleType | None, str]:
         return None, f"its record {where} is malformed ({type(e).__name__})"
 
 
-#: Entry files this process hashed (ksbind.cache.manifest.check_entry).
+#: Per process, by stat identity: entry files this process hashed (ksbind.cache.manifest.check_entry).
 _verified: dict[str, tuple[int, int, int, str]] = {}
 
 

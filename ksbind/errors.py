@@ -15,6 +15,7 @@ from typing import Any
 
 #: Files shown under another name in messages: load_ks saves the user's text under the build
 #: cache, by content, and its errors and warnings say ``<load_ks text>:LINE:COL``, not that path.
+#: Per process: a saved text's path names the same text for as long as the process runs.
 _DISPLAY_NAMES: dict[str, str] = {}
 
 

@@ -72,7 +72,8 @@ class _StderrHandler(logging.Handler):
 
 _quiet_filter = _QuietFilter()
 _handler = _StderrHandler()
-#: The verbosity a caller chose (the CLI's -q/-v): later setup() calls keep it over KSBIND_VERBOSE.
+#: Per process, as logging's own configuration is: the verbosity a caller chose (the CLI's -q/-v):
+#: later setup() calls keep it over KSBIND_VERBOSE.
 _chosen: list[int] = []
 
 

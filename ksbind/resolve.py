@@ -127,6 +127,7 @@ def _declared_base_names(path: Path) -> frozenset[StructuredName]:
     return _base_names_in(read_text(path, "prelude file"), path)  # read every time: it may have changed
 
 
+# Per process: a function of the text alone (the same text has the same names).
 @lru_cache(maxsize=32)
 def _base_names_in(text: str, path: Path) -> frozenset[StructuredName]:
     source = scan_ks_text(text, str(path))

@@ -1,6 +1,7 @@
 """The build session (ksbind/session.py): one record of what a build is doing, in the context."""
 from __future__ import annotations
 
+import ast
 import contextvars
 import logging
 import re
@@ -69,3 +70,37 @@ def test_no_other_module_keeps_build_state_in_a_context_variable() -> None:
     found = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
              if re.search(r"\bContextVar\(", p.read_text(encoding="utf-8"))]
     assert found == ["session.py"]
+
+
+def _filled_at_run_time(node: ast.stmt) -> bool:
+    """A module-level empty dict, list or set (a cache or registry), or a cached function."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        v = node.value
+        return (isinstance(v, (ast.Dict, ast.List, ast.Set)) and not getattr(v, "keys", getattr(v, "elts", None))) or (
+            isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("dict", "list", "set")
+            and not v.args)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        names = {d.func.id if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) else
+                 d.id if isinstance(d, ast.Name) else "" for d in node.decorator_list}
+        return bool(names & {"lru_cache", "cache"})
+    return False
+
+
+def test_every_process_wide_cache_says_why_it_is_per_process() -> None:
+    """What outlives a build (a module-level cache or registry, a cached function) says that it is
+    per process and why, in the comment above it or on its line; per-build state is the session's."""
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for node in ast.parse("\n".join(lines)).body:
+            if not _filled_at_run_time(node):
+                continue
+            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+            said = [lines[node.lineno - 1]]
+            i = first - 2
+            while i >= 0 and lines[i].lstrip().startswith("#"):
+                said.append(lines[i])
+                i -= 1
+            if "per process" not in " ".join(said).lower():
+                missing.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert missing == []

@@ -30,7 +30,7 @@ _cache_log = get_logger("cache")
 # the one every later build of the same key returns; the lock orders building an entry and
 # importing its wrapper between this process's threads (other processes: the entry's lock).
 _lock = threading.Lock()
-_loaded: dict[str, ModuleType] = {}
+_loaded: dict[str, ModuleType] = {}  # per process (above)
 
 
 def cache_key(spec: ModuleSpec, rendered: RenderedModule, target: str, framework: tuple[str, str],

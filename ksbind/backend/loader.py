@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # imported when needed: a no-op build (ksbind/build_api.py) loads modules with this alone
     from ksbind.spec import ModuleSpec
 
+#: Per process, by nature: an extension module file imported here (an .so cannot be unloaded).
 _imported: dict[str, ModuleType] = {}
 
 
@@ -67,6 +68,7 @@ def import_from_path(name: str, path: Path) -> ModuleType:
         return module
 
 
+#: Per process, by nature: a generated wrapper imported here, by its file.
 _wrappers: dict[str, ModuleType] = {}
 _wrapper_lock = threading.RLock()  # a wrapper's own imports may build or load (not under _import_lock)
 
@@ -96,7 +98,8 @@ def _run_wrapper(name: str, path: Path) -> ModuleType:
     return module
 
 
-_loaded: dict[str, str] = {}  # module name -> key of the build loaded under that name here
+#: Per process, by nature: module name -> key of the build loaded under that name here.
+_loaded: dict[str, str] = {}
 _lock = threading.Lock()
 
 
@@ -132,6 +135,7 @@ def versioned_spec(spec: ModuleSpec, key: str) -> ModuleSpec:
 #: niceness for good, and these threads then compute for the user. torch starts none on
 #: import (tests/test_scheduling.py checks it).
 BORN_WITH_THREADS = ("numpy",)
+#: Per process: the modules whose import a thread was started for (an import happens once).
 _started: set[str] = set()
 _started_lock = threading.Lock()
 

@@ -203,6 +203,7 @@ if sys.platform.startswith("linux"):
 #: sh: end the group on SIGTERM; run the command, with its status as the shell's.
 _SUPERVISOR = 'trap "kill -KILL 0" TERM; "$@" & wait $!'
 _SH = shutil.which("sh") or "/bin/sh"
+#: Per process: whether a program is on PATH, looked up once.
 _found: dict[str, bool] = {}
 
 

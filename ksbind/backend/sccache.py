@@ -33,6 +33,7 @@ from ksbind.errors import KsbindWarning, warn
 
 BASEDIRS = "SCCACHE_BASEDIRS"
 
+#: Per process: the (sccache, basedirs) pairs already checked and warned about, once.
 _checked: set[tuple[str, str]] = set()
 _checked_lock = threading.Lock()
 

@@ -169,6 +169,7 @@ def linker_flags() -> tuple[str, ...]:
     return ()
 
 
+#: Per process, by the compiler file's stat identity: each compiler command's identity.
 _identities: dict[tuple[str, ...], tuple[tuple[float, int], str]] = {}
 _identities_lock = threading.Lock()
 

@@ -39,7 +39,8 @@ from ksbind.cache.maintenance import cache_max_bytes, evict, remove_folder, remo
 from ksbind.cache.manifest import MANIFEST, MANIFEST_FORMAT, Verified, check_entry, note_used
 from ksbind.errors import KsbindWarning, user_stacklevel
 
-#: Files this process found intact: path -> (size, mtime_ns, inode, sha256 expected).
+#: Per process, by stat identity: files this process found intact: path -> (size, mtime_ns, inode,
+#: sha256 expected).
 #: A hit re-hashes a file only when one of these changed (see CacheEntry.check).
 _verified: Verified = {}
 

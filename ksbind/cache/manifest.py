@@ -19,7 +19,8 @@ from typing import Any
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
 
-#: Entry folders this process has used or installed: eviction never removes them (ksbind.cache.maintenance).
+#: Per process, by nature: entry folders this process has used or installed (its modules may be
+#: loaded from them): eviction never removes them (ksbind.cache.maintenance).
 USED_HERE: set[str] = set()
 
 

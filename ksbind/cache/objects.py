@@ -56,6 +56,7 @@ DEPS_FORMAT = 1
 #: A file's stat identity: (size, mtime_ns, ctime_ns, inode).
 Identity = tuple[int, int, int, int]
 
+#: Per process: a file hashed by its stat identity (a changed file has another identity).
 _digests: dict[str, tuple[Identity, str]] = {}  # path -> (identity when hashed, sha256)
 _digests_lock = threading.Lock()
 
@@ -165,7 +166,7 @@ class Stored:
         return self.dir / name
 
 
-#: Stored files this process found intact: path -> (size, mtime_ns, inode).
+#: Per process, by stat identity: stored files this process found intact: path -> (size, mtime_ns, inode).
 _checked: dict[str, tuple[int, int, int, str]] = {}
 
 

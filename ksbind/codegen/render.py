@@ -62,6 +62,7 @@ def py_docstring(value: Any) -> str:
     return f'"""{text}"""'
 
 
+# Per process: functions of their argument alone (parsed once).
 @lru_cache(maxsize=4096)
 def _structured_name(text: str) -> StructuredName:
     try:
@@ -70,6 +71,7 @@ def _structured_name(text: str) -> StructuredName:
         raise ValueError(f"expected a structured name such as [f Float], found {text!r}") from None
 
 
+# Per process, as _structured_name.
 @lru_cache(maxsize=4096)
 def _as_type(t: KsType | str) -> KsType:
     return t if isinstance(t, KsType) else parse_type(str(t))
@@ -173,6 +175,7 @@ class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
 _COMPILED = _CompiledTemplates()
 
 
+# Per process: an Environment per search path (its templates compile once).
 @lru_cache(maxsize=32)
 def environment(overrides: tuple[str, ...] = (), extra_filters: tuple[tuple[str, Callable[..., Any]], ...] = (),
                 target_templates: str | None = None) -> jinja2.Environment:

@@ -129,6 +129,8 @@ METHODS: dict[str, str] = {s.removeprefix("Tensor."): c.op for c in CONSTRUCTS f
                            if s.startswith("Tensor.")}
 METHODS.update({"sum": "sum", "mean": "mean", "prod": "prod", "max": "maximum", "min": "minimum"})
 
+#: Per process: id() of each torch, math and jax.numpy function -> its operation, filled once
+#: those modules are imported (the modules do not change under a running process).
 _identity: dict[int, str] = {}
 _identity_modules: frozenset[str] = frozenset()
 

@@ -382,6 +382,7 @@ def _cache_key(tool: KscToolchain, preludes: Sequence[Path], headers: Sequence[s
     return h.hexdigest()
 
 
+#: Per process, by stat identity: (path, mtime_ns, size) -> sha256 of a file ksc reads.
 _digests: dict[tuple[str, int, int], str] = {}
 
 

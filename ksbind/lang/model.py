@@ -129,6 +129,7 @@ def structured_name_from_node(node: SList) -> StructuredName:
     return StructuredName.base(head.text, type_from_node(rest))
 
 
+# Per process: a function of the name alone.
 @lru_cache(maxsize=16384)
 def _cpp_symbol(name: StructuredName) -> str:
     # Cached: rendering asks for each binding's symbol many times.

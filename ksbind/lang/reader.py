@@ -72,6 +72,7 @@ def scan_ks(text: str, filename: str = "<string>") -> KsSource:
     return KsSource(decls, gdefs, calls)
 
 
+# Per process: a function of the text alone (a batch's modules share their ksc output's text).
 @lru_cache(maxsize=16)
 def scan_ks_text(text: str, filename: str) -> KsSource:
     """scan_ks, remembered by text and file name: ksc's prelude is scanned by the ksc step and

@@ -56,6 +56,7 @@ class KsType:
         return _unbindable_reason(self)
 
 
+# Per process: a function of the (frozen) type alone.
 @lru_cache(maxsize=4096)
 def _unbindable_reason(t0: KsType) -> str | None:
     for t in t0.walk():
@@ -130,6 +131,7 @@ EMPTY_TUPLE = TupleType(())
 
 # ---------------------------------------------------------------- spelling
 
+# Per process: a function of the (frozen) type alone.
 @lru_cache(maxsize=4096)
 def _spell(t: KsType) -> str:
     """The canonical spelling of a tensor or tuple (cached: rendering prints the same types often)."""
@@ -139,6 +141,7 @@ def _spell(t: KsType) -> str:
     return "(Tuple" + "".join(" " + str(e) for e in t.elements) + ")"
 
 
+# Per process: a function of the (frozen) type alone.
 @lru_cache(maxsize=4096)
 def _mangle(t: KsType) -> str:
     if isinstance(t, ScalarType):
@@ -152,6 +155,7 @@ def _mangle(t: KsType) -> str:
     raise KsTypeError(f"{t} cannot be mangled: linear maps (LM) have no C++ name")
 
 
+# Per process: a function of the (frozen) type alone.
 @lru_cache(maxsize=4096)
 def _cpp(t: KsType) -> str:
     if isinstance(t, ScalarType):
@@ -165,6 +169,7 @@ def _cpp(t: KsType) -> str:
     raise KsTypeError(f"{t} has no C++ type: linear maps (LM) are internal to ksc")
 
 
+# Per process: a function of the (frozen) type alone.
 @lru_cache(maxsize=4096)
 def _tangent(t: KsType) -> KsType:
     if isinstance(t, ScalarType):

@@ -38,7 +38,8 @@ def _marked(path: str, marker: re.Pattern[bytes]) -> str | None:
 
 
 _MIN_MARKER = re.compile(rb"ksbind-torch-min=([0-9][0-9.]*);")
-#: Each op library's namespace and the file that registered it, in this process.
+#: Per process, by nature (torch's op registry is): each op library's namespace and the file that
+#: registered it.
 _libraries: dict[str, str] = {}
 
 
