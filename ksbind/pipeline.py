@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from ksbind import log, session
-from ksbind.backend.build import build_module, prepare_build, start_imports
+from ksbind.backend.build import build_module, prepare_build, schedule
 from ksbind.backend.loader import needs_version, note_loaded, versioned_spec
 from ksbind.backend.missing import explain_missing
 from ksbind.batch import build_many
@@ -228,11 +228,10 @@ def build_spec(spec: ModuleSpec, *, templates: Sequence[str] = (),
     root = Path(cache_dir) if cache_dir is not None else cache_root()
     check_root(root)
     log.setup()
-    token = session.enter(quiet=quiet or session.current().quiet)
+    # The work the build kind overlaps with ksc's run and the compiles (torch's import), declared.
+    token = session.enter(quiet=quiet or session.current().quiet, schedule=schedule(spec))
     try:
-        # While ksc runs (when it does), a core is idle: torch's import starts there.
-        with session.changed(while_ksc_runs=lambda: start_imports(spec)):
-            resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
+        resolved = resolve_spec(spec, root)  # runs ksc (cached) when the config names it
         try:
             return _build_resolved(resolved, templates, root)
         except BuildError as e:

@@ -4,7 +4,7 @@ A build's facts that are not its inputs' values ride with it from the public cal
 (``ksbind.build``, ``build_spec``, a batch, an editable install's rebuild) down to the
 code that reads them, several layers below: whether its progress is quiet, whether its
 shared precompiled headers are built first, where its installed modules are collected,
-what starts while ksc runs, and the recorder of the inputs it reads.
+what it overlaps with ksc's run and its compiles, and the recorder of the inputs it reads.
 
 They travel in the context (``contextvars``), not as arguments, on purpose: a build fans
 out into threads (compiles, a batch's modules), each of which runs in a copy of its
@@ -13,6 +13,11 @@ shows, take no arguments. Every such fact is a field of this one frozen record; 
 else in ksbind keeps per-build state in a ContextVar. A caller changes fields for a block
 with ``with changed(quiet=True):`` (restored after it, in this context only), or sets them
 in a copied context with ``context.run(enter, ...)`` (batch.py).
+
+The work a build overlaps with its own waits (torch's import while ksc runs and while the
+compilers run) is declared, as a ``Schedule``, by the build kind (``BuildKind.schedule``):
+the pipeline puts it in the session, and ksc's driver and the compile step each start
+their part at one fixed point. Nothing below the pipeline calls up into it otherwise.
 
 Process-wide caches stay where they are truly per process (a loaded library, a file
 hashed by its stat identity), each saying so where it is defined.
@@ -39,6 +44,19 @@ class InputRecorder(Protocol):
     def note_output(self, path: Any, data: bytes) -> None: ...
 
 
+class Schedule(NamedTuple):
+    """What a build overlaps with its own waits, declared by its build kind.
+
+    while_ksc: started once ksc has started (ksc's wait leaves a core free), or None.
+    while_compiling: started once a module's compiles are submitted and at least one unit
+    compiles (the compilers leave some CPU), or None. Each must return at once (start a
+    thread) and may be started more than once (it does its work once).
+    """
+
+    while_ksc: Callable[[], object] | None = None
+    while_compiling: Callable[[], object] | None = None
+
+
 class BuildSession(NamedTuple):
     """One build's facts beside its inputs (a NamedTuple, not a dataclass: a no-op build imports
     this module, and keeps to what starts fast).
@@ -47,16 +65,16 @@ class BuildSession(NamedTuple):
     build, build_spec, load_ks, compile. pch_first: its units' shared precompiled headers
     are built before the units (a batch: every later module uses them;
     ksbind/backend/compile.py). installed: each module file it installs is appended here
-    (an editable install's rebuild: ksbind/editable.py), or None. while_ksc_runs: started
-    when ksc starts, on ksc's own thread's behalf (the torch import: ksbind/pipeline.py),
-    or None. recorder: notes what it reads and writes for its no-op record
-    (ksbind/inputs.py), or None outside ``ksbind.build``'s recording.
+    (an editable install's rebuild: ksbind/editable.py), or None. schedule: the work it
+    overlaps with ksc's run and its compiles (Schedule: the torch import). recorder: notes
+    what it reads and writes for its no-op record (ksbind/inputs.py), or None outside
+    ``ksbind.build``'s recording.
     """
 
     quiet: bool = False
     pch_first: bool = False
     installed: list[Path] | None = None
-    while_ksc_runs: Callable[[], None] | None = None
+    schedule: Schedule = Schedule()
     recorder: InputRecorder | None = None
 
 
@@ -93,4 +111,4 @@ def changed(**changes: Any) -> Iterator[BuildSession]:
         leave(token)
 
 
-__all__ = ["BuildSession", "InputRecorder", "current", "enter", "leave", "changed"]
+__all__ = ["BuildSession", "Schedule", "InputRecorder", "current", "enter", "leave", "changed"]

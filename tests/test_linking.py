@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ksbind import session
 from ksbind.backend import toolchain
 from ksbind.backend.compile import compile_objects, link
 from ksbind.backend.runner import Unit
@@ -84,7 +85,7 @@ def test_a_linker_named_by_ksbind_linker_that_fails_is_the_build_error(
         link(objects, TINY, tmp_path / "tiny.so", objects[0], tmp_path, "m")
 
 
-def test_meanwhile_runs_once_the_compiles_are_under_way_and_not_without_one(
+def test_while_compiling_starts_once_the_compiles_are_under_way_and_not_without_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KSBIND_CCACHE", "0")
     calls: list[str] = []
@@ -93,7 +94,8 @@ def test_meanwhile_runs_once_the_compiles_are_under_way_and_not_without_one(
     def meanwhile() -> None:
         calls.append(threading.current_thread().name)
 
-    compile_objects(tiny_unit(tmp_path), TINY, objects=cache, work=tmp_path, log_dir=tmp_path, meanwhile=meanwhile)
-    assert calls == [threading.current_thread().name]  # once, from the build's own thread
-    compile_objects(tiny_unit(tmp_path), TINY, objects=cache, work=tmp_path, log_dir=tmp_path, meanwhile=meanwhile)
+    with session.changed(schedule=session.Schedule(while_compiling=meanwhile)):
+        compile_objects(tiny_unit(tmp_path), TINY, objects=cache, work=tmp_path, log_dir=tmp_path)
+        assert calls == [threading.current_thread().name]  # once, from the build's own thread
+        compile_objects(tiny_unit(tmp_path), TINY, objects=cache, work=tmp_path, log_dir=tmp_path)
     assert len(calls) == 1  # the object came from the cache: nothing to overlap

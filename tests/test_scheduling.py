@@ -105,7 +105,7 @@ def test_torchs_import_on_a_yielding_thread_leaves_no_thread_at_its_niceness() -
     assert seen["nices"] == [seen["own"]]
 
 
-def test_while_ksc_runs_is_called_once_ksc_has_started_and_its_output_is_kept(tmp_path: Path) -> None:
+def test_the_schedules_while_ksc_is_started_once_ksc_has_started_and_its_output_is_kept(tmp_path: Path) -> None:
     calls: list[bool] = []
     marker = tmp_path / "started"
     slow = f"import pathlib, time; pathlib.Path({str(marker)!r}).touch(); time.sleep(0.3); print('out')"
@@ -117,7 +117,7 @@ def test_while_ksc_runs_is_called_once_ksc_has_started_and_its_output_is_kept(tm
             time.sleep(0.005)
         calls.append(True)
 
-    with session.changed(while_ksc_runs=meanwhile):
+    with session.changed(schedule=session.Schedule(while_ksc=meanwhile)):
         done = run_ksc([sys.executable, "-c", slow], 60, tmp_path, None)
     assert calls == [True] and done.returncode == 0 and done.stdout == "out\n"
     assert run_ksc([sys.executable, "-c", "print('x')"], 60, tmp_path, None).stdout == "x\n"  # unset: not called
@@ -127,7 +127,7 @@ def test_while_ksc_runs_is_called_once_ksc_has_started_and_its_output_is_kept(tm
 def test_a_ksc_timeout_kills_ksc_even_while_the_callback_runs(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     code = f"import os, pathlib, time; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())); time.sleep(60)"
-    with session.changed(while_ksc_runs=lambda: None), \
+    with session.changed(schedule=session.Schedule(while_ksc=lambda: None)), \
             pytest.raises(ksbind.KsbindError, match="did not finish within 1 s"):
         run_ksc([sys.executable, "-c", code], 1, tmp_path, None)
     pid = int(pid_file.read_text())

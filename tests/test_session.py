@@ -17,7 +17,7 @@ PACKAGE = Path(session.__file__).parent
 
 def test_outside_a_build_every_field_is_its_default() -> None:
     s = session.current()
-    assert (s.quiet, s.pch_first, s.installed, s.while_ksc_runs, s.recorder) == (False, False, None, None, None)
+    assert (s.quiet, s.pch_first, s.installed, s.schedule, s.recorder) == (False, False, None, session.Schedule(), None)
 
 
 def test_changes_hold_for_their_block_and_nest() -> None:

@@ -7,8 +7,8 @@ Each target's record names its build kind (``Target.build``: "pybind11",
 - ``prepare_build(spec, rendered)``: the module's cache key, known before
   anything compiles (pipeline.py chooses a versioned name by it);
 - ``build_module(prepared, root)``: compile (or reuse the cache), install and import;
-- ``start_imports(spec)``: start importing what loading the module needs (torch), on a
-  thread, while ksc runs;
+- ``schedule(spec)``: what the build overlaps with ksc's run and its compiles (torch's
+  import), declared by its kind, which the pipeline puts in the build session;
 - ``standalone_units(spec, generated)``: the translation units and toolchain
   of a build outside the cache (a wheel: standalone.py).
 
@@ -32,6 +32,7 @@ from ksbind.backend.toolchain import Toolchain
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets import get_target
 from ksbind.inputs import note_module
+from ksbind.session import Schedule
 from ksbind.spec import ModuleSpec
 
 
@@ -72,10 +73,10 @@ def module_record(prepared: PreparedBuild[PlanT], root: Path) -> dict[str, Any]:
                       "module_file": entry.module_path.name}}
 
 
-def start_imports(spec: ModuleSpec) -> None:
-    """Start importing, on a thread, what loading ``spec``'s module imports first (torch for
-    the torch target; nothing for the others): pipeline.py calls it while ksc runs."""
-    _kind(spec).start_imports()
+def schedule(spec: ModuleSpec) -> Schedule:
+    """What building ``spec``'s module overlaps with ksc's run and its compiles (the torch
+    target: torch's import; nothing for the others): pipeline.py puts it in the session."""
+    return _kind(spec).schedule()
 
 
 def standalone_units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
@@ -84,4 +85,4 @@ def standalone_units(spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit
     return _kind(spec).standalone_units(spec, generated)
 
 
-__all__ = ["PreparedBuild", "prepare_build", "build_module", "module_record", "standalone_units", "start_imports"]
+__all__ = ["PreparedBuild", "prepare_build", "build_module", "module_record", "standalone_units", "schedule"]

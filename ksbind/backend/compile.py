@@ -358,11 +358,11 @@ class UnitCompiler:
             return e
 
 
-def schedule(compiler: UnitCompiler, n_jobs: int, build_pch: bool,
-             meanwhile: Callable[[], object] | None = None) -> dict[int, Path | BuildError | None]:
+def schedule(compiler: UnitCompiler, n_jobs: int, build_pch: bool) -> dict[int, Path | BuildError | None]:
     """Run the compiles (and, with ``build_pch``, the missing precompiled headers) in one pool;
     each unit's object, failure or None (stopped). Ctrl-C stops the compilers at once.
-    ``meanwhile`` runs once the compiles are submitted (see compile_objects)."""
+    The session schedule's ``while_compiling`` starts once the compiles are submitted (see
+    compile_objects)."""
     to_compile, missing = compiler.lookup.to_compile, compiler.headers.missing if build_pch else []
     if not (to_compile or missing):
         return {}
@@ -375,6 +375,7 @@ def schedule(compiler: UnitCompiler, n_jobs: int, build_pch: bool,
             if missing and compiler.objects is not None:
                 root = compiler.objects.root
                 pch_futures = [pool.submit(pch.build, vtc, root, v, compiler.runner) for vtc, v in missing]
+            meanwhile = session.current().schedule.while_compiling
             if meanwhile is not None:
                 meanwhile()
             _wait_interruptibly([*futures.values(), *pch_futures])
@@ -417,8 +418,7 @@ def _in_order(units: Sequence[Unit], found: dict[int, Path], results: dict[int, 
 
 def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCache | None, work: Path,
                     log_dir: Path, label: str = "", background_pch: bool = True,
-                    after: list[Callable[[], None]] | None = None,
-                    meanwhile: Callable[[], object] | None = None) -> list[Path]:
+                    after: list[Callable[[], None]] | None = None) -> list[Path]:
     """Every unit's object, in order, then the companion objects of the shared precompiled
     headers the units were compiled against (ksbind/backend/pch.py): from ``objects`` when
     there, else compiled (in parallel) and stored there; with ``objects=None``, compiled
@@ -432,8 +432,9 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
     this build's pool, alongside, waited for). Its failure only means it is not
     used. ``label`` (the module's name) starts each log line. With ``after``,
     starting those background builds is appended to it instead, for the caller
-    to run once its module is installed. ``meanwhile`` (the torch and jax targets' import of
-    torch or jax on a thread) runs once the compilers are started, not before: a thread
+    to run once its module is installed. The build session schedule's ``while_compiling``
+    (the torch and jax targets' import of torch or jax on a thread, ksbind/session.py) starts
+    once the compilers are started, not before: a thread
     importing a large package holds the GIL for most of a second, and the lookups before
     the compiles (a few hundred stat calls, each giving the GIL up) would wait for it.
     """
@@ -454,7 +455,7 @@ def compile_objects(units: Sequence[Unit], tc: Toolchain, *, objects: ObjectCach
         if env is not None and objects is not None:
             sccache.check_server(launch, objects.root, env)
     compiler = UnitCompiler(units, tc, objects, work, log_dir, runner, tuple(launch), env, headers, lookup)
-    results = schedule(compiler, n_jobs, build_pch=not background_pch, meanwhile=meanwhile)
+    results = schedule(compiler, n_jobs, build_pch=not background_pch)
     out = _in_order(units, lookup.found, results)
     # The companion objects the units were compiled against (once each), linked after them.
     out += list(dict.fromkeys(c.companion for i, u in enumerate(units)
@@ -533,17 +534,15 @@ def build_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                   objects: ObjectCache | None, log_dir: Path, label: str = "",
                   companions: Mapping[str, str] | None = None,
-                  meanwhile: Callable[[], object] | None = None,
                   link_first: Callable[[], Sequence[str]] | None = None) -> None:
-    """build_entry's work, for a caller already holding the entry's lock (``meanwhile``:
-    compile_objects'; ``link_first``: asked once the objects are compiled, link's ``first``).
+    """build_entry's work, for a caller already holding the entry's lock (``link_first``: asked
+    once the objects are compiled, link's ``first``).
     The companions are written into the entry once the module is linked, before it is
     installed: the manifest, written last, lists them."""
     start = time.monotonic()
     after: list[Callable[[], None]] = []
     with entry.staging() as tmp:
-        objs = compile_objects(units, tc, objects=objects, work=tmp, log_dir=log_dir, label=label, after=after,
-                               meanwhile=meanwhile)
+        objs = compile_objects(units, tc, objects=objects, work=tmp, log_dir=log_dir, label=label, after=after)
         out = link(objs, tc, tmp / entry.module_path.name, units[0].source, log_dir, label,
                    link_first() if link_first is not None else ())
         if companions:

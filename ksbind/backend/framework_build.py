@@ -73,9 +73,9 @@ def ks_unit(spec: ModuleSpec, name: str, text: str, shared_root: Path | None) ->
 
 
 def build_and_import(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEntry,
-                     compile_entry: Callable[[list[Path], bool], None]) -> ModuleType:
-    """Write the generated files, build ``entry`` unless it is whole (``compile_entry(generated,
-    loaded_here)``, under the entry's lock: another process may build it meanwhile), and import
+                     compile_entry: Callable[[list[Path]], None]) -> ModuleType:
+    """Write the generated files, build ``entry`` unless it is whole (``compile_entry(generated)``,
+    under the entry's lock: another process may build it meanwhile), and import
     its wrapper, once per process. A damaged entry is rebuilt even when this process has its
     module: the next process finds it whole, and the module in use here is the same build."""
     generated = write_generated(spec.output, rendered)
@@ -84,7 +84,7 @@ def build_and_import(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEnt
         if not entry.is_built():
             with entry.lock():
                 if not entry.is_built():  # another process may have built it while we waited
-                    compile_entry(generated, wrapper_key in _loaded)
+                    compile_entry(generated)
         else:
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
         if wrapper_key not in _loaded:

@@ -41,6 +41,7 @@ from ksbind.cache.entries import CacheEntry
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets.jax import lib_name
 from ksbind.errors import BuildError
+from ksbind.session import Schedule
 from ksbind.spec import ModuleSpec
 
 #: As the torch target's kernels (ksbind/backend/torch_build.py): -O3 with
@@ -137,11 +138,10 @@ def jax_units(spec: ModuleSpec, generated: list[Path], shared_root: Path | None)
 
 def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, key: str, root: Path) -> ModuleType:
     """Generate, compile (or reuse the cache under ``root``) and import a jax-target module
-    (jax imported beside the compiles unless this process has the module already)."""
+    (jax imported beside the compiles: the kind's schedule)."""
     entry = _entry(root, spec.name, key)
     return framework_build.build_and_import(
-        spec, rendered, entry,
-        lambda generated, loaded_here: _compile(spec, rendered, plan, entry, generated, import_jax=not loaded_here))
+        spec, rendered, entry, lambda generated: _compile(spec, rendered, plan, entry, generated))
 
 
 def _entry(root: Path, name: str, key: str) -> CacheEntry:
@@ -149,14 +149,13 @@ def _entry(root: Path, name: str, key: str) -> CacheEntry:
 
 
 def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, entry: CacheEntry,
-             generated: list[Path], import_jax: bool = False) -> None:
+             generated: list[Path]) -> None:
     tc = toolchain(spec, plan)
     objects = object_cache(entry.root)
     units = jax_units(spec, generated, entry.root if objects is not None else None)
 
     install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
-                  companions=wrapper_files(spec.name, rendered.files),
-                  meanwhile=(lambda: import_meanwhile("jax")) if import_jax else None)
+                  companions=wrapper_files(spec.name, rendered.files))
 
 
 class JaxKind:
@@ -178,8 +177,10 @@ class JaxKind:
     def standalone_units(self, spec: ModuleSpec, generated: list[Path]) -> tuple[list[Unit], Toolchain]:
         return jax_units(spec, generated, None), toolchain(spec)
 
-    def start_imports(self) -> None:
-        """Nothing yet: jax is imported once the compilers have started (``_compile``)."""
+    def schedule(self) -> Schedule:
+        """jax's import once the compilers have started (not while ksc runs: the cached wrapper
+        imports jax lazily, and a build with nothing to compile has no use for it yet)."""
+        return Schedule(while_compiling=lambda: import_meanwhile("jax"))
 
 
 JAX = JaxKind()

@@ -16,6 +16,7 @@ from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import Toolchain
 from ksbind.cache.entries import CacheEntry
 from ksbind.codegen.render import RenderedModule
+from ksbind.session import Schedule
 from ksbind.spec import ModuleSpec
 
 PlanT = TypeVar("PlanT")
@@ -57,9 +58,10 @@ class BuildKind(Protocol[PlanT]):
         outside the cache: no object cache, no shared copies."""
         ...
 
-    def start_imports(self) -> None:
-        """Start importing, on a thread, what loading a module of this kind imports first
-        (torch), or nothing: called while ksc runs, before the build is known to compile."""
+    def schedule(self) -> Schedule:
+        """What a build of this kind overlaps with ksc's run and its compiles (torch's import
+        on a thread), declared: the pipeline puts it in the build session, and ksc's driver
+        and the compile step start each part (ksbind/session.py)."""
         ...
 
 

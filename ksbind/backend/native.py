@@ -61,6 +61,7 @@ from ksbind.codegen.output import plan_files, write_generated, write_planned
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets import get_target
 from ksbind.fileio import write_atomic
+from ksbind.session import Schedule
 from ksbind.spec import ModuleSpec
 
 _cache_log = log.get_logger("cache")
@@ -250,8 +251,9 @@ class NativeKind:
         tc = plan_toolchain(plan)
         return plan_units(plan, tc, None), tc
 
-    def start_imports(self) -> None:
+    def schedule(self) -> Schedule:
         """Nothing: a pybind11 or Python C API module imports no framework."""
+        return Schedule()
 
 
 NATIVE = NativeKind()

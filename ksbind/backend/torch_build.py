@@ -27,7 +27,7 @@ calls of exp, erf, tanh... vectorise through libmvec) and then the user's C++.
 It links libtorch_cpu and libc10 only: no libtorch_python, no pybind11, no Python.
 torch is imported on a thread while the units compile (the wrapper imports it:
 about a second that the compile hides), started once the compilers are
-(compile_objects' ``meanwhile``).
+(the build kind's ``schedule``: ksbind/session.py).
 
 The cache entry holds ``NAME_torchops.so``, ``NAME.py`` and its stub; the key
 covers the generated files, the config's sources and the headers beside them,
@@ -59,6 +59,7 @@ from ksbind.backend.toolchain import (
 from ksbind.cache.entries import CacheEntry
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets.torch import TORCH_TARGET_VERSION, lib_name
+from ksbind.session import Schedule
 from ksbind.spec import ModuleSpec
 
 #: As the torch target's kernels (ksbind/backend/torch_build.py): -O3 with -fno-trapping-math
@@ -207,7 +208,7 @@ def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, 
     """Generate, compile (or reuse the cache under ``root``) and import a torch module."""
     entry = _entry(root, spec.name, key)
     return framework_build.build_and_import(
-        spec, rendered, entry, lambda generated, _loaded_here: _compile(spec, rendered, plan, entry, generated))
+        spec, rendered, entry, lambda generated: _compile(spec, rendered, plan, entry, generated))
 
 
 def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry: CacheEntry,
@@ -225,8 +226,7 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry
         return (f"-L{folder}",) if folder is not None else ()
 
     install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
-                  companions=wrapper_files(spec.name, rendered.files), meanwhile=start_torch_import,
-                  link_first=stub_first)
+                  companions=wrapper_files(spec.name, rendered.files), link_first=stub_first)
 
 
 def start_torch_import() -> None:
@@ -256,9 +256,10 @@ class StableKind:
         plan = stable_plan(spec)
         return stable_units(spec, generated, None), toolchain(spec, plan)
 
-    def start_imports(self) -> None:
-        """torch: the wrapper imports it first, cached build or not; while ksc runs, a core is idle."""
-        start_torch_import()
+    def schedule(self) -> Schedule:
+        """torch's import (the wrapper imports it first, cached build or not) while ksc runs, a
+        core idle, and while the units compile (about a second the compile hides)."""
+        return Schedule(while_ksc=start_torch_import, while_compiling=start_torch_import)
 
 
 TORCH = StableKind()

@@ -497,9 +497,9 @@ def run_ksc(cmd: list[str], timeout: float, cwd: Path, where: Location | None) -
         with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               errors="replace", stdin=subprocess.DEVNULL) as proc:
             try:
-                # The session's while_ksc_runs, once ksc has started: the build starts there what it
-                # needs later and that ksc's wait leaves a core free for (pipeline.py: torch's import).
-                meanwhile = session.current().while_ksc_runs
+                # The schedule's while_ksc, once ksc has started: the build starts there what it
+                # needs later and that ksc's wait leaves a core free for (the torch build: torch's import).
+                meanwhile = session.current().schedule.while_ksc
                 if meanwhile is not None:
                     meanwhile()
                 out, err = proc.communicate(timeout=timeout)
