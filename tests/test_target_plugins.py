@@ -142,6 +142,61 @@ def test_a_registered_target_renders_with_its_own_templates_and_options(register
         ksbind.render_module(decls, "hello_demo", "python", target_options={"greeting": "hi"})
 
 
+def test_a_registered_target_builds_with_its_build_kinds_toolchain(registered: list[FakeEntryPoint],
+                                                                    tmp_path: Path) -> None:
+    """The native build picks the module glue by the target's build kind, not its name: the hello
+    target (python-capi) compiles as the python target does, the ks target with pybind11."""
+    from ksbind.backend.native import CompilePlan, plan_toolchain
+    registered.append(FakeEntryPoint("hello", "ksbind_hello_target:TARGET", HELLO))
+
+    def glue(target: str) -> str:
+        plan = CompilePlan("m", (), (tmp_path,), (), ("g++",), tmp_path, target=target)
+        return plan_toolchain(plan).name
+
+    assert [glue(t) for t in ("hello", "python", "ks")] == ["python-capi", "python-capi", "pybind11"]
+
+
+def test_a_target_may_name_a_build_kind_of_its_own_package() -> None:
+    with pytest.raises(ValueError, match=r"unknown build kind 'cmake'; expected one of pybind11, python-capi, "
+                                         r"torch, jax, or a build kind of its own as 'package.module:NAME'"):
+        replace(HELLO, build="cmake")
+    assert replace(HELLO, build="tests.plugin_kinds:RECORDING").build == "tests.plugin_kinds:RECORDING"
+
+
+@pytest.mark.parametrize("where, message", [
+    ("tests.no_such_module:KIND", r"failed to load: ModuleNotFoundError: No module named 'tests.no_such_module'"),
+    ("tests.plugin_kinds:NOT_A_KIND", r"is no BuildKind \(ksbind/backend/kind\.py\): it has no prepare, build, "
+                                      r"loads, standalone_units, schedule"),
+])
+def test_a_build_kind_that_does_not_load_is_an_error_naming_the_target(registered: list[FakeEntryPoint],
+                                                                       tmp_path: Path, where: str,
+                                                                       message: str) -> None:
+    from ksbind.backend.build import schedule
+    registered.append(FakeEntryPoint("counted", "x:T", replace(targets.TARGETS["ks"], name="counted", build=where)))
+    [spec] = _config(tmp_path, target="counted")
+    with pytest.raises(ConfigError, match=rf"target 'counted': its build kind '{where}' {message}"):
+        schedule(spec)
+
+
+@pytest.mark.slow
+@needs_ksc
+def test_a_registered_target_with_its_own_build_kind_builds_through_it(registered: list[FakeEntryPoint],
+                                                                       tmp_path: Path) -> None:
+    """The backend asks the target's own build kind for each step (here the native build under
+    another name) and the module it builds works."""
+    from ksbind.pipeline import build_spec
+    from tests import plugin_kinds
+    registered.append(FakeEntryPoint("counted", "tests.plugin_kinds:TARGET", replace(
+        targets.TARGETS["ks"], name="counted", build="tests.plugin_kinds:RECORDING")))
+    (tmp_path / "twice.ks").write_text("(def twice Float (x : Float) (mul 2.0 x))\n")
+    config = tmp_path / "counted.yaml"
+    config.write_text(f"name: counted_demo\ntarget: counted\nks: twice.ks\nksc: {{path: {KSC}}}\n")
+    plugin_kinds.RECORDING.steps.clear()
+    module = build_spec(ksbind.load_config(config)[0], cache_dir=tmp_path / "cache", quiet=True)
+    assert module.twice(2.5) == 5.0
+    assert plugin_kinds.RECORDING.steps[:3] == ["schedule", "prepare", "build"]
+
+
 CONFIG = """\
 name: hello_demo
 target: {target}

@@ -21,9 +21,10 @@ its pure-Python wrapper.
 """
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from ksbind.backend.kind import BuildKind, PlanT, PreparedBuild
 from ksbind.backend.native import NATIVE
@@ -31,14 +32,18 @@ from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import Toolchain
 from ksbind.codegen.render import RenderedModule
 from ksbind.codegen.targets import get_target
+from ksbind.errors import ConfigError
 from ksbind.inputs import note_module
 from ksbind.session import Schedule
 from ksbind.spec import ModuleSpec
 
 
 def _kind(spec: ModuleSpec) -> BuildKind[Any]:
-    """The build kind of ``spec``'s target (``Target.build``, one of record.py's BUILD_KINDS)."""
+    """The build kind of ``spec``'s target (``Target.build``: one of record.py's BUILD_KINDS, or
+    ``package.module:NAME``, a build kind of the target's own package)."""
     build = get_target(spec.target).build
+    if build in ("pybind11", "python-capi"):
+        return NATIVE
     if build == "torch":
         from ksbind.backend.torch_build import TORCH  # torch only for torch modules
 
@@ -47,7 +52,26 @@ def _kind(spec: ModuleSpec) -> BuildKind[Any]:
         from ksbind.backend.jax_build import JAX  # jax is imported only for jax modules
 
         return JAX
-    return NATIVE  # "pybind11" and "python-capi"
+    return _imported_kind(spec.target, build)
+
+
+#: What the backend asks of a build kind (BuildKind's methods).
+_KIND_METHODS = ("prepare", "build", "loads", "standalone_units", "schedule")
+
+
+def _imported_kind(target: str, where: str) -> BuildKind[Any]:
+    """The build kind a target's own package names as ``package.module:NAME``."""
+    module_name, _, attr = where.partition(":")
+    try:
+        kind = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"target {target!r}: its build kind {where!r} failed to load: {type(e).__name__}: "
+                          f"{e}") from e
+    lacking = [m for m in _KIND_METHODS if not callable(getattr(kind, m, None))]
+    if lacking:
+        raise ConfigError(f"target {target!r}: its build kind {where!r} is no BuildKind (ksbind/backend/kind.py): "
+                          f"it has no {', '.join(lacking)}")
+    return cast("BuildKind[Any]", kind)
 
 
 def prepare_build(spec: ModuleSpec, rendered: RenderedModule) -> PreparedBuild[Any]:

@@ -82,7 +82,7 @@ class CompilePlan:
     log_dir: Path                    # where a failed compile's full output goes
     ks_flags: tuple[str, ...] = ()   # for the user's C++ (`cpp:`) only: `fast_math: true`
     user_sources: tuple[Path, ...] = ()  # the config's `cpp:` files
-    target: str = "ks"               # ks or python: which module glue the generated units hold
+    target: str = "ks"               # the target: its build kind says which module glue the generated units hold
 
 
 def compile_plan(spec: ModuleSpec, generated: Sequence[Path]) -> CompilePlan:
@@ -140,6 +140,12 @@ def build_plan(plan: CompilePlan, rendered: RenderedModule, root: Path) -> Modul
     return import_from_path(plan.name, entry.module_path)
 
 
+def _c_api(plan: CompilePlan) -> bool:
+    """The module is on Python's C API (its target's build kind is python-capi: the python
+    target, or another target built as it is), not pybind11."""
+    return get_target(plan.target).build == "python-capi"
+
+
 def _name_define(flags: Sequence[str]) -> bool:
     return any(f.startswith("-DTORCH_EXTENSION_NAME=") for f in flags)
 
@@ -152,7 +158,7 @@ def plan_toolchain(plan: CompilePlan) -> Toolchain:
     ksbind's (python target, whose module is created in two phases, so its name
     comes from the import: ksbind/python_module.h)."""
     common = tuple(f for f in plan.flags if not _name_define((f,)))
-    if plan.target == "python":
+    if _c_api(plan):
         return Toolchain("python-capi", plan.cxx, common, plan.include_dirs, ldflags=common,
                          pch_includes=("ksbind/python_module.h",), two_phase_init=True)
     import pybind11
@@ -197,7 +203,7 @@ def plan_units(plan: CompilePlan, tc: Toolchain, shared_root: Path | None) -> li
     parts = tuple((copies[g], g) for g in generated)
     if len(generated) == 1:
         units.append(Unit(copies[generated[0]], flags, pch=True, parts=parts))
-    elif plan.target == "python":  # no pybind11 to compile twice: the files compile in parallel
+    elif _c_api(plan):  # no pybind11 to compile twice: the files compile in parallel
         units.extend(Unit(copies[g], flags, pch=True, parts=parts) for g in generated)
     else:
         merged = copies[generated[0]].parent / BINDINGS_UNIT

@@ -6,6 +6,7 @@ and ``backend/`` asks the record and never compares a target's name.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,6 +25,9 @@ ExtraContext = Callable[[Sequence[Binding], ModuleOptions], dict[str, Any]]
 #: pybind11 and Python's C API modules by the native build, torch op libraries by the torch build,
 #: jax FFI libraries by the jax build.
 BUILD_KINDS = ("pybind11", "python-capi", "torch", "jax")
+#: Or by another package's build kind, named by where it is: ``package.module:NAME``, a
+#: ``BuildKind`` (ksbind/backend/kind.py) that the backend imports when it builds such a module.
+IMPORTED_BUILD_KIND = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 def no_extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
@@ -92,7 +96,8 @@ class Target:
     crossing: how each ks type crosses between Python and the ks function (common.Crossing).
     extra_context: the target's own template values (``entry_points``, when present,
     replaces the common entry points: the bindings and the stub follow it).
-    build: the backend's build kind (BUILD_KINDS).
+    build: the backend's build kind (BUILD_KINDS), or ``package.module:NAME`` naming a
+    ``BuildKind`` of the target's own package (IMPORTED_BUILD_KIND).
     arena_per_call: each call gets its own arena (mark/reset); false: calls allocate
     in the module's arena, whose results stay valid until ``reset_allocator()``.
     release_gil_always: every call releases the GIL, not only calls with enough data.
@@ -156,8 +161,9 @@ class Target:
     options: Mapping[str, TargetOption] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        if self.build not in BUILD_KINDS:
-            raise ValueError(f"target {self.name!r}: unknown build kind {self.build!r}")
+        if self.build not in BUILD_KINDS and not IMPORTED_BUILD_KIND.match(self.build):
+            raise ValueError(f"target {self.name!r}: unknown build kind {self.build!r}; expected one of "
+                             f"{', '.join(BUILD_KINDS)}, or a build kind of its own as 'package.module:NAME'")
         if self.limited_api is not None and (self.limited_api[0] != 3 or self.limited_api < (3, 2)):
             raise ValueError(f"target {self.name!r}: limited_api {self.limited_api} is no CPython 3 stable ABI")
         if (self.runtime_copy is None) != (self.runtime_source is None):
@@ -194,4 +200,4 @@ class Target:
 
 
 __all__ = ["Target", "TargetOption", "OptionKind", "OPTION_TYPES", "ExtraContext", "CrossingProblem", "BUILD_KINDS",
-           "no_extra_context", "crosses_always", "same_name"]
+           "IMPORTED_BUILD_KIND", "no_extra_context", "crosses_always", "same_name"]
