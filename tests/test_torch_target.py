@@ -148,6 +148,30 @@ def test_elementwise_and_vmap_render_loops() -> None:
     assert "def rows(arg0: torch.Tensor) -> torch.Tensor:" in stub
 
 
+def test_elementwise_binding_with_a_vjp_has_an_op_of_its_value_and_partials() -> None:
+    """Its kernel computes the function and its vjp at dret = 1 from each element in one loop (one
+    output per argument's partial), registered once (only the runtime calls it); BINDINGS names it.
+    Without a vjp, or in another mode, there is none."""
+    files = render(BindingSpec("relu3", "relu3", "relu3_vjp", "elementwise"),
+                   BindingSpec("mulsin", "mulsin", "mulsin_vjp", "elementwise"),
+                   BindingSpec("norm", "norm", None, "elementwise"), BindingSpec("vrelu3", "vrelu3", "vrelu3_vjp"))
+    cpp, ops = files["torch_stable_entries.cpp"], files["torch_stable_ops.cpp"]
+    assert ("tt::elementwise<1, 2>(" in cpp and "ksbind::torch_stable::with_partials(ks::relu3$af(alloc, v0), "
+            "ks::sufrev$relu3$af(alloc, v0, 1.0f))" in cpp)
+    assert ("tt::elementwise<2, 3>(" in cpp and "with_partials(ks::mulsin$aff(alloc, v0, v1), "
+            "ks::sufrev$mulsin$aff(alloc, ks::make_Tuple(v0, v1), 1.0f))" in cpp)
+    assert 'm.def("_partials_relu3(Tensor arg0) -> (Tensor, Tensor)");' in ops
+    assert 'm.impl("_partials_mulsin", KSBIND_BOX(&ke::_partials_mulsin_kernel));' in ops
+    assert "_direct__partials" not in ops and "_partials_norm" not in ops and "_partials_vrelu3" not in ops
+    partials = {b["name"]: b.get("partials") for b in _bindings(files)}
+    assert partials == {"relu3": "_partials_relu3", "mulsin": "_partials_mulsin", "norm": None, "vrelu3": None}
+
+
+def test_a_binding_named_as_a_partials_op_is_refused() -> None:
+    with pytest.raises(BindingError, match="'_partials_relu3' is one ksbind gives an op of its own"):
+        render(BindingSpec("relu3", "relu3", "relu3_vjp", "elementwise"), BindingSpec("_partials_relu3", "norm"))
+
+
 def test_single_file_layout_is_the_split_one() -> None:
     """The kernels' file is compiled with the config's C++ and the op file without it: two units
     in either layout."""
@@ -193,6 +217,7 @@ def test_torch_library_names_the_ops_namespace() -> None:
     assert _schemas(files) == ["vrelu3(Tensor arg0) -> Tensor", "vrelu3_vjp(Tensor arg0, Tensor dret) -> Tensor",
                                "mulsin(Tensor arg0, Tensor arg1) -> Tensor",
                                "mulsin_vjp(Tensor arg0, Tensor arg1, Tensor dret) -> (Tensor, Tensor)",
+                               "_partials_mulsin(Tensor arg0, Tensor arg1) -> (Tensor, Tensor, Tensor)",
                                "rows(Tensor arg0) -> Tensor", "rows_vjp(Tensor arg0, Tensor dret) -> Tensor"]
     # The wrapper loads its library and installs the ops of that namespace.
     assert "_runtime.install_stable(globals(), 'm_torchops', 'my_ops', BINDINGS," in files["m.py"]

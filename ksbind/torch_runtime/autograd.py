@@ -213,6 +213,41 @@ def _caller(function: type, name: str) -> Callable[..., Any]:
     return call
 
 
+def partials_function(name: str, vjp_name: str, partials: Callable[..., Any]) -> Callable[..., Any]:
+    """``f(*tensors)`` for an eager call of an elementwise binding that needs a gradient, in plain
+    autograd (not torch.func, not forward mode): ``partials``, the op computing the binding's value
+    and each argument's partial derivative in one loop (ks's vjp at dret = 1), whose forward keeps
+    the partials its arguments need; backward is the result's gradient times each, summed to the
+    argument's shape where it was broadcast. The vjp op would compute the function's maths a second
+    time (gelu's erf and exp); this holds one tensor the size of the result per argument that
+    needs a gradient, from forward to backward, in place of the arguments themselves."""
+
+    class Function(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, *leaves: torch.Tensor) -> torch.Tensor:
+            value, *parts = partials(*leaves)
+            ctx.shapes = [x.shape for x in leaves]
+            ctx.save_for_backward(*(d if needed else None for d, needed in zip(parts, ctx.needs_input_grad)))
+            return value  # type: ignore[no-any-return]
+
+        @staticmethod
+        def backward(ctx: Any, grad: torch.Tensor) -> Any:
+            if torch.is_grad_enabled():  # create_graph=True: the second-order term would be missing
+                raise double_backward_error(name, vjp_name)
+            out: list[torch.Tensor | None] = []
+            for d, shape in zip(ctx.saved_tensors, ctx.shapes):
+                if d is None:
+                    out.append(None)
+                    continue
+                g = grad * d
+                out.append(g.sum_to_size(shape) if g.shape != shape else g)  # the argument was broadcast
+            return tuple(out)
+
+    Function.__name__ = Function.__qualname__ = f"{name}_Partials"
+    apply: Callable[..., Any] = Function.apply
+    return apply
+
+
 def forward_function(b: AutogradSpec, entry: Callable[..., Any], jvp: Callable[..., Any] | None = None
                      ) -> Callable[..., Any]:
     """``f(*args)`` for a binding without autograd (no vjp, or a result without

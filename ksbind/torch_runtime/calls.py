@@ -25,6 +25,7 @@ from .autograd import (
     double_backward_error,
     forward_function,
     missing_vjp_function,
+    partials_function,
     second_order_error,
 )
 from .contract import AutogradSpec, BindingRecord, LeafRecord, ParamRecord, ResultRecord, ValueLeaf, present
@@ -316,6 +317,11 @@ def _stable_function(library: str, ops: Any, b: BindingRecord, ragged: Callable[
                                f"(mutates): autograd cannot differentiate through the write; pass a tensor that "
                                f"does not require grad, or call it under torch.no_grad()")
         elif (grad_enabled() and any(flat[i].requires_grad for i in grad_leaves)) or _dual_level():
+            if partials is not None and not _dual_level() and not _functorch_active():
+                try:  # elementwise: the value and its partials in one loop (partials_function)
+                    return partials(*flat)
+                except (RuntimeError, ValueError, OverflowError) as e:
+                    raise _failure(name, leaves, flat, e) from None
             # (forward AD: through the Function whose jvp says, naming the binding, what it lacks)
             return func_transforms(*args) if has_vjp else missing_vjp(*args)
         else:
@@ -335,6 +341,8 @@ def _stable_function(library: str, ops: Any, b: BindingRecord, ragged: Callable[
     func_transforms = (autograd_function(spec, call, _stable_vjp_function(ops, b), jvp) if has_vjp
                        else forward_function(spec, call, jvp))
     missing_vjp = missing_vjp_function(spec, call, jvp)
+    partials = (partials_function(name, present(b["vjp"], "vjp"), getattr(ops, b["partials"]).default)
+                if "partials" in b else None)
     packs_nested = ragged is not None and _nested_result(present(b["ragged"], "packed ops")["result"])
     # No fast path for a binding that writes into its arguments: call bumps their versions.
     fast = None if packs_nested or written else _fast_path(b, direct, direct_eager, call, grad_leaves)

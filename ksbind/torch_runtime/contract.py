@@ -86,6 +86,8 @@ class BindingRecord(_BindingFields, total=False):
     jvp_result: ResultRecord
     jvp_spec: list[FlatSpec]
     jvp_params: list[str]      # the tangents' argument names, as the jvp's entry point has them
+    partials: str              # elementwise with a vjp: the op of its value and partial derivatives
+    #                            (one tensor each: the result, then each argument's partial)
 
 
 class ParamRecord(TypedDict):

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import pprint
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -119,6 +119,8 @@ def packed_reason(b: Binding) -> str | None:
 #: eager calls take them for a list given as such an argument (ragged or not: no stacking copy)
 #: and for such a result (a list when its rows differ in shape), as the torch target's values.
 RAGGED_PREFIX = "_packed_"
+#: The name of an elementwise binding's op of its value and partial derivatives (_partials_op).
+PARTIALS_PREFIX = "_partials_"
 
 
 def has_tensor_of_tensors(b: Binding) -> bool:
@@ -284,6 +286,7 @@ class OpEntry:
     ks_params: tuple[str, ...] = ()  # the ks function's C++ parameter types
     entry_args: tuple[str, ...] = ()  # plain: NAME_ks's arguments after the allocator
     packed: bool = False  # its values cross packed, as one Tensor[] each way
+    internal: bool = False  # called only by ksbind's runtime: registered once, with no _direct_ twin
     DERIVED: ClassVar[tuple[str, ...]] = ("schema", "param_list", "direct_schema", "py_names", "addresses",
                                           "float_params", "batch_sizes", "step_elements", "return_cpp",
                                           "declaration", "entry_declaration", "entry_call")
@@ -416,6 +419,20 @@ def _op_entry(e: EntryPoint, b: Binding, result_type: KsType, packed: bool = Fal
                    result_type.cpp, call, e.call_site_as(name), ks_params, tuple(names), packed)
 
 
+def _partials_op(primal: OpEntry, entry: EntryPoint, vjp: EntryPoint, b: Binding) -> OpEntry:
+    """An elementwise binding's value and partial derivatives in one loop: the ks function and its
+    vjp at dret = 1 (the vjp is linear in dret, so the gradient is dret times each partial),
+    computed from the same element, so g++ computes what the two share once (gelu: its erf).
+    Autograd's backward is then one multiply per argument, where the vjp op would compute the
+    function's maths again (ksbind/torch_runtime/autograd.py's partials_function)."""
+    args = [a.name for a in primal.ks_args]
+    point = args[0] if len(args) == 1 else f"ks::make_Tuple({', '.join(args)})"
+    call = f"ksbind::torch_stable::with_partials({primal.call}, ks::{vjp.symbol}(alloc, {point}, 1.0f))"
+    name = PARTIALS_PREFIX + b.name
+    result = ResultTree("tuple", parts=tuple(ResultTree("leaf", "float32", -1) for _ in range(len(args) + 1)))
+    return replace(primal, name=name, result=result, call=call, call_site=entry.call_site_as(name), internal=True)
+
+
 @dataclass(frozen=True)
 class StableBinding:
     """What ksbind/torch_runtime's install_stable needs to define one binding."""
@@ -439,6 +456,7 @@ class StableBinding:
     jvp_result: ResultTree | None = None
     jvp_spec: tuple[object, ...] = ()
     jvp_params: tuple[str, ...] = ()  # the tangents' argument names, as the jvp's entry point has them
+    partials: str | None = None      # elementwise with a vjp: its _partials_op
 
     def plain(self) -> BindingRecord:
         out: BindingRecord = {
@@ -454,6 +472,8 @@ class StableBinding:
             out.update({"jvp": self.jvp, "jvp_leaves": [x.plain() for x in self.jvp_leaves],
                         "jvp_result": self.jvp_result.plain(), "jvp_spec": list(self.jvp_spec),
                         "jvp_params": list(self.jvp_params)})
+        if self.partials:  # likewise
+            out["partials"] = self.partials
         return out
 
 
@@ -515,6 +535,10 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         if b.vjp_name and b.vjp_decl:
             vjp = _op_entry(by_name[b.vjp_name], b, b.vjp_decl.return_type, bool(reason))
             ops.append(vjp)
+        partials = None
+        if vjp is not None and b.mode == "elementwise" and b.vjp_name:
+            partials = _partials_op(primal, by_name[b.name], by_name[b.vjp_name], b)
+            ops.append(partials)
         jvp = None
         if b.jvp_name and b.jvp_decl:
             if reason:
@@ -538,7 +562,9 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature, _packed(b) if reason else None,
             _packed(b) if ragged else None, b.mutates, b.jvp_name, jvp.leaves if jvp else (),
             jvp.result if jvp else None, spec(by_name[b.jvp_name]) if b.jvp_name else (),
-            tuple(p.py_name for p in by_name[b.jvp_name].params[len(e.params):]) if jvp and b.jvp_name else ()))
+            tuple(p.py_name for p in by_name[b.jvp_name].params[len(e.params):]) if jvp and b.jvp_name else (),
+            partials.name if partials else None))
+    _check_op_names(bindings, ops)
     moded = {name: values.moded_entry(e, b.mode)
              for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name, b.jvp_name)}
     namespace = options.torch_library or library_namespace(options)
@@ -556,6 +582,19 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "torch_runtime_import": values.runtime_import(options),
         "stable_min_torch": ".".join(map(str, TORCH_TARGET)),
     }
+
+
+def _check_op_names(bindings: Sequence[Binding], ops: Sequence[OpEntry]) -> None:
+    """The ops ksbind names itself (an elementwise binding's PARTIALS_PREFIX op, a list-taking
+    binding's RAGGED_PREFIX ones) taken by a binding's name are said, not left to torch's
+    registration error."""
+    ours = {op.name for op in ops if op.internal or op.name.startswith(RAGGED_PREFIX)}
+    for b in bindings:
+        for name in (b.name, b.vjp_name, b.jvp_name):
+            if name in ours:
+                raise BindingError(f"binding {b.name!r}: the name {name!r} is one ksbind gives an op of its own "
+                                   f"({PARTIALS_PREFIX}NAME: an elementwise binding's partial derivatives; "
+                                   f"{RAGGED_PREFIX}NAME: a binding's packed ops); rename it", b.location)
 
 
 def library_namespace(options: ModuleOptions) -> str:
@@ -586,6 +625,6 @@ TARGET = Target(
 )
 
 __all__ = ["NAME", "TARGET", "FILES", "LIB_SUFFIX", "TORCH_TARGET", "TORCH_TARGET_VERSION", "OpLeaf", "OpEntry",
-           "RAGGED_PREFIX", "ResultTree", "StableBinding", "check_binding",
+           "PARTIALS_PREFIX", "RAGGED_PREFIX", "ResultTree", "StableBinding", "check_binding",
            "has_tensor_of_tensors", "crossing", "extra_context", "lib_name",
            "pack_spec", "packed_reason", "unsupported_reason"]

@@ -545,6 +545,15 @@ auto elementwise(std::array<Tensor*, N> args, const std::array<const char*, N>& 
     }
 }
 
+// An elementwise binding's value and its partial derivatives, as one Tuple of Floats for the
+// loop's outputs (the vjp at dret = 1: a Float for one argument, a Tuple for two).
+inline ks::Tuple<ks::Float, ks::Float> with_partials(ks::Float value, ks::Float partial) {
+    return ks::make_Tuple(value, partial);
+}
+inline ks::Tuple<ks::Float, ks::Float, ks::Float> with_partials(ks::Float value, ks::Tuple<ks::Float, ks::Float> partials) {
+    return ks::make_Tuple(value, ks::get<0>(partials), ks::get<1>(partials));
+}
+
 // ------------------------------------------------------------ vmap mode
 
 template <class T>
