@@ -1,7 +1,9 @@
 """Write what the settings model (ksbind/spec.py) makes: docs/config.md's key tables
 and the JSON Schema ksbind ships (ksbind/config.schema.json); and from the support
 functions' table (ksbind/support.py) docs/targets.md's table and the torch and jax
-targets' registrations and wrappers (ksbind/codegen/support_wiring.py). ``--check``: write
+targets' registrations and wrappers (ksbind/codegen/support_wiring.py); and from
+render_module's settings record (RenderSettings) its keywords' TypedDict (RenderKeywords,
+ksbind/codegen/render.py). ``--check``: write
 nothing, exit 1 naming each file that would change (tests/test_settings.py checks
 the same)."""
 from __future__ import annotations
@@ -10,11 +12,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from ksbind.codegen import render
 from ksbind.codegen.support_wiring import generated_files
 from ksbind.schema import SCHEMA_FILE, schema_text, with_support_table, with_tables
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "config.md"
 TARGETS_DOC = DOC.with_name("targets.md")
+RENDER = Path(render.__file__)
 
 
 def main() -> int:
@@ -24,6 +28,7 @@ def main() -> int:
     stale = []
     for path, text in ((DOC, with_tables(DOC.read_text(encoding="utf-8"))), (SCHEMA_FILE, schema_text()),
                        (TARGETS_DOC, with_support_table(TARGETS_DOC.read_text(encoding="utf-8"))),
+                       (RENDER, render.with_render_keywords(RENDER.read_text(encoding="utf-8"))),
                        *generated_files().items()):
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             continue

@@ -211,8 +211,12 @@ def test_render_module_keywords_are_its_settings_record(tmp_path: Path) -> None:
     import inspect
     import typing
 
-    from ksbind.codegen.render import RenderKeywords, RenderSettings, render_module
+    from ksbind.codegen.render import RenderKeywords, RenderSettings, render_module, with_render_keywords
     assert typing.get_type_hints(RenderKeywords) == typing.get_type_hints(RenderSettings)
+    source = Path(render_module.__code__.co_filename).read_text(encoding="utf-8")
+    assert with_render_keywords(source) == source, "RenderKeywords differs from RenderSettings: run " \
+                                                   "python scripts/generate_settings.py"
+    assert with_render_keywords(source.replace("    logging: bool\n", "    logging: int\n", 1)) == source
     (tmp_path / "module.cpp.j2").write_text("{{ stamp_cpp }}{{ arena_bytes }} {{ logging }}\n")
     given: dict[str, Any] = {"tensor_types": [(2, "Integer")], "logging": True, "arena_bytes": 4096, "layout": "single",
              "templates": [tmp_path], "torch_library": None, "config": "configs/x.yaml", "target_options": {}}

@@ -4,6 +4,7 @@ and the built-ins also reachable as ``builtin/NAME`` so overrides can extend the
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sys
@@ -251,8 +252,11 @@ class RenderSettings:
 
 
 class RenderKeywords(TypedDict, total=False):
-    """RenderSettings' fields as render_module's keyword arguments (tests/test_render.py checks the two agree)."""
+    """RenderSettings' fields as render_module's keyword arguments, for type checkers (``Unpack``):
+    the lines between the markers are written from RenderSettings by scripts/generate_settings.py
+    (``render_keywords_lines``), and a test fails while they differ."""
 
+    # BEGIN generated from RenderSettings
     tensor_types: Sequence[Sequence[Any]]
     logging: bool
     arena_bytes: int | None
@@ -261,6 +265,24 @@ class RenderKeywords(TypedDict, total=False):
     torch_library: str | None
     config: str | None
     target_options: Mapping[str, str | bool | int]
+    # END generated from RenderSettings
+
+
+#: The markers around RenderKeywords' generated fields.
+RENDER_KEYWORDS_MARKERS = ("    # BEGIN generated from RenderSettings\n", "    # END generated from RenderSettings\n")
+
+
+def render_keywords_lines() -> str:
+    """RenderKeywords' fields as RenderSettings declares them (its annotations' text)."""
+    return "".join(f"    {f.name}: {f.type}\n" for f in dataclasses.fields(RenderSettings))
+
+
+def with_render_keywords(text: str) -> str:
+    """``text`` (this module's source) with RenderKeywords' fields written from RenderSettings."""
+    begin, end = RENDER_KEYWORDS_MARKERS
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return head + begin + render_keywords_lines() + end + tail
 
 
 def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name: str = "m", target: TargetName = "ks",
