@@ -200,35 +200,43 @@ def test_gradcheck_elementwise_two_arguments_with_broadcasting(ops: ModuleType) 
 def test_elementwise_backward_multiplies_the_partials_its_forward_kept(ops: ModuleType) -> None:
     """An eager call that needs a gradient runs the op of the value and its partials (one loop),
     keeps the partial of each argument that needs a gradient (a broadcast's full shape), and
-    backward multiplies: gradients equal eager PyTorch's, summed back to each argument's shape."""
+    backward multiplies: gradients equal eager PyTorch's, summed back to each argument's shape;
+    a second backward through the graph (retain_graph) gives them again, from the vjp op."""
     x = torch.randn(3, 1, requires_grad=True)
     y = torch.randn(1, 4)  # needs no gradient: no partial of it is kept
     out = ops.mulsin(x, y)
     assert type(out.grad_fn)._forward_cls.__name__ == "mulsin_Partials"
-    kept = out.grad_fn.saved_tensors
+    kept = out.grad_fn.partials
     assert kept[1] is None and kept[0].shape == (3, 4)
     torch.testing.assert_close(out, x.detach() * torch.sin(y))
     dy = torch.randn(3, 4)
     (gx,) = torch.autograd.grad(out, x, dy)
     torch.testing.assert_close(gx, (dy * torch.sin(y)).sum(1, keepdim=True))
     y.requires_grad_()
-    gx, gy = torch.autograd.grad(ops.mulsin(x, y), (x, y), dy)
+    out = ops.mulsin(x, y)
+    first = torch.autograd.grad(out, (x, y), dy, retain_graph=True)
+    assert out.grad_fn.partials is None  # used: backward wrote the gradients into them
+    gx, gy = torch.autograd.grad(out, (x, y), dy)
     torch.testing.assert_close(gy, (dy * x.detach() * torch.cos(y.detach())).sum(0, keepdim=True))
+    torch.testing.assert_close((gx, gy), first)
+    torch.testing.assert_close(gx, (dy * torch.sin(y.detach())).sum(1, keepdim=True))
     with torch.no_grad():  # without a gradient: the value's op alone, no graph
         assert ops.mulsin(x, y).grad_fn is None
 
 
 def test_elementwise_gradient_is_at_the_forward_point_after_an_in_place_change(ops: ModuleType) -> None:
-    """The partials are taken when forward runs, so an argument written in place afterwards (the
-    Function keeps no argument, so autograd has no version to refuse) leaves the gradient the one
-    at the forward's values."""
+    """The partials are taken when forward runs, so an argument written in place afterwards leaves
+    the gradient the one at the forward's values (the first backward reads only the partials; a
+    second one would need the argument, and autograd refuses it, as for any saved tensor)."""
     x = away_from_kinks(20)
     before = x.detach().clone()
     out = ops.relu3(x)
     with torch.no_grad():
         x.mul_(-1.0)
-    (g,) = torch.autograd.grad(out.sum(), x)
+    (g,) = torch.autograd.grad(out.sum(), x, retain_graph=True)
     torch.testing.assert_close(g, torch.where(before < 0, 0.0, torch.where(before < 1, before * before, 1.0)))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch.autograd.grad(out.sum(), x)
 
 
 def test_elementwise_relu3_gradient(ops: ModuleType) -> None:

@@ -213,35 +213,42 @@ def _caller(function: type, name: str) -> Callable[..., Any]:
     return call
 
 
-def partials_function(name: str, vjp_name: str, partials: Callable[..., Any]) -> Callable[..., Any]:
+def partials_function(name: str, vjp_name: str, partials: Callable[..., Any], vjp: Callable[..., Any]
+                      ) -> Callable[..., Any]:
     """``f(*tensors)`` for an eager call of an elementwise binding that needs a gradient, in plain
     autograd (not torch.func, not forward mode): ``partials``, the op computing the binding's value
     and each argument's partial derivative in one loop (ks's vjp at dret = 1), whose forward keeps
-    the partials its arguments need; backward is the result's gradient times each, summed to the
-    argument's shape where it was broadcast. The vjp op would compute the function's maths a second
-    time (gelu's erf and exp); this holds one tensor the size of the result per argument that
-    needs a gradient, from forward to backward, in place of the arguments themselves."""
+    the partials its arguments need. Backward multiplies each by the result's gradient in place,
+    summed to the argument's shape where it was broadcast: no tensor more than the vjp op would
+    make, and none of the function's maths again (the vjp op computes gelu's erf and exp a second
+    time). A second backward through the same graph (retain_graph=True) finds the partials used
+    and calls ``vjp``, the vjp op, on the arguments, which forward saved as the vjp's Function does."""
 
     class Function(torch.autograd.Function):
         @staticmethod
         def forward(ctx: Any, *leaves: torch.Tensor) -> torch.Tensor:
             value, *parts = partials(*leaves)
+            ctx.save_for_backward(*leaves)
             ctx.shapes = [x.shape for x in leaves]
-            ctx.save_for_backward(*(d if needed else None for d, needed in zip(parts, ctx.needs_input_grad)))
+            # An attribute, not saved: backward writes into it (a saved tensor changed in place
+            # would make autograd refuse the second backward before it could fall back).
+            ctx.partials = [d if needed else None for d, needed in zip(parts, ctx.needs_input_grad)]
             return value  # type: ignore[no-any-return]
 
         @staticmethod
         def backward(ctx: Any, grad: torch.Tensor) -> Any:
             if torch.is_grad_enabled():  # create_graph=True: the second-order term would be missing
                 raise double_backward_error(name, vjp_name)
-            out: list[torch.Tensor | None] = []
-            for d, shape in zip(ctx.saved_tensors, ctx.shapes):
-                if d is None:
-                    out.append(None)
-                    continue
-                g = grad * d
-                out.append(g.sum_to_size(shape) if g.shape != shape else g)  # the argument was broadcast
-            return tuple(out)
+            parts, ctx.partials = ctx.partials, None  # the gradients own them now
+            if parts is None:  # a second backward: the vjp op
+                got = vjp(*ctx.saved_tensors, grad)
+                parts = [got] if len(ctx.shapes) == 1 else list(got)
+                parts = [g if needed else None for g, needed in zip(parts, ctx.needs_input_grad)]
+            else:
+                parts = [None if d is None else d.mul_(grad) for d in parts]
+            # The argument was broadcast: its gradient summed back to its shape.
+            return tuple(g if g is None or g.shape == shape else g.sum_to_size(shape)
+                         for g, shape in zip(parts, ctx.shapes))
 
     Function.__name__ = Function.__qualname__ = f"{name}_Partials"
     apply: Callable[..., Any] = Function.apply

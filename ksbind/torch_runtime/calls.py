@@ -341,7 +341,8 @@ def _stable_function(library: str, ops: Any, b: BindingRecord, ragged: Callable[
     func_transforms = (autograd_function(spec, call, _stable_vjp_function(ops, b), jvp) if has_vjp
                        else forward_function(spec, call, jvp))
     missing_vjp = missing_vjp_function(spec, call, jvp)
-    partials = (partials_function(name, present(b["vjp"], "vjp"), getattr(ops, b["partials"]).default)
+    partials = (partials_function(name, present(b["vjp"], "vjp"), getattr(ops, b["partials"]).default,
+                                  getattr(ops, "_direct_" + present(b["vjp"], "vjp")).default)
                 if "partials" in b else None)
     packs_nested = ragged is not None and _nested_result(present(b["ragged"], "packed ops")["result"])
     # No fast path for a binding that writes into its arguments: call bumps their versions.
