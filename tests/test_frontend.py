@@ -177,6 +177,66 @@ def test_unreadable_functions_are_refused() -> None:
         translate_program(namespace["typed_at_a_prompt"], Signature((FLOAT,), "plain"))
 
 
+BLOCKS = '''
+import functools
+
+
+@functools.lru_cache(
+    maxsize=None)
+def decorated(x: float) -> float:
+    y = x + 1.0
+
+    # a comment between statements
+    return y * 2.0
+def one_line(x: float) -> float: return x * 3.0
+
+
+def continued(x: float) -> float:
+    y = (x +
+1.0)
+    return y
+
+
+def documented(x: float) -> float:
+    """A docstring with a line
+at column 0."""
+    return x
+
+
+def outer() -> object:
+    def inner(x: float) -> float:
+        if x < 0.0:
+            return -x
+        return x
+    return inner
+'''
+
+
+def test_a_defs_lines_are_found_by_indentation_as_the_tokenizer_finds_them(tmp_path: Path) -> None:
+    """read_function finds a def's lines by their indentation (inspect's tokenizer is slow); where a
+    line of the def sits at its indentation (a continuation, a docstring's line), the cut text does
+    not parse and the tokenizer finds them: the same tree and first line as inspect's either way."""
+    import ast
+    import importlib.util
+    import textwrap
+
+    from ksbind.frontend.source import read_function
+
+    path = tmp_path / "blocks.py"
+    path.write_text(BLOCKS)
+    spec = importlib.util.spec_from_file_location("ksbind_test_blocks", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for fn in (module.decorated.__wrapped__, module.one_line, module.continued, module.documented,
+               module.outer()):
+        lines, first = inspect.getsourcelines(fn)
+        expected = ast.parse(textwrap.dedent("".join(lines))).body[0]
+        read = read_function(fn)
+        assert ast.dump(read.tree) == ast.dump(expected), fn.__name__
+        assert read.first_line == first, fn.__name__
+
+
 def test_signatures_from_arguments() -> None:
     sig = signature_of([torch.zeros(3, 4), 1.0, 2, True, torch.tensor(1.5)], list("abcde"), "plain", "f")
     assert [str(p) for p in sig.params] == ["(Tensor 2 Float)", "Float", "Integer", "Bool", "Float"]

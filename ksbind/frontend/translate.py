@@ -1444,7 +1444,18 @@ def _prod(vec: Expr, t: Translator) -> Expr:
     return call("fold", FLOAT, Lam(pair, body), lit_float(1.0), vec)
 
 
+#: Statements that hold no statement, so no return: most of a function, and walking each one's
+#: expressions for a return was half of a long function's translation.
+_SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Pass, ast.Assert, ast.Raise,
+                      ast.Delete, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Break, ast.Continue)
+
+
 def _returns(s: ast.stmt) -> bool:
+    """Whether a return is anywhere in ``s``."""
+    if isinstance(s, ast.Return):
+        return True
+    if isinstance(s, _SIMPLE_STATEMENTS):
+        return False
     return any(isinstance(n, ast.Return) for n in ast.walk(s))
 
 
