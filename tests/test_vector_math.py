@@ -169,6 +169,46 @@ def test_a_vjp_with_sin_and_cos_of_one_argument_vectorises(tmp_path: Path,
                                atol=1e-6)
 
 
+#: gelu as Knossos wrote it: its value and its derivative both need erf(x / sqrt 2).
+GELU = "(def gelu Float (x : Float) (mul (mul 0.5 x) (add 1.0 (erf (div x (sqrt 2.0))))))\n"
+
+
+def _vector_calls(lib: Path, kernel: str) -> tuple[int, int]:
+    """Calls of libmvec's AVX-512 erf and exp in the AVX-512 copy of ``kernel``'s loops (one per
+    input-stride pattern the loop is compiled for)."""
+    asm = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", str(lib)], check=True, capture_output=True,
+                         text=True).stdout
+    functions = re.split(r"\n(?=[0-9a-f]+ <)", asm)
+    body = [f for f in functions
+            if "<void ksbind::cpu::run_avx512<" in (head := f.split("\n", 1)[0])
+            and f"ksbind_stable_entries::{kernel}(" in head]
+    assert len(body) == 1, (kernel, [f.split("\n", 1)[0][:200] for f in body])
+    return body[0].count("<_ZGVeN16v_erff@plt>"), body[0].count("<_ZGVeN16v_expf@plt>")
+
+
+@needs_ksc
+def test_the_partials_loop_computes_what_value_and_derivative_share_once(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """An elementwise binding's value and partials are one loop, and g++ computes their common
+    part once: gelu's partials loop calls erf as often as its forward's loop, and exp as often
+    as erf (the vjp's loop alone has both). Values and gradient as torch's gelu."""
+    monkeypatch.delenv("KSBIND_VECTOR_MATH", raising=False)
+    m = ksbind.load_ks(GELU, [{"name": "gelu", "mode": "elementwise", "vjp": "gelu_vjp"}], target="torch", ksc=KSC,
+                       ksc_runtime=RUNTIME, cache_dir=tmp_path, quiet=True)
+    if has_libmvec() and "avx512" in m.cpu_capabilities():
+        forward, _ = _vector_calls(_library(m), "gelu_kernel")
+        erf, exp = _vector_calls(_library(m), "_partials_gelu_kernel")
+        assert forward > 0 and (erf, exp) == (forward, forward)
+    x = (torch.randn(5000, generator=torch.Generator().manual_seed(5)) * 3).requires_grad_(True)
+    y = m.gelu(x)
+    assert type(y.grad_fn)._forward_cls.__name__ == "gelu_Partials"
+    (grad,) = torch.autograd.grad(y.sum(), [x])
+    xr = x.detach().clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad(torch.nn.functional.gelu(xr).sum(), [xr])
+    torch.testing.assert_close(y, torch.nn.functional.gelu(x.detach()), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grad, expected, rtol=1e-5, atol=1e-6)
+
+
 SUMS = """\
 (def total Float (x : (Tensor 1 Float)) (sum x))
 (def total2 Float (x : (Tensor 2 Float)) (sum x))
