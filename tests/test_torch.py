@@ -239,6 +239,27 @@ def test_elementwise_gradient_is_at_the_forward_point_after_an_in_place_change(o
         torch.autograd.grad(out.sum(), x)
 
 
+def test_elementwise_gradients_under_saved_tensor_hooks_and_checkpointing(ops: ModuleType) -> None:
+    """The partials are the Function's own, not saved tensors: under save_on_cpu and inside a
+    non-reentrant activation checkpoint (which drops saved tensors and runs forward again in
+    backward) the gradients are the same as without."""
+    from torch.utils.checkpoint import checkpoint
+
+    x = away_from_kinks(6, 5)
+    dy = torch.randn(6, 5)
+
+    def f(t: torch.Tensor) -> torch.Tensor:
+        return ops.relu3(t) * 2.0
+
+    (plain,) = torch.autograd.grad(f(x), x, dy)
+    with torch.autograd.graph.save_on_cpu():
+        (hooked,) = torch.autograd.grad(f(x), x, dy)
+    (checkpointed,) = torch.autograd.grad(checkpoint(f, x, use_reentrant=False), x, dy)
+    torch.testing.assert_close(hooked, plain)
+    torch.testing.assert_close(checkpointed, plain)
+    torch.testing.assert_close(plain, 2.0 * dy * torch.where(x < 0, 0.0, torch.where(x < 1, x * x, 1.0)).detach())
+
+
 def test_elementwise_relu3_gradient(ops: ModuleType) -> None:
     x = away_from_kinks(4, 5, 3)
     assert gradcheck32(ops.relu3, x)
