@@ -317,13 +317,10 @@ def _stable_function(library: str, ops: Any, b: BindingRecord, ragged: Callable[
                                f"(mutates): autograd cannot differentiate through the write; pass a tensor that "
                                f"does not require grad, or call it under torch.no_grad()")
         elif (grad_enabled() and any(flat[i].requires_grad for i in grad_leaves)) or _dual_level():
-            if partials is not None and not _dual_level() and not _functorch_active():
-                try:  # elementwise: the value and its partials in one loop (partials_function)
-                    return partials(*flat)
-                except (RuntimeError, ValueError, OverflowError) as e:
-                    raise _failure(name, leaves, flat, e) from None
-            # (forward AD: through the Function whose jvp says, naming the binding, what it lacks)
-            return func_transforms(*args) if has_vjp else missing_vjp(*args)
+            if partials is None or _dual_level() or _functorch_active():
+                # (forward AD: through the Function whose jvp says, naming the binding, what it lacks)
+                return func_transforms(*args) if has_vjp else missing_vjp(*args)
+            run = partials  # elementwise: the value and its partials in one loop (partials_function)
         else:
             run = direct_eager  # not traced: compiling() is False
         try:
