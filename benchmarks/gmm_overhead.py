@@ -76,7 +76,7 @@ class Result:
 def harness_flags() -> list[str]:
     """The flags the torch target compiles gmm.cpp with (its unit of ks code and entries)."""
     from ksbind.backend.toolchain import RUNTIME_DIR
-    from ksbind.backend.torch_build import CFLAGS
+    from ksbind.targets.torch.build import CFLAGS
 
     return [*CFLAGS, f"-I{RUNTIME_DIR}", f"-I{GMM}"]
 

@@ -25,7 +25,7 @@ COMMANDS = {
     "bare interpreter": "pass",
     "import ksbind": "import ksbind",
     "import torch": "import torch",
-    "import torch; from ksbind import torch_runtime": "import torch; from ksbind import torch_runtime",
+    "import torch; from ksbind.targets.torch import runtime as torch_runtime": "import torch; from ksbind.targets.torch import runtime as torch_runtime",
 }
 
 

@@ -70,7 +70,7 @@ def _hand_handler(tmp: Path) -> str:
     import jax
     import jax.ffi
 
-    from ksbind.backend.jax_build import CFLAGS
+    from ksbind.targets.jax.build import CFLAGS
 
     src, lib = tmp / "hand.cpp", tmp / "libhand.so"
     src.write_text(HAND_HANDLER)
@@ -112,8 +112,8 @@ def _jnp_gmm(x: Any, alphas: Any, means: Any, qs: Any, ls: Any, wishart: tuple[f
 def _gmm_build_row(tmp: Path, repeats: int = 3) -> tuple[float, float]:
     """Cold jax-target build of the GMM module in a new process and fresh cache; g++ alone on gmm.cpp
     (alternating, ``repeats`` of each; medians)."""
-    from ksbind.backend.jax_build import CFLAGS
     from ksbind.backend.toolchain import RUNTIME_DIR
+    from ksbind.targets.jax.build import CFLAGS
 
     cfg = tmp / "gmm_bench.yaml"
     cfg.write_text(f"name: gmm_jax_bench\ntarget: jax\nks: [{GMM / 'gmm.kso'}]\ncpp: [{GMM / 'gmm.cpp'}]\n"

@@ -129,7 +129,7 @@ def fstring_files(bindings: list[Binding], module_doc: str, tensor_types: list[t
 def fstring_stub(bindings: list[Binding], ctx_stub: str) -> str:
     """The .pyi's per-binding part, as the stub template writes it (its fixed prologue is copied)."""
     from ksbind.codegen.render import py_docstring
-    from ksbind.codegen.targets.ks import py_type
+    from ksbind.targets.ks.target import py_type
     out = [ctx_stub]
     for b in bindings:
         entries = [(b.name, b.decl, False)] + ([(b.vjp_name, b.vjp_decl, True)] if b.vjp_decl else [])

@@ -35,7 +35,7 @@ from benchmarks.timing import interleaved, log, parser
 SOURCE = REPO / "benchmarks" / "stable_vrelu3.cpp"
 #: torch 2.10, as the stable ABI spells versions: major, minor and patch bytes, then zeros.
 TORCH_TARGET_VERSION = "0x020a000000000000"
-#: The loop's optimisation flags: those of the torch target's kernels (ksbind/backend/torch_build.py),
+#: The loop's optimisation flags: those of the torch target's kernels (ksbind/targets/torch/build.py),
 #: so that the two loops vectorise alike and the rows compare what surrounds them.
 KERNEL_FLAGS = ("-O3", "-fno-trapping-math", "-fno-math-errno")
 

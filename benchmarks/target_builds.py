@@ -108,7 +108,7 @@ def cases() -> list[str]:
 def user_flags(target: str) -> list[str]:
     """The flags the target gives the module's user C++ (less include folders)."""
     from ksbind.backend.toolchain import BASE_FLAGS
-    from ksbind.backend.torch_build import CFLAGS
+    from ksbind.targets.torch.build import CFLAGS
 
     # The torch target compiles the user's C++ in its unit of ks code (torch_stable_unit.cpp):
     # its CFLAGS, no torch header before the user's code.

@@ -2,7 +2,7 @@
 
 The public face (``__all__``, documented in docs/api.md) is resolved lazily: ``import ksbind``
 loads only this file and ``_version``, so a generated torch wrapper's
-``from ksbind import torch_runtime`` and ``ksbind --help`` pay for nothing
+``from ksbind.targets.torch import runtime as torch_runtime`` and ``ksbind --help`` pay for nothing
 else (no jinja2, no yaml). Each name is imported on first use and then kept
 here. The functions are wrapped by ``_public_call``: a KsbindError they
 raise carries a traceback that ends at the user's call (docs/errors.md).

@@ -22,13 +22,13 @@ from types import ModuleType
 from typing import Any, overload
 
 from ksbind.cache.layout import cache_root
-from ksbind.codegen.targets import get_target
 from ksbind.errors import ConfigError, KsbindError
 from ksbind.frontend.program import Translation, translate_program
 from ksbind.frontend.signature import COMPILE_MODES, CompileMode, Signature, signature_of
 from ksbind.lang.types import TensorType
 from ksbind.load import LoadOptions, _load
 from ksbind.spec import BindingSpec, BuiltinTargetName, KscSpec, Mode
+from ksbind.targets.registry import get_target
 
 log = logging.getLogger("ksbind")
 

@@ -15,7 +15,6 @@ from typing import Any, TypeVar, overload
 
 import yaml
 
-from ksbind.codegen.targets import TARGETS, Target, get_target
 from ksbind.errors import ConfigError, KsbindError, Location, closest
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.reader import read_text
@@ -32,6 +31,7 @@ from ksbind.spec import (
     RuntimeSpec,
     TensorElement,
 )
+from ksbind.targets.registry import TARGETS, Target, get_target
 
 #: Each record's config keys, from the settings model (ksbind/spec.py's Annotated fields).
 MODULE_KEYS = keys_of(ModuleSpec)

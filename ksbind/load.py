@@ -17,13 +17,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ksbind.cache.layout import LOAD_KS_DIR, cache_fault, cache_root, check_root
-from ksbind.codegen.targets import get_target
 from ksbind.config import BINDING_KEYS
 from ksbind.errors import ConfigError, Location, closest, show_file_as
 from ksbind.fileio import write_atomic
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.settings import Setting, keyword_signature, pick, settings_of, with_options
 from ksbind.spec import DEFAULT_ARENA_BYTES, BindingSpec, KscSpec, ModuleSpec, RuntimeSpec, TargetName
+from ksbind.targets.registry import get_target
 
 if sys.version_info >= (3, 11):
     from typing import Unpack

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from ksbind.binding import declared_vjp, select_bindings
-from ksbind.codegen.targets import get_target
 from ksbind.errors import DeclarationError, KscError
 from ksbind.inputs import note_dir, refuse
 from ksbind.ksc.driver import (
@@ -50,6 +49,7 @@ from ksbind.lang.reader import (
 )
 from ksbind.settings import pick
 from ksbind.spec import VJP_KINDS, Binding, BindingSpec, ModuleSpec, RuntimeSpec, VjpKind
+from ksbind.targets.registry import get_target
 
 
 @dataclass(frozen=True)

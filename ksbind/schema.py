@@ -18,7 +18,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ksbind.codegen.targets import ALIASES, TARGETS, get_target
 from ksbind.config import MODULE_NAME_PATTERN
 from ksbind.lang.identifiers import CPP_KEYWORDS
 from ksbind.lang.types import MAX_RANK
@@ -33,6 +32,7 @@ from ksbind.spec import (
     RuntimeSpec,
 )
 from ksbind.support import SUPPORT_FUNCTIONS
+from ksbind.targets.registry import ALIASES, TARGETS, get_target
 
 #: The schema as the package ships it.
 SCHEMA_FILE = Path(__file__).with_name("config.schema.json")

@@ -32,11 +32,11 @@ from setuptools.errors import CompileError
 
 from ksbind import log
 from ksbind.backend.toolchain import stable_abi
-from ksbind.codegen.targets import get_target
 from ksbind.config import select_module
 from ksbind.errors import ConfigError, KsbindError, Location
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.standalone import build_into, compiled_name, files_for
+from ksbind.targets.registry import get_target
 
 
 class KsbindExtension(Extension):

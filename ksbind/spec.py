@@ -52,7 +52,7 @@ Layout = Literal["split", "single"]
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)
 
 #: The elements a tensor that crosses as a buffer may hold: a ks-target module's declared
-#: tensor classes, and a torch tensor (codegen/targets/torch.py).
+#: tensor classes, and a torch tensor (targets/torch/target.py).
 TensorElement = Literal["Float", "Integer", "Bool"]
 TENSOR_ELEMENTS: tuple[TensorElement, ...] = get_args(TensorElement)
 

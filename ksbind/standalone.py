@@ -9,11 +9,11 @@ What lands beside the compiled module (``files_for``):
 
 - every target: ``NAME.pyi`` (its stub), and ``py.typed`` in its package;
 - torch target: ``NAME.py`` (the wrapper users import; the compiled part is
-  ``NAME_ext``) and ``NAME_ksbind_runtime/``, a copy of the ksbind/torch_runtime
+  ``NAME_ext``) and ``NAME_ksbind_runtime/``, a copy of the ksbind/targets/torch/runtime
   package the wrapper imports instead of ksbind's (it needs only torch);
 - jax target: ``NAME.py`` (the wrapper; the compiled part is the handler library
   ``NAME_jaxffi``, named as an extension module, loaded by ctypes) and
-  ``NAME_ksbind_jax_runtime.py``, a copy of ksbind/jax_runtime.py (it
+  ``NAME_ksbind_jax_runtime.py``, a copy of ksbind/targets/jax/runtime.py (it
   needs only jax and numpy).
 
 Which runtime file or package is copied, and under which name, the target's record
@@ -33,12 +33,12 @@ from ksbind.backend.missing import explain_missing
 from ksbind.backend.toolchain import module_suffix, stable_abi
 from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
-from ksbind.codegen.targets import get_target
 from ksbind.errors import BuildError, Location
 from ksbind.fileio import staged, write_atomic
 from ksbind.inputs import PACKAGE_DIR
 from ksbind.log import get_logger
 from ksbind.spec import ModuleSpec
+from ksbind.targets.registry import get_target
 
 _log = get_logger("compile")
 

@@ -6,9 +6,10 @@ one-line doc. From this table come the modules' C++ registration (module.cpp.j2,
 python_module.cpp.j2), their .pyi stubs (ksbind/codegen/context.py), the names a
 binding may not take (spec.RESERVED_NAMES) and docs/targets.md's table; and, with
 the functions a module calls at import (INTERNAL_SUPPORT_FUNCTIONS), the torch and
-jax targets' registrations and Python wrappers (ksbind/codegen/support_wiring.py:
-ksbind/include/ksbind/support_registrations.h, ksbind/torch_runtime/support.py and
-a section of ksbind/jax_runtime.py). scripts/generate_settings.py writes the
+jax targets' registrations and Python wrappers (each target's support_wiring.py, on
+ksbind/codegen/support_wiring.py: the headers ksbind/torch_support_registrations.h and
+ksbind/jax_support_registrations.h in their packages, ksbind/targets/torch/runtime/support.py
+and a section of ksbind/targets/jax/runtime.py). scripts/generate_settings.py writes the
 generated files; tests/test_stubs.py fails when one differs.
 
 What a function does depends on the module's arena (the target record's

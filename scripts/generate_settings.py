@@ -1,7 +1,7 @@
 """Write what the settings model (ksbind/spec.py) makes: docs/config.md's key tables
 and the JSON Schema ksbind ships (ksbind/config.schema.json); and from the support
 functions' table (ksbind/support.py) docs/targets.md's table and the torch and jax
-targets' registrations and wrappers (ksbind/codegen/support_wiring.py); and from
+targets' registrations and wrappers (each target record's ``written_ahead``); and from
 render_module's settings record (RenderSettings) its keywords' TypedDict (RenderKeywords,
 ksbind/codegen/render.py). ``--check``: write
 nothing, exit 1 naming each file that would change (tests/test_settings.py checks
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from ksbind.codegen import render
-from ksbind.codegen.support_wiring import generated_files
 from ksbind.schema import SCHEMA_FILE, schema_text, with_support_table, with_tables
+from ksbind.targets.registry import TARGETS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "config.md"
 TARGETS_DOC = DOC.with_name("targets.md")
@@ -29,7 +29,7 @@ def main() -> int:
     for path, text in ((DOC, with_tables(DOC.read_text(encoding="utf-8"))), (SCHEMA_FILE, schema_text()),
                        (TARGETS_DOC, with_support_table(TARGETS_DOC.read_text(encoding="utf-8"))),
                        (RENDER, render.with_render_keywords(RENDER.read_text(encoding="utf-8"))),
-                       *generated_files().items()):
+                       *(item for t in TARGETS.values() if t.written_ahead for item in t.written_ahead().items())):
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             continue
         stale.append(path)

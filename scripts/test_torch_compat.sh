@@ -26,7 +26,7 @@ trap 'rm -rf "$out"' EXIT
 # A hand-written op on torch's stable ABI (benchmarks/stable_vrelu3.cpp), built for torch >= 2.10
 # against 2.13.0's headers: the check loads it under 2.14.1 too.
 .venv/bin/python -m benchmarks.stable_op --build-to "$out" >/dev/null
-# ksbind from this tree on sys.path for the wrappers' runtime (ksbind/torch_runtime/);
+# ksbind from this tree on sys.path for the wrappers' runtime (ksbind/targets/torch/runtime/);
 # nothing is built there.
 PYTHONPATH="$PWD" "$venv/bin/python" scripts/torch_compat.py check "$out"
 # examples/package's wheel (its torch-target module, `torch>=2.10`), built here under

@@ -150,7 +150,7 @@ def test_which_targets_keep_to_the_stable_abi_and_what_that_means_for_a_build() 
     import dataclasses
 
     from ksbind.backend.toolchain import limited_api_flags, module_suffix, stable_abi
-    from ksbind.codegen.targets import get_target
+    from ksbind.targets.registry import get_target
 
     assert get_target("python").limited_api == (3, 10)
     assert get_target("ks").limited_api is None  # pybind11: the full C API

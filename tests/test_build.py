@@ -458,8 +458,8 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
         generated = write_generated(spec.output, render_spec(spec))
         if spec.target == "torch":
             pytest.importorskip("torch")
-            from ksbind.backend.torch_build import ENTRIES, PCH_COMPANION, stable_plan, unit_text
-            from ksbind.backend.torch_build import toolchain as torch_toolchain
+            from ksbind.targets.torch.build import ENTRIES, PCH_COMPANION, stable_plan, unit_text
+            from ksbind.targets.torch.build import toolchain as torch_toolchain
 
             tc = torch_toolchain(spec, stable_plan(spec))
             assert tc.include_dirs[:2] == (runtime, INCLUDE_DIR)  # the runtime's folder first, then ksbind's
@@ -471,7 +471,7 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
             units = [p for p in generated if p.suffix == ".cpp"] + [unit, INCLUDE_DIR / PCH_COMPANION[0]]
         elif spec.target == "jax":
             pytest.importorskip("jax")
-            from ksbind.backend.jax_build import toolchain
+            from ksbind.targets.jax.build import toolchain
 
             tc = toolchain(spec)
             assert tc.include_dirs[:2] == (runtime, INCLUDE_DIR)  # the runtime's folder first, then ksbind's

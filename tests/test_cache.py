@@ -605,7 +605,7 @@ TORCH_BUILD = """\
 import sys
 sys.path.insert(0, {repo!r})
 from ksbind import load_config
-from ksbind.backend import torch_build as build_torch
+from ksbind.targets.torch import build as build_torch
 from ksbind.pipeline import build_spec
 from tests.e2e_support import with_runtime
 

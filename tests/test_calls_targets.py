@@ -103,7 +103,7 @@ def torch_packed() -> ModuleType:
 
 
 def test_torch_packed_calls_from_inside_its_conversions(torch_packed: ModuleType) -> None:
-    """A packed binding's list of tuples is read in Python (ksbind/torch_runtime/packing.py packs it):
+    """A packed binding's list of tuples is read in Python (ksbind/targets/torch/runtime/packing.py packs it):
     a number's conversion that raises, overflows or empties the list gives a clean result."""
     import torch
 

@@ -193,11 +193,11 @@ def test_fast_math_flags_reach_only_the_users_ks_code(tmp_path: Path) -> None:
     import dataclasses
 
     from ksbind import load_config
-    from ksbind.backend import torch_build as build_torch
     from ksbind.backend.native import compile_plan, plan_toolchain, plan_units
     from ksbind.backend.toolchain import FAST_MATH_FLAGS
     from ksbind.codegen.output import write_generated
     from ksbind.pipeline import render_spec
+    from ksbind.targets.torch import build as build_torch
 
     [spec] = load_config(REPO / "configs" / "torch_rownorm_fast.yaml")
     spec = dataclasses.replace(spec, output=tmp_path / "torch")

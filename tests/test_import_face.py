@@ -1,5 +1,5 @@
 """The import face: ``import ksbind``, a generated torch wrapper's
-``from ksbind import torch_runtime`` and ``ksbind --help`` load only what they
+``from ksbind.targets.torch import runtime as torch_runtime`` and ``ksbind --help`` load only what they
 use (no jinja2, no yaml); every public name still resolves, on first use.
 (The time it takes is a benchmark row: benchmarks/import_time.py.)"""
 from __future__ import annotations
@@ -35,12 +35,14 @@ def test_import_ksbind_loads_only_the_face() -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_the_torch_wrappers_runtime_import_loads_no_generator() -> None:
-    loaded = loaded_by("from ksbind import torch_runtime")
-    runtime = [m for m in loaded if m.startswith("ksbind.torch_runtime")]
-    assert [m for m in loaded if m.startswith("ksbind")] == ["ksbind", "ksbind._version", *runtime]
-    assert sorted(runtime) == ["ksbind.torch_runtime", *(f"ksbind.torch_runtime.{m}" for m in
-                                                         ("autograd", "calls", "contract", "loading", "packing", "support", "trees",
-                                                          "vmap"))]
+    loaded = loaded_by("from ksbind.targets.torch import runtime as torch_runtime")
+    runtime = [m for m in loaded if m.startswith("ksbind.targets.torch.runtime")]
+    # The target's package and its parent are bare: they import nothing (ksbind/targets/__init__.py).
+    assert [m for m in loaded if m.startswith("ksbind")] == ["ksbind", "ksbind._version", "ksbind.targets",
+                                                            "ksbind.targets.torch", *runtime]
+    assert sorted(runtime) == ["ksbind.targets.torch.runtime",
+                               *(f"ksbind.targets.torch.runtime.{m}" for m in
+                                 ("autograd", "calls", "contract", "loading", "packing", "support", "trees", "vmap"))]
     assert not {"jinja2", "yaml"} & set(loaded)
 
 

@@ -477,7 +477,7 @@ def test_a_second_library_of_the_module_registers_per_build_names_and_calls_its_
     by the first) registers its handlers under per-build names, saying so, and calls them, never
     the first one's; a third whose per-build names are taken too (a copy in another folder of the
     same name) is refused rather than silently calling another library's handlers."""
-    from ksbind import jax_runtime
+    from ksbind.targets.jax import runtime as jax_runtime
 
     lib = Path(relu3._library._name)
     for b in relu3._bindings.values():  # the fixture's own handlers (under their stable names, unless
@@ -591,10 +591,10 @@ def test_the_users_unit_holds_nothing_of_xla_and_the_handlers_are_a_unit_of_thei
     import dataclasses
     import subprocess
 
-    from ksbind.backend import jax_build
     from ksbind.codegen.output import write_generated
     from ksbind.config import load_config
     from ksbind.pipeline import render_spec
+    from ksbind.targets.jax import build as jax_build
 
     spec = next(s for s in load_config(config) if s.name == module)
     spec = dataclasses.replace(spec, output=tmp_path / "out", fast_math=True)
@@ -618,7 +618,7 @@ def test_the_users_unit_holds_nothing_of_xla_and_the_handlers_are_a_unit_of_thei
 
 
 def test_the_ffi_headers_are_found_as_jax_finds_them() -> None:
-    from ksbind.backend import jax_build
+    from ksbind.targets.jax import build as jax_build
 
     assert jax_build.ffi_include_dir() == Path(jax.ffi.include_dir())
     assert (jax_build.ffi_include_dir() / "xla" / "ffi" / "api" / "ffi.h").is_file()

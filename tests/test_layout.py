@@ -58,11 +58,18 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str
                     yield target, node.lineno
 
 
+def matches(module: str, pattern: str) -> bool:
+    """A pattern names a module and everything under it; ``*`` stands for one name (a target's
+    package: ``ksbind.targets.*.runtime``)."""
+    parts, names = pattern.split("."), module.split(".")
+    return len(names) >= len(parts) and all(p in ("*", n) for p, n in zip(parts, names))
+
+
 def layer_of(module: str, rows: list[list[str]]) -> int | None:
-    for i, row in enumerate(rows):
-        if any(module == p or module.startswith(p + ".") for p in row):
-            return i
-    return None
+    """The layer of the most specific pattern naming the module (``ksbind.targets`` is the
+    base layer, ``ksbind.targets.*.target`` codegen's)."""
+    found = [(len(p.split(".")), i) for i, row in enumerate(rows) for p in row if matches(module, p)]
+    return max(found)[1] if found else None
 
 
 def graph() -> dict[str, set[str]]:
@@ -140,6 +147,12 @@ def test_the_scan_sees_every_kind_of_import(tmp_path: Path, source: str, expecte
 
 def test_a_lower_module_importing_a_higher_one_would_be_caught() -> None:
     rows = layers()
+    # A target's package spans layers: its runtime below everything, its record in codegen's,
+    # its build kind in the backend's.
+    assert layer_of("ksbind.targets.torch.runtime.calls", rows) == 0
+    assert layer_of("ksbind.targets.jax.runtime", rows) == 0
+    assert layer_of("ksbind.targets.torch.target", rows) == layer_of("ksbind.codegen.render", rows)
+    assert layer_of("ksbind.targets.jax.build", rows) == layer_of("ksbind.backend.compile", rows)
     assert layer_of("ksbind.lang.types", rows) < layer_of("ksbind.codegen.render", rows)  # type: ignore[operator]
     assert layer_of("ksbind.backend.compile", rows) > layer_of("ksbind.cache.objects", rows)  # type: ignore[operator]
     assert layer_of("ksbind", rows) == len(rows) - 1
@@ -170,3 +183,14 @@ def test_cpp_types_are_defined_once() -> None:
     assert twice == {}
     assert where["is_tensor"] == ["entry_points.h"]
     assert where["SizedArena"] == ["call_arena.h"]
+
+
+def test_a_target_package_is_imported_only_through_the_registry() -> None:
+    """Outside ksbind/targets/, no module imports one target's package: the registry lists them
+    and the rest asks a record (a build kind is imported by the name its record gives)."""
+    known = modules()
+    found = [f"{path.relative_to(REPO)}:{line}: {target}" for name, path in sorted(known.items())
+             if not name.startswith("ksbind.targets.")
+             for target, line in imports(name, path, known)
+             if target.startswith("ksbind.targets.") and target != "ksbind.targets.registry"]
+    assert not found, "ask the target's record (ksbind/targets/registry.py's get_target):\n" + "\n".join(found)

@@ -1,4 +1,4 @@
-"""The torch target's link stub (ksbind/backend/link_stub.py): a library exporting only the
+"""The torch target's link stub (ksbind/targets/torch/link_stub.py): a library exporting only the
 C shim's names, made from a real library's export list, that a module links against instead;
 a module needing anything else of the real library is linked again against it
 (ksbind/backend/compile.py, link's ``first``). Checked with g++ against a small library made
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ksbind.backend import link_stub
 from ksbind.backend.compile import compile_objects, link
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import Toolchain
+from ksbind.targets.torch import link_stub
 
 pytestmark = pytest.mark.skipif(shutil.which("nm") is None or shutil.which("g++") is None,
                                 reason="needs nm and g++ (binutils)")
@@ -101,7 +101,7 @@ def test_a_module_needing_more_than_the_shim_is_linked_again_against_the_real_li
 
 def test_torchs_own_library_has_a_stub_of_its_shim() -> None:
     """The real libtorch_cpu: its stub keeps the functions a stable-ABI op library calls."""
-    torch_dir = pytest.importorskip("ksbind.backend.torch_build").find_torch()
+    torch_dir = pytest.importorskip("ksbind.targets.torch.build").find_torch()
     if torch_dir is None:
         pytest.skip("torch is not installed")
     names = link_stub.exported_shim(torch_dir / "lib" / "libtorch_cpu.so")

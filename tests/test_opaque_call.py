@@ -14,9 +14,9 @@ import pytest
 
 import ksbind
 from ksbind.backend.toolchain import INCLUDE_DIR, RUNTIME_DIR, compiler
-from ksbind.backend.torch_build import CFLAGS, ENTRIES
 from ksbind.codegen.output import write_generated
 from ksbind.spec import BindingSpec
+from ksbind.targets.torch.build import CFLAGS, ENTRIES
 
 DECLS = ksbind.parse_ks("""
 (edef relu3 Float (Float))

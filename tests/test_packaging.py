@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "package"
 EVERYTHING = os.environ.get("KSBIND_CORPUS") == "all"
 #: The torch runtime package's files, which a wheel carries as NAME_ksbind_runtime/.
-TORCH_RUNTIME_FILES = sorted(p.name for p in (REPO / "ksbind" / "torch_runtime").glob("*.py"))
+TORCH_RUNTIME_FILES = sorted(p.name for p in (REPO / "ksbind" / "targets" / "torch" / "runtime").glob("*.py"))
 WHEEL_FILES = {
     "ks_softsign/__init__.py", "ks_softsign/py.typed",
     "ks_softsign/_softsign.pyi", "ks_softsign/_softsign_torch.py", "ks_softsign/_softsign_torch.pyi",
@@ -467,7 +467,7 @@ def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_
                                                   "relu3_ksbind_jax_runtime.py", f"relu3_jaxffi{SUFFIX}")}
     with zipfile.ZipFile(wheel) as z:
         assert imports_of(z.read(f"{package}/relu3.py").decode()) == {"."}
-        assert z.read(f"{package}/relu3_ksbind_jax_runtime.py") == (REPO / "ksbind/jax_runtime.py").read_bytes()
+        assert z.read(f"{package}/relu3_ksbind_jax_runtime.py") == (REPO / "ksbind/targets/jax/runtime.py").read_bytes()
     install(fresh_python, "--no-index", str(wheel))
     out = call(fresh_python, JAX_CALLS.replace("PKG", package), tmp_path)
     venv = str(fresh_python.parent.parent)
@@ -556,7 +556,7 @@ def test_a_wheels_jax_wrapper_without_its_library_is_an_import_error_naming_the_
     pytest.importorskip("jax")
     import importlib.machinery
 
-    from ksbind.jax_runtime import library_path
+    from ksbind.targets.jax.runtime import library_path
 
     namespace = {"__file__": str(tmp_path / "relu3.py"), "__name__": "pkg.relu3"}
     with pytest.raises(ImportError, match=f"pkg.relu3: its compiled handlers are missing: none of "
@@ -686,7 +686,7 @@ def test_a_standalone_wrapper_imports_nothing_from_ksbind(package: str | None, r
     assert "extension_suffix=True" in wrapper
     assert "from ksbind" not in wrapper and "import ksbind" not in wrapper
     cached = render_spec(spec).files["_softsign_torch.py"]
-    assert "from ksbind import torch_runtime as _runtime" in cached and "extension_suffix=False" in cached
+    assert "from ksbind.targets.torch import runtime as _runtime" in cached and "extension_suffix=False" in cached
 
 
 def imports_of(source: str) -> set[str]:
@@ -698,8 +698,8 @@ def imports_of(source: str) -> set[str]:
                        if isinstance(node, ast.ImportFrom)}
 
 
-@pytest.mark.parametrize("runtime, allowed", [("torch_runtime", {"torch"}),
-                                              ("jax_runtime.py", {"jax", "numpy"})])
+@pytest.mark.parametrize("runtime, allowed", [("targets/torch/runtime", {"torch"}),
+                                              ("targets/jax/runtime.py", {"jax", "numpy"})])
 def test_the_runtimes_shipped_in_wheels_import_only_their_framework_and_the_standard_library(
         runtime: str, allowed: set[str]) -> None:
     """A runtime package's modules may import each other (".")."""
@@ -732,7 +732,7 @@ def test_a_standalone_jax_wrapper_imports_its_runtime_copy_and_finds_its_library
     assert "extension_suffix=True" in wrapper
     assert imports_of(wrapper) == {"." if package else "relu3_ksbind_jax_runtime"}
     cached = render_spec(ext.spec).files["relu3.py"]
-    assert "from ksbind import jax_runtime as _runtime" in cached
+    assert "from ksbind.targets.jax import runtime as _runtime" in cached
     assert "'relu3_jaxffi.so'" in cached and "extension_suffix=False" in cached
 
 

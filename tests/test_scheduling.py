@@ -143,8 +143,8 @@ def test_a_torch_builds_import_of_torch_starts_while_ksc_runs(tmp_path: Path, mo
     pytest.importorskip("torch")
     import inspect
 
-    from ksbind.backend import torch_build
     from ksbind.pipeline import build_spec
+    from ksbind.targets.torch import build as torch_build
 
     asked: list[tuple[str, int, list[str], bool]] = []
 

@@ -17,9 +17,9 @@ import yaml
 
 from ksbind import config, settings, spec
 from ksbind.cli import main
-from ksbind.codegen.targets import ALIASES, TARGETS
 from ksbind.errors import ConfigError
 from ksbind.schema import SCHEMA_FILE, TABLES, config_schema, schema_text, with_tables
+from ksbind.targets.registry import ALIASES, TARGETS
 
 REPO = Path(__file__).resolve().parent.parent
 BAD_INPUTS = Path(__file__).parent / "bad_inputs"

@@ -16,11 +16,10 @@ import pytest
 import ksbind
 from ksbind.codegen.context import support_infos
 from ksbind.codegen.render import cpp_string
-from ksbind.codegen.support_wiring import generated_files
-from ksbind.codegen.targets import get_target
 from ksbind.schema import with_support_table
 from ksbind.spec import RESERVED_NAMES, BindingSpec, TargetName
 from ksbind.support import INTERNAL_SUPPORT_FUNCTIONS, SUPPORT_FUNCTIONS
+from ksbind.targets.registry import TARGETS, get_target
 
 from .conftest import REPO
 
@@ -255,9 +254,10 @@ def test_module_registers_the_support_table(target: TargetName) -> None:
 
 
 def _torch_support_ops() -> tuple[set[str], set[str]]:
-    """The support ops a torch module's library defines and implements (ksbind/support_registrations.h's
+    """The support ops a torch module's library defines and implements (ksbind/torch_support_registrations.h's
     macros), without their ``_ksbind_`` prefix."""
-    header = (REPO / "ksbind" / "include" / "ksbind" / "support_registrations.h").read_text(encoding="utf-8")
+    header = (REPO / "ksbind" / "targets" / "torch" / "include" / "ksbind" / "torch_support_registrations.h"
+              ).read_text(encoding="utf-8")
     return (set(re.findall(r'm\.def\("_ksbind_(\w+)\(', header)),
             set(re.findall(r'm\.impl\("_ksbind_(\w+)"', header)))
 
@@ -288,31 +288,36 @@ def test_no_binding_takes_a_support_functions_name(target: TargetName, name: str
 
 def test_the_support_functions_registrations_and_wrappers_are_generated_from_the_table() -> None:
     """The torch library's support ops, the jax library's C functions and both runtimes' Python
-    wrappers are written from ksbind/support.py (ksbind/codegen/support_wiring.py): each file is
-    what the table makes of it now."""
-    for path, text in generated_files().items():
+    wrappers are written from ksbind/support.py (each target record's ``written_ahead``: the torch
+    and jax targets' support_wiring.py): each file is what the table makes of it now."""
+    files = {path: text for t in TARGETS.values() if t.written_ahead for path, text in t.written_ahead().items()}
+    assert {p.relative_to(REPO / "ksbind").as_posix() for p in files} == {
+        "targets/torch/include/ksbind/torch_support_registrations.h", "targets/torch/runtime/support.py",
+        "targets/jax/include/ksbind/jax_support_registrations.h", "targets/jax/runtime.py"}
+    for path, text in files.items():
         assert path.read_text(encoding="utf-8") == text, \
             f"{path} differs from ksbind/support.py's table: run python scripts/generate_settings.py"
 
 
 def test_jax_runtime_support_functions_are_the_tables() -> None:
-    """The jax wrapper's support functions are Python (ksbind/jax_runtime.py, which imports
+    """The jax wrapper's support functions are Python (ksbind/targets/jax/runtime.py, which imports
     nothing of ksbind's): their docstrings are the table's, for per-thread arenas; the one it
     calls at import is _configure, and the library has a C function for each."""
-    tree = ast.parse((REPO / "ksbind" / "jax_runtime.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "ksbind" / "targets" / "jax" / "runtime.py").read_text(encoding="utf-8"))
     [outer] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_support_functions"]
     docs = {n.name: ast.get_docstring(n) for n in outer.body if isinstance(n, ast.FunctionDef)}
     assert docs == {**{f.name: f.doc("thread") for f in SUPPORT_FUNCTIONS if not f.kernels_only},
                     "_configure": INTERNAL_SUPPORT_FUNCTIONS[0].doc("thread")}
-    header = (REPO / "ksbind" / "include" / "ksbind" / "support_registrations.h").read_text(encoding="utf-8")
+    header = (REPO / "ksbind" / "targets" / "jax" / "include" / "ksbind" / "jax_support_registrations.h"
+              ).read_text(encoding="utf-8")
     assert set(re.findall(r"KSBIND_EXPORT int ksbind_jax_(\w+)\(", header)) == {n.lstrip("_") for n in docs}
 
 
 def test_torch_runtime_support_names_are_the_tables() -> None:
     """The torch wrapper defines its support functions over its library's support ops
-    (ksbind/torch_runtime/support.py, generated): the table's names, the CPU-capability ones
+    (ksbind/targets/torch/runtime/support.py, generated): the table's names, the CPU-capability ones
     among them, each calling ops its library has."""
-    tree = ast.parse((REPO / "ksbind" / "torch_runtime" / "support.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "ksbind" / "targets" / "torch" / "runtime" / "support.py").read_text(encoding="utf-8"))
     [made] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "support_functions"]
     [table] = [n.value for n in ast.walk(made) if isinstance(n, ast.Return) and isinstance(n.value, ast.Dict)]
     names = {ast.literal_eval(k) for k in table.keys if k is not None}

@@ -10,14 +10,16 @@ import jinja2
 import jinja2.nodes
 import pytest
 
-from ksbind.codegen.targets import TARGETS, Target, get_target
-from ksbind.codegen.targets.record import BUILD_KINDS
+from ksbind.codegen.authoring import builtin_files
+from ksbind.codegen.targets.record import BUILD_KINDS, IMPORTED_BUILD_KIND
 from ksbind.errors import ConfigError
 from ksbind.spec import ModuleOptions
+from ksbind.targets.registry import TARGETS, Target, get_target
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ksbind"
 #: The only places that may decide anything by a target's name.
-KNOWS_NAMES = (PACKAGE / "codegen" / "targets", PACKAGE / "backend")
+#: Where target names may be compared: the target packages themselves (and their registry).
+KNOWS_NAMES = (PACKAGE / "targets",)
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
@@ -32,7 +34,7 @@ def test_target_record_is_frozen(name: str) -> None:
     for plan in (target.files, target.single_file):
         with pytest.raises(TypeError):
             plan["extra.cpp"] = "x.j2"  # type: ignore[index]
-    assert target.build in BUILD_KINDS
+    assert target.build in BUILD_KINDS or IMPORTED_BUILD_KIND.match(target.build)
     assert target.file_plan("split") == target.files and target.file_plan("single") == target.single_file
     assert hash(target) == hash(get_target(name))
     assert isinstance(target.extra_context([], ModuleOptions(name="m", target=name)), dict)
@@ -41,7 +43,7 @@ def test_target_record_is_frozen(name: str) -> None:
 def test_target_facts() -> None:
     """The facts that code outside the targets used to decide by name."""
     ks, python, torch = (get_target(n) for n in ("ks", "python", "torch"))
-    assert [t.build for t in (ks, python, torch)] == ["pybind11", "python-capi", "torch"]
+    assert [t.build for t in (ks, python, torch)] == ["pybind11", "python-capi", "ksbind.targets.torch.build:TORCH"]
     assert [t.arena_per_call for t in (ks, python, torch)] == [False, True, True]
     assert [t.release_gil_always for t in (ks, python, torch)] == [False, False, True]
     assert [t.tensor_classes for t in (ks, python, torch)] == [True, False, False]
@@ -49,7 +51,7 @@ def test_target_facts() -> None:
     assert [t.stub_imports for t in (ks, python, torch)] == [(), (), ("import torch",)]
     assert [t.entry_headers for t in (ks, python, torch)] == [(), ("ksbind/python.h",), ()]
     assert [t.compiled_name("m") for t in (ks, python, torch)] == ["m", "m", "m_torchops"]
-    runtime = sorted(p.name for p in (PACKAGE / "torch_runtime").glob("*.py"))
+    runtime = sorted(p.name for p in (PACKAGE / "targets" / "torch" / "runtime").glob("*.py"))
     assert [t.beside("m") for t in (ks, python, torch)] == [["m.pyi"], ["m.pyi"],
                                                             ["m.pyi", "m.py", *(f"m_ksbind_runtime/{f}" for f in runtime)]]
     assert ks.extra_context([], ModuleOptions()) == {}
@@ -57,7 +59,7 @@ def test_target_facts() -> None:
 
 def test_jax_target_facts() -> None:
     jax = get_target("jax")
-    assert (jax.build, jax.compiled_name("m"), jax.result_shapes) == ("jax", "m_jaxffi", True)
+    assert (jax.build, jax.compiled_name("m"), jax.result_shapes) == ("ksbind.targets.jax.build:JAX", "m_jaxffi", True)
     assert jax.beside("m") == ["m.pyi", "m.py", "m_ksbind_jax_runtime.py"]
 
 
@@ -165,7 +167,8 @@ def test_only_targets_and_backend_compare_target_names() -> None:
 
 # ------------------------------------------------------------ templates
 
-TEMPLATES = PACKAGE / "codegen" / "templates"
+#: Every built-in template: the shared ones (codegen/templates/) and each target package's.
+BUILTINS = sorted(builtin_files().values())
 #: Templates allowed to decide by a target's name, each with the reason: none now.
 TEMPLATES_EXEMPT: dict[str, str] = {}
 
@@ -222,21 +225,21 @@ def test_template_scan_finds_name_comparisons() -> None:
 
 
 def test_no_template_compares_target_names() -> None:
-    """Templates print; the target records decide (ksbind/codegen/targets/)."""
+    """Templates print; the target records decide (ksbind/targets/NAME/target.py)."""
     found = []
-    for path in sorted(TEMPLATES.glob("*.j2")):
+    for path in BUILTINS:
         if path.name not in TEMPLATES_EXEMPT:
             found += template_name_comparisons(path.read_text(encoding="utf-8"), path.name)
     assert not found, "ask the target record (ksbind/codegen/targets/record.py) and hand the template a " \
                       "value instead:\n" + "\n".join(found)
-    assert set(TEMPLATES_EXEMPT) <= {p.name for p in TEMPLATES.glob("*.j2")}
+    assert set(TEMPLATES_EXEMPT) <= {p.name for p in BUILTINS}
     # Every template a target renders is among those scanned (and so are the ones they extend or include).
     assert {t for target in TARGETS.values() for plan in (target.files, target.single_file)
-            for t in plan.values()} <= {p.name for p in TEMPLATES.glob("*.j2")} - set(TEMPLATES_EXEMPT)
+            for t in plan.values()} <= {p.name for p in BUILTINS} - set(TEMPLATES_EXEMPT)
 
 
 #: The most lines of fixed text a built-in template may hold in a row: longer fixed C++ belongs in a
-#: header under ksbind/include/ksbind/, where it is compiled, read and tested as C++ (templates print
+#: header under an include/ksbind/ folder (ksbind's or a target package's), where it is compiled, read and tested as C++ (templates print
 #: what the target records decide; headers hold what never changes).
 MAX_FIXED_LINES = 8
 
@@ -268,9 +271,37 @@ def test_fixed_run_scan_counts_fixed_lines() -> None:
 def test_no_template_holds_a_long_run_of_fixed_cpp() -> None:
     """Fixed C++ lives in headers; templates print values between short fixed lines."""
     found = []
-    for path in sorted(TEMPLATES.glob("*.j2")):
+    for path in BUILTINS:
         run, start = longest_fixed_run(path.read_text(encoding="utf-8"))
         if run > MAX_FIXED_LINES:
             found.append(f"{path.name}:{start}: {run} fixed lines in a row")
     assert not found, f"more than {MAX_FIXED_LINES} fixed lines in a row: move them into a header under " \
-                      "ksbind/include/ksbind/ (or compute them in the target record):\n" + "\n".join(found)
+                      "an include/ksbind/ folder (or compute them in the target record):\n" + "\n".join(found)
+
+
+def test_each_target_package_holds_its_own_templates_and_headers() -> None:
+    """ksbind's own targets are packages (ksbind/targets/NAME/): the templates a target renders that
+    no other target renders, and the headers only its templates include, live in its package; a
+    template's name is one across every built-in folder, so `builtin/NAME` and overrides find one."""
+    from ksbind.codegen.render import BUILTIN_FOLDERS
+
+    names = [p.name for d in BUILTIN_FOLDERS for p in d.glob("*.j2")]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    for name, target in TARGETS.items():
+        assert target.templates == PACKAGE / "targets" / name / "templates"
+        assert target.include_dirs == (PACKAGE / "targets" / name / "include",)
+        mine = {t for plan in (target.files, target.single_file) for t in plan.values()}
+        others = {t for other in TARGETS.values() if other is not target
+                  for plan in (other.files, other.single_file) for t in plan.values()}
+        for template in mine - others:
+            assert (target.templates / template).is_file(), f"{template} belongs in {target.templates}"
+        # Its headers are included by its own templates and headers only: not by another target's,
+        # nor by the shared ones (ksbind/include/ksbind/).
+        for header in target.include_dirs[0].glob("ksbind/*.h"):
+            line = f"#include <ksbind/{header.name}>"
+            strangers = [p for p in (*(q for d in BUILTIN_FOLDERS for q in d.glob("*.j2")),
+                                     *(PACKAGE / "include" / "ksbind").glob("*"),
+                                     *(q for t in TARGETS.values() if t is not target
+                                       for q in t.include_dirs[0].glob("ksbind/*")))
+                         if p.parent not in (target.templates,) and line in p.read_text(encoding="utf-8")]
+            assert not strangers, f"{header.name} is {name}'s, but {strangers} include it"

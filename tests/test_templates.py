@@ -14,7 +14,8 @@ from jinja2 import nodes
 import ksbind
 from ksbind.cli import main
 from ksbind.codegen import authoring
-from ksbind.codegen.render import BUILTIN_TEMPLATES, TemplateAPIWarning
+from ksbind.codegen.authoring import builtin_files
+from ksbind.codegen.render import TemplateAPIWarning
 from ksbind.errors import KsbindError, OutputError, TemplateError
 
 from .conftest import REPO
@@ -207,7 +208,7 @@ def test_missing_override_directory_is_a_template_error(tmp_path: Path) -> None:
 
 def _ast_blocks(name: str) -> set[str]:
     env = jinja2.Environment()
-    tree = env.parse((BUILTIN_TEMPLATES / name).read_text())
+    tree = env.parse(builtin_files()[name].read_text())
     return {b.name for b in tree.find_all(nodes.Block)}
 
 
@@ -226,7 +227,7 @@ def test_builtin_blocks_exist_and_are_documented() -> None:
 
 def test_every_builtin_is_stamped_with_the_template_api() -> None:
     for name in authoring.builtin_names():
-        first = (BUILTIN_TEMPLATES / name).read_text().splitlines()[0]
+        first = builtin_files()[name].read_text().splitlines()[0]
         assert first == f"{{# ksbind-template-api: {ksbind._version.TEMPLATE_API} #}}", name
 
 
@@ -270,7 +271,7 @@ def test_eject_some_and_refuse_to_overwrite_edits(tmp_path: Path) -> None:
     assert (d / "entry_points.cpp.j2").read_text() == "edited\n"
     assert not (d / "module.cpp.j2").exists()  # nothing written when refusing
     authoring.eject(d, ["entry_points.cpp.j2"], force=True)
-    assert (d / "entry_points.cpp.j2").read_text() == (BUILTIN_TEMPLATES / "entry_points.cpp.j2").read_text()
+    assert (d / "entry_points.cpp.j2").read_text() == builtin_files()["entry_points.cpp.j2"].read_text()
     with pytest.raises(TemplateError, match="did you mean 'module.cpp.j2'"):
         authoring.eject(d, ["modul.cpp.j2"])
     assert main(["templates", "eject", str(d), "nope.j2"]) == 2
@@ -318,7 +319,7 @@ def test_error_in_a_builtin_reached_from_an_override_names_the_builtin(tmp_path:
     with pytest.raises(TemplateError) as info:
         render("ks", (d,))
     loc = info.value.location
-    assert loc is not None and loc.file == str(BUILTIN_TEMPLATES / "module.cpp.j2") and loc.line
+    assert loc is not None and loc.file == str(builtin_files()["module.cpp.j2"]) and loc.line
     assert "(built-in template)" in info.value.message
 
 

@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("torch")
 import torch  # noqa: E402
 
-import ksbind.torch_runtime as torch_runtime  # noqa: E402
+import ksbind.targets.torch.runtime as torch_runtime  # noqa: E402
 from ksbind import KsbindWarning  # noqa: E402
 
 from .e2e_support import _build, gradcheck32  # noqa: E402

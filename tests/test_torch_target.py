@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 import ksbind
-from ksbind.codegen.targets import get_target
-from ksbind.codegen.targets import torch as torch_target
 from ksbind.codegen.targets.common import Crossing
 from ksbind.errors import BindingError, ConfigError, KsbindWarning
 from ksbind.lang.types import parse_type
 from ksbind.spec import BindingSpec, ModuleOptions
+from ksbind.targets.registry import get_target
+from ksbind.targets.torch import target as torch_target
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,7 +61,7 @@ def _schemas(files: dict[str, str]) -> list[str]:
 
 
 def _bindings(files: dict[str, str]) -> list[dict[str, Any]]:
-    """The wrapper's BINDINGS table (what ksbind/torch_runtime's install_stable reads)."""
+    """The wrapper's BINDINGS table (what ksbind/targets/torch/runtime's install_stable reads)."""
     found = re.search(r"^BINDINGS = (\[.*?\])\n\n", files["m.py"], re.M | re.S)
     assert found
     table: list[dict[str, Any]] = ast.literal_eval(found.group(1))
@@ -181,7 +181,7 @@ def test_single_file_layout_is_the_split_one() -> None:
 
 
 def test_unit_includes_ks_sources_then_entry_points(tmp_path: Path) -> None:
-    from ksbind.backend.torch_build import ENTRIES, unit_text
+    from ksbind.targets.torch.build import ENTRIES, unit_text
 
     spec = ksbind.load_config(REPO / "configs" / "relu3_torch.yaml")[0]
     text = unit_text(spec, tmp_path / ENTRIES)
@@ -331,9 +331,9 @@ def test_mutates_is_for_the_torch_target_and_read_from_configs_and_load_ks(tmp_p
 
 
 def test_the_bindings_table_holds_the_runtimes_records() -> None:
-    """What codegen writes into BINDINGS has exactly the keys ksbind/torch_runtime/contract.py
+    """What codegen writes into BINDINGS has exactly the keys ksbind/targets/torch/runtime/contract.py
     declares: every required key, optional ones only where the binding has them."""
-    from ksbind.torch_runtime.contract import BindingRecord, LeafRecord, PackRecord
+    from ksbind.targets.torch.runtime.contract import BindingRecord, LeafRecord, PackRecord
 
     specs = [BindingSpec("vrelu3"), BindingSpec("scale", vjp="scale_vjp"), BindingSpec("relu3", mode="elementwise"),
              BindingSpec("stats"), BindingSpec("nested"), BindingSpec("pairs")]
@@ -428,7 +428,7 @@ def _fake_library(folder: Path, marks: bytes) -> Path:
 
 
 def test_an_older_torch_is_refused_naming_both_versions(tmp_path: Path) -> None:
-    from ksbind import torch_runtime
+    from ksbind.targets.torch import runtime as torch_runtime
 
     lib = _fake_library(tmp_path, b"ksbind-torch-min=2.13;ksbind-torch-built=2.13.0;")
     assert torch_runtime.torch_needed(str(lib)) == "2.13"
@@ -444,7 +444,7 @@ def test_a_library_that_does_not_load_names_the_torch_it_needs(tmp_path: Path) -
     ImportError naming the running torch and the one the library needs, with the loader's reason."""
     import torch
 
-    from ksbind import torch_runtime
+    from ksbind.targets.torch import runtime as torch_runtime
 
     lib = _fake_library(tmp_path, b"ksbind-torch-min=2.10;ksbind-torch-built=2.99.0;")
     with pytest.raises(ImportError) as raised:

@@ -15,9 +15,10 @@ import pytest
 import torch
 
 import ksbind
-from ksbind.backend import torch_build
+from ksbind.backend.toolchain import INCLUDE_DIR
 from ksbind.codegen.render import RenderedModule
 from ksbind.spec import ModuleSpec
+from ksbind.targets.torch import build as torch_build
 from tests.test_ksc import KSC, RUNTIME, needs_ksc
 
 #: One elementwise binding per function, each calling one of the functions libmvec vectorises.
@@ -78,7 +79,7 @@ def test_the_unit_includes_the_vector_math_header_before_the_ks_code(tmp_path: P
     assert lines[lines.index("#include <ksbind/float_sums.h>") - 1] == "#if KSBIND_VECTOR_MATH"
     assert lines[lines.index("#include <ksbind/float_builds.h>") + 1] == "#endif"
     for header in ("vector_math.h", "float_sums.h", "float_builds.h"):
-        assert (Path(torch_build.__file__).parents[1] / "include" / "ksbind" / header).is_file()
+        assert (INCLUDE_DIR / "ksbind" / header).is_file()
 
 
 def _inputs() -> torch.Tensor:
@@ -319,7 +320,7 @@ def test_a_float_sumbuild_whose_value_is_unused_compiles_to_nothing(tmp_path: Pa
     drop the whole loop. It could not while the running sums were passed to a helper by pointer."""
     source = tmp_path / "sums.cpp"
     source.write_text(DROPPED_SUMS.replace("RESULT", result))
-    include = Path(torch_build.__file__).parents[1] / "include"
+    include = INCLUDE_DIR
     done = subprocess.run(["g++", *torch_build.CFLAGS, f"-I{RUNTIME}", f"-I{include}", "-S", str(source), "-o", "-"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -1,7 +1,8 @@
 """The backend's one way in: a rendered module to a built one, whatever its target.
 
 Each target's record names its build kind (``Target.build``: "pybind11",
-"python-capi", "torch" or "jax"); this module picks the build for it, so callers
+"python-capi", or its package's own as ``package.module:NAME``); this module picks the build
+for it, so callers
 (pipeline.py, standalone.py) never learn there is more than one:
 
 - ``prepare_build(spec, rendered)``: the module's cache key, known before
@@ -13,11 +14,11 @@ Each target's record names its build kind (``Target.build``: "pybind11",
   of a build outside the cache (a wheel: standalone.py).
 
 Each kind is a ``BuildKind`` (kind.py), asked rather than tested for: the
-native build (native.py) compiles pybind11 and Python C API modules; the
-torch build (torch_build.py, imported only for torch modules) compiles torch
-extensions and installs their Python wrapper; the jax build (jax_build.py,
-imported only for jax modules) compiles a library of XLA FFI handlers beside
-its pure-Python wrapper.
+native build (native.py) compiles pybind11 and Python C API modules; a target package's own
+kind is imported when one of its modules is built (the torch target's compiles a library of
+torch ops and installs its Python wrapper, the jax target's a library of XLA FFI handlers
+beside its pure-Python wrapper: ksbind/targets/torch/build.py, ksbind/targets/jax/build.py,
+both on framework_build.py).
 """
 from __future__ import annotations
 
@@ -31,28 +32,21 @@ from ksbind.backend.native import NATIVE
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import Toolchain
 from ksbind.codegen.render import RenderedModule
-from ksbind.codegen.targets import get_target
+from ksbind.codegen.targets.record import BUILD_KINDS
 from ksbind.errors import ConfigError
 from ksbind.inputs import note_module
 from ksbind.session import Schedule
 from ksbind.spec import ModuleSpec
+from ksbind.targets.registry import get_target
 
 
 def _kind(spec: ModuleSpec) -> BuildKind[Any]:
     """The build kind of ``spec``'s target (``Target.build``: one of record.py's BUILD_KINDS, or
     ``package.module:NAME``, a build kind of the target's own package)."""
     build = get_target(spec.target).build
-    if build in ("pybind11", "python-capi"):
+    if build in BUILD_KINDS:
         return NATIVE
-    if build == "torch":
-        from ksbind.backend.torch_build import TORCH  # torch only for torch modules
-
-        return TORCH
-    if build == "jax":
-        from ksbind.backend.jax_build import JAX  # jax is imported only for jax modules
-
-        return JAX
-    return _imported_kind(spec.target, build)
+    return _imported_kind(spec.target, build)  # imported only when one of its modules is built
 
 
 #: What the backend asks of a build kind (BuildKind's methods).

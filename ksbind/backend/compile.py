@@ -486,7 +486,7 @@ def link(objects: Sequence[Path], tc: Toolchain, out: Path, report_as: Path, log
     run again with the compiler's own, whose failure is the one reported: a chosen linker
     the compiler cannot use then costs a second link, never the build. ``first``: flags
     tried before all that and dropped if that link fails (the torch target's link stub,
-    ksbind/backend/link_stub.py)."""
+    ksbind/targets/torch/link_stub.py)."""
     runner = Runner(f"{label}: " if label else "")
     cmd = [*tc.cxx, "-shared", *tc.ldflags, "-o", str(out), *map(str, objects), *tc.libs]
     chosen = linker_flags()

@@ -11,7 +11,7 @@ ksbind's own headers, compiler and flags, ksbind/pybind11/Python versions and
 ABI), so an unchanged rebuild imports the cached module without running the
 compiler, in any process. A changed module is built by the one pipeline of
 ksbind/backend/compile.py (the torch target's too, from
-ksbind/backend/torch_build.py): each translation unit's object comes from the
+ksbind/targets/torch/build.py): each translation unit's object comes from the
 object cache when nothing it depends on changed.
 
 Progress is logged (ksbind/log.py): ``quiet=True`` silences one call's.
@@ -59,10 +59,10 @@ from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import HEADER_SUFFIXES, Hasher
 from ksbind.codegen.output import plan_files, write_generated, write_planned
 from ksbind.codegen.render import RenderedModule
-from ksbind.codegen.targets import get_target
 from ksbind.fileio import write_atomic
 from ksbind.session import Schedule
 from ksbind.spec import ModuleSpec
+from ksbind.targets.registry import get_target
 
 _cache_log = log.get_logger("cache")
 

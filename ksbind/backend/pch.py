@@ -81,11 +81,13 @@ class SharedPch:
 
 
 def companion_paths(tc: Toolchain) -> tuple[Path, Path] | None:
-    """The toolchain's companion source and header (under ksbind's include folder), or None."""
+    """The toolchain's companion source and header (as included: found on its include path,
+    where a target package's headers are), or None."""
     if tc.pch_companion is None:
         return None
     source, header = tc.pch_companion
-    return INCLUDE_DIR / source, INCLUDE_DIR / header
+    folder = next((d for d in tc.include_dirs if (d / source).is_file()), INCLUDE_DIR)
+    return folder / source, folder / header
 
 
 def meaning_flags(flags: Sequence[str]) -> tuple[str, ...]:

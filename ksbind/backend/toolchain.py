@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ksbind.cache.keys import Hasher
-from ksbind.codegen.targets import get_target
 from ksbind.spec import ModuleSpec
+from ksbind.targets.registry import get_target
 
 #: ksbind's own C++ headers are in INCLUDE_DIR/ksbind/ and included as
 #: <ksbind/...>: no runtime folder holds a ksbind/ folder, so a runtime can
@@ -104,7 +104,7 @@ class Toolchain:
     pch_includes: tuple[str, ...] = ()
     key_parts: tuple[tuple[str, str], ...] = ()
     two_phase_init: bool = False  # its pybind11's PYBIND11_MODULE names the module from the import
-    #: (source, header) under INCLUDE_DIR: an object built with the shared precompiled header and
+    #: (source, header) on the include path: an object built with the shared precompiled header and
     #: linked into the modules whose units then include the header (ksbind/backend/pch.py).
     pch_companion: tuple[str, str] | None = None
 

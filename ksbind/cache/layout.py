@@ -29,7 +29,7 @@ UNITS_DIR = "units"
 NOOP_DIR = "noop"
 #: Jinja2's compiled templates (ksbind/codegen/render.py), one folder per ksbind and Jinja2 version.
 TEMPLATES_DIR = "templates"
-#: Link-time stand-ins for torch's CPU library (ksbind/backend/link_stub.py), one folder per torch library.
+#: Link-time stand-ins for torch's CPU library (ksbind/targets/torch/link_stub.py), one folder per torch library.
 LINK_STUBS_DIR = "link-stubs"
 #: Folders in the root that are neither entries nor shared parts: small, removed by clean --all.
 SIDE_DIRS = (UNITS_DIR, NOOP_DIR, TEMPLATES_DIR, LINK_STUBS_DIR)

@@ -15,10 +15,10 @@ from pathlib import Path
 import jinja2
 from jinja2 import nodes
 
-from ksbind.codegen.render import BUILTIN_TEMPLATES, template_api_of
-from ksbind.codegen.targets import TARGETS
+from ksbind.codegen.render import BUILTIN_FOLDERS, BUILTIN_TEMPLATES, template_api_of
 from ksbind.errors import Location, OutputError, TemplateError, closest
 from ksbind.fileio import write_atomic
+from ksbind.targets.registry import TARGETS
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,14 @@ class TemplateInfo:
     used_for: tuple[str, ...]             # "target: output file" pairs
 
 
+def builtin_files() -> dict[str, Path]:
+    """Every built-in template by name: the shared ones and those of ksbind's own targets
+    (each in its package's ``templates/``)."""
+    return {p.name: p for d in BUILTIN_FOLDERS for p in sorted(d.iterdir()) if p.is_file() and p.name.endswith(".j2")}
+
+
 def builtin_names() -> list[str]:
-    return sorted(p.name for p in BUILTIN_TEMPLATES.iterdir() if p.is_file() and p.name.endswith(".j2"))
+    return sorted(builtin_files())
 
 
 _ENV = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
@@ -50,10 +56,11 @@ _ENV = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_ne
 
 def template_info(name: str, source: str | None = None) -> TemplateInfo:
     """A template's description, blocks and macros, from Jinja2's parse tree and lexer."""
+    path = builtin_files().get(name, BUILTIN_TEMPLATES / name)
     if source is None:
-        source = (BUILTIN_TEMPLATES / name).read_text(encoding="utf-8")
+        source = path.read_text(encoding="utf-8")
     try:
-        tree = _ENV.parse(source, name, str(BUILTIN_TEMPLATES / name))
+        tree = _ENV.parse(source, name, str(path))
     except jinja2.TemplateSyntaxError as e:
         raise TemplateError(f"template syntax error: {e.message}", Location(e.filename or name, e.lineno)) from None
     comments = _comments(source)
@@ -96,7 +103,7 @@ def _blocks(node: nodes.Node, comments: dict[int, tuple[int, str]], depth: int, 
 
 def describe_templates() -> str:
     """The text ``ksbind templates list`` prints."""
-    lines = [f"Built-in templates in {BUILTIN_TEMPLATES}",
+    lines = [f"Built-in templates in {BUILTIN_TEMPLATES} and each target's package (ksbind/targets/NAME/templates)",
              "(override one by putting a file of the same name in a 'templates:' directory, or",
              " {% extends \"builtin/NAME\" %} and replace single blocks; see docs/templates.md)", ""]
     for name in builtin_names():
@@ -133,7 +140,8 @@ def eject(directory: str | os.PathLike[str], names: Sequence[str] = (), force: b
     out = Path(directory)
     if out.exists() and not out.is_dir():
         raise OutputError("cannot eject templates into a file: expected a directory", Location(str(out)))
-    plan = [(out / n, (BUILTIN_TEMPLATES / n).read_text(encoding="utf-8")) for n in wanted]
+    files = builtin_files()
+    plan = [(out / n, files[n].read_text(encoding="utf-8")) for n in wanted]
     clashes = [p for p, text in plan if p.exists() and (not p.is_file() or p.read_text(encoding="utf-8") != text)]
     if clashes and not force:
         raise OutputError(f"would overwrite {len(clashes)} edited file(s): "

@@ -12,15 +12,14 @@ from functools import lru_cache
 from typing import Any
 
 from ksbind._version import TEMPLATE_API, __version__
-from ksbind.codegen.targets import get_target
-from ksbind.codegen.targets.common import EntryPoint, entry_points_for
-from ksbind.codegen.targets.ks import SCALAR_PY
+from ksbind.codegen.targets.common import SCALAR_PY, EntryPoint, entry_points_for
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError, ConfigError, closest
 from ksbind.lang.identifiers import identifier_problem
 from ksbind.lang.types import KsType, ScalarType, TensorType
 from ksbind.spec import LAYOUTS, Binding, Mode, ModuleOptions
 from ksbind.support import SUPPORT_FUNCTIONS, ArenaKind, SupportParam
+from ksbind.targets.registry import get_target
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,8 @@ from ksbind._version import TEMPLATE_API, __version__
 from ksbind.binding import select_bindings
 from ksbind.cache.layout import TEMPLATES_DIR, cache_root
 from ksbind.codegen.context import build_context
-from ksbind.codegen.targets import get_target
 from ksbind.errors import ConfigError, KsbindError, Location, TemplateError, closest, user_stacklevel
-from ksbind.inputs import note_tree
+from ksbind.inputs import PACKAGE_DIR, note_tree
 from ksbind.lang.identifiers import cpp_string as cpp_string  # re-exported: the filter's function
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import KsType, parse_type
@@ -41,13 +40,26 @@ from ksbind.spec import (
     TargetName,
     TensorElement,
 )
+from ksbind.targets.registry import TARGETS, get_target
 
 if sys.version_info >= (3, 11):
     from typing import Unpack
 elif TYPE_CHECKING:  # 3.10: for type checkers only (typing.get_type_hints of the function then fails)
     from typing_extensions import Unpack
 
+#: The templates every target shares (the entry points, the stub); each of ksbind's own targets
+#: keeps its own in its package (ksbind/targets/NAME/templates/), built-ins as these are.
 BUILTIN_TEMPLATES = Path(__file__).parent / "templates"
+#: Every built-in template's folder: the shared ones, then each of ksbind's own targets'. A
+#: template's name is unique across them (tests/test_templates.py), so one search finds it.
+BUILTIN_FOLDERS: tuple[Path, ...] = (BUILTIN_TEMPLATES, *(t.templates for _, t in sorted(TARGETS.items())
+                                                         if t.templates is not None))
+
+
+def is_builtin_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether a target's template folder is one of ksbind's own: its templates are built-ins
+    (``builtin/NAME`` finds them, a stamp names no folder, the package digest covers them)."""
+    return Path(folder).resolve().is_relative_to(PACKAGE_DIR)
 
 
 def py_string(value: Any) -> str:
@@ -182,15 +194,17 @@ def environment(overrides: tuple[str, ...] = (), extra_filters: tuple[tuple[str,
                 target_templates: str | None = None) -> jinja2.Environment:
     """The Environment for a template search path (cached: templates compile once).
 
-    Override directories come first, then the target's own templates (an out-of-tree
-    target's, Target.templates), then the built-ins; ``builtin/NAME`` always names the
-    built-in, so an override can extend the template it replaces.
+    Override directories come first, then an out-of-tree target's own templates
+    (Target.templates), then the built-ins (BUILTIN_FOLDERS: the shared ones and ksbind's own
+    targets'); ``builtin/NAME`` always names the built-in, so an override can extend the
+    template it replaces.
     """
+    builtins = [str(d) for d in BUILTIN_FOLDERS]
     loader = jinja2.ChoiceLoader([
-        jinja2.PrefixLoader({"builtin": jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES))}),
+        jinja2.PrefixLoader({"builtin": jinja2.FileSystemLoader(builtins)}),
         *(_OverrideLoader(d) for d in overrides),
         *([jinja2.FileSystemLoader(target_templates)] if target_templates is not None else []),
-        jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES)),
+        jinja2.FileSystemLoader(builtins),
     ])
     env = jinja2.Environment(loader=loader, **_SETTINGS, bytecode_cache=_COMPILED,
                              # Users edit overrides while iterating; built-ins never change.
@@ -315,11 +329,12 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
     ctx = build_context(resolved, options)
     record = get_target(options.target)
     own = os.fspath(record.templates) if record.templates is not None else None
-    if own is not None:
-        note_tree(own)  # an out-of-tree target's templates: inputs as an override's are
-    env = environment(options.templates, tuple(sorted((filters or {}).items())), own)
+    outside = own if own is not None and not is_builtin_folder(own) else None
+    if outside is not None:
+        note_tree(outside)  # an out-of-tree target's templates: inputs as an override's are
+    env = environment(options.templates, tuple(sorted((filters or {}).items())), outside)
     plan = record.file_plan(options.layout)
-    searched = (*options.templates, *([own] if own is not None else []))  # before the built-ins
+    searched = (*options.templates, *([outside] if outside is not None else []))  # before the built-ins
     files: dict[str, str] = {}
     used: dict[str, str] = {}
     for template_out, name in sorted(plan.items(), key=lambda item: item[0].replace("{module}", options.name)):
@@ -415,7 +430,7 @@ def _origin(filename: str | None, overrides: Sequence[str]) -> str:
     for d in overrides:
         if _inside(filename, d):
             return f" (from override directory {d})"
-    return " (built-in template)" if _inside(filename, str(BUILTIN_TEMPLATES)) else ""
+    return " (built-in template)" if any(_inside(filename, str(d)) for d in BUILTIN_FOLDERS) else ""
 
 
 def _inside(filename: str, folder: str) -> bool:
@@ -429,7 +444,7 @@ def _template_frame(exc: BaseException, fallback: str, overrides: Sequence[str] 
     and line; any frame in an override directory or the built-ins is one.
     """
     found = Location(fallback)
-    folders = [*overrides, str(BUILTIN_TEMPLATES)]
+    folders = [*overrides, *(str(d) for d in BUILTIN_FOLDERS)]
     for frame in traceback.extract_tb(exc.__traceback__ or sys.exc_info()[2]):
         if any(_inside(frame.filename, d) for d in folders):
             found = Location(frame.filename, frame.lineno)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ksbind.codegen.targets import python as python_target
 from ksbind.codegen.targets.record import Target, TargetOption
+from ksbind.targets.python import target as python_target
 
 HERE = Path(__file__).parent
 
@@ -29,7 +29,8 @@ TARGET = Target(
     entry_headers=("ksbind/python.h",),
     limited_api=python_target.LIMITED_API,
     templates=HERE / "templates",
-    include_dirs=(HERE / "include",),
+    # The python target's headers (its templates include them: ksbind/python_module.h), then this one's.
+    include_dirs=(*python_target.TARGET.include_dirs, HERE / "include"),
     options={"greeting": TargetOption("text", "hello", "the text the module's greeting() returns")},
 )
 

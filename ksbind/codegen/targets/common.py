@@ -18,6 +18,9 @@ from ksbind.lang.model import FunctionDecl
 from ksbind.lang.types import EMPTY_TUPLE, FLOAT, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, GilPolicy, Mode, ModuleOptions
 
+#: A ks scalar's Python type, for stubs and messages.
+SCALAR_PY = {"Float": "float", "Integer": "int", "Bool": "bool", "String": "str"}
+
 
 def holds_no_scalar(t: KsType) -> bool:
     """Types built of tuples and tensors only: the tangents of discrete values (``()`` in Python)."""
@@ -348,6 +351,6 @@ def entry_points_for(bindings: list[Binding], crossing: CrossingRule) -> list[En
     return out
 
 
-__all__ = ["runtime_copy_import", "Crossing", "CrossingRole", "CrossingRule",
+__all__ = ["SCALAR_PY", "runtime_copy_import", "Crossing", "CrossingRole", "CrossingRule",
            "Param", "CallArg", "Result", "EntryPoint", "primal_entry", "vjp_entry", "jvp_entry",
            "entry_points_for", "holds_no_scalar", "ks_call", "release_gil_cpp"]

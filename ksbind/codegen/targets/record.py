@@ -1,8 +1,8 @@
 """The target record: every fact about a binding target, in one frozen value.
 
-Each target module (ks.py, python.py, torch.py, jax.py) defines its ``TARGET``; the
-package's ``get_target(name)`` looks one up. Code outside ``codegen/targets/``
-and ``backend/`` asks the record and never compares a target's name.
+Each target package (ksbind/targets/NAME/target.py, or another distribution's) defines its
+``TARGET``; ``ksbind.targets.registry.get_target(name)`` looks one up. Code outside a target's
+package asks the record and never compares a target's name.
 """
 from __future__ import annotations
 
@@ -21,12 +21,12 @@ from ksbind.spec import Binding, Layout, ModuleOptions, TargetName
 #: Values a target adds to the template context (and may replace ``entry_points`` with).
 ExtraContext = Callable[[Sequence[Binding], ModuleOptions], dict[str, Any]]
 
-#: The backend builds a target's modules by one of these kinds (ksbind/backend/build.py):
-#: pybind11 and Python's C API modules by the native build, torch op libraries by the torch build,
-#: jax FFI libraries by the jax build.
-BUILD_KINDS = ("pybind11", "python-capi", "torch", "jax")
-#: Or by another package's build kind, named by where it is: ``package.module:NAME``, a
-#: ``BuildKind`` (ksbind/backend/kind.py) that the backend imports when it builds such a module.
+#: The backend's own build kinds (ksbind/backend/native.py): pybind11 modules and modules on
+#: Python's C API.
+BUILD_KINDS = ("pybind11", "python-capi")
+#: Or a target package's own build kind, named by where it is: ``package.module:NAME``, a
+#: ``BuildKind`` (ksbind/backend/kind.py) that the backend imports when it builds such a module
+#: (the torch target's ``ksbind.targets.torch.build:TORCH``, an out-of-tree target's own).
 IMPORTED_BUILD_KIND = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -105,11 +105,17 @@ class Target:
     ``tensor_types`` adds to and the stub declares; when false, ``tensor_types`` is
     an error and a tensor is ``tensors`` in Python.
     tensors: what a tensor is in Python (for messages).
-    templates: the target's own template folder (an out-of-tree target's: docs/templates.md),
-    searched after a module's override folders and before ksbind's built-in templates, which
-    its templates may extend or include. None: the built-ins only.
-    include_dirs: folders of the target's own C++ headers, on the include path of its modules'
-    compiles (after the runtime's and ksbind's); every header under them is in the cache key.
+    templates: the target's own template folder (its package's ``templates/``; an out-of-tree
+    target's: docs/templates.md), searched after a module's override folders and before
+    ksbind's shared templates, which its templates may extend or include. None: the shared
+    templates only. ksbind's own targets' templates are built-ins (``builtin/NAME``).
+    include_dirs: folders of the target's own C++ headers (its package's ``include/``), on the
+    include path of its modules' compiles (after the runtime's and ksbind's shared ones);
+    every header under them is in the cache key.
+    written_ahead: the files of the target's own package that are generated from ksbind's
+    tables (its support functions' registrations and wrappers: ksbind/codegen/support_wiring.py),
+    path -> the text each should have; scripts/generate_settings.py writes them and a test fails
+    while one differs. None: it has none.
     options: the target's own config keys (name -> TargetOption), given under a module's
     ``target_options:``, checked against these and handed to the templates as
     ``target_options`` (each key with its value or default).
@@ -120,7 +126,7 @@ class Target:
     module under this name (``{module}`` replaced), which its wrapper imports instead of
     ksbind's; None: no copy.
     runtime_source: that runtime, relative to the ksbind package: a file
-    (``jax_runtime.py``) or a package folder (``torch_runtime``, copied with its
+    (``targets/jax/runtime.py``) or a package folder (``targets/torch/runtime``, copied with its
     ``.py`` files); it must import nothing of ksbind. Given exactly when ``runtime_copy`` is.
     result_shapes: bindings may name their ``result_shape`` (elsewhere it is a BindingError).
     crossing_problem: why a function's values cannot cross on this target, or None: default
@@ -158,6 +164,7 @@ class Target:
     limited_api: tuple[int, int] | None = None
     templates: Path | None = None
     include_dirs: tuple[Path, ...] = ()
+    written_ahead: Callable[[], Mapping[Path, str]] | None = None
     options: Mapping[str, TargetOption] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:

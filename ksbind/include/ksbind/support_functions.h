@@ -3,7 +3,8 @@
 // (ksbind/call_arena.h), logging, and the kernels' CPU capability (ksbind/cpu_capability.h),
 // the capability as an index into capability_names and a set of them as a bitmask. Each
 // target's registrations of them (a torch library's ops, a jax library's C functions) are
-// generated from the table into ksbind/support_registrations.h.
+// generated from the table into the torch and jax targets' packages (ksbind/torch_support_registrations.h,
+// ksbind/jax_support_registrations.h).
 #pragma once
 
 #include <ksbind/call_arena.h>
