@@ -62,7 +62,7 @@ def _schemas(files: dict[str, str]) -> list[str]:
 
 def _bindings(files: dict[str, str]) -> list[dict[str, Any]]:
     """The wrapper's BINDINGS table (what ksbind/targets/torch/runtime's install_stable reads)."""
-    found = re.search(r"^BINDINGS = (\[.*?\])\n\n", files["m.py"], re.M | re.S)
+    found = re.search(r"^BINDINGS: list\[_runtime\.BindingRecord\] = (\[.*?\])\n\n", files["m.py"], re.M | re.S)
     assert found
     table: list[dict[str, Any]] = ast.literal_eval(found.group(1))
     return table

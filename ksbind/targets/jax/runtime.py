@@ -47,7 +47,8 @@ Shape = tuple[int, ...]
 # What a generated wrapper's BINDINGS table holds, one JaxBindingRecord per binding: declared
 # here, once; the jax target's codegen (ksbind/targets/jax/target.py) types the records it
 # writes with them, so mypy checks both sides against one schema. The wrapper holds them as dict
-# literals (a TypedDict is a dict), which a wheel's wrapper loads with no ksbind installed.
+# literals (a TypedDict is a dict) under the annotation ``list[_runtime.JaxBindingRecord]``, so a
+# type checker checks the generated table too, and a wheel's wrapper loads them with no ksbind.
 
 
 class Tree(TypedDict, total=False):

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from .autograd import autograd_function, forward_function
 from .calls import _eager_entry as _eager_entry  # tests and benchmarks read these two
+from .contract import BindingRecord  # what a wrapper's BINDINGS holds (its annotation names it)
 from .loading import _libraries as _libraries
 from .loading import install_stable, load_library, torch_needed
 from .trees import flatten, unflatten
 from .vmap import vmap_rule
 
-__all__ = ["autograd_function", "forward_function", "vmap_rule", "install_stable", "load_library", "torch_needed",
-           "flatten", "unflatten"]
+__all__ = ["BindingRecord", "autograd_function", "forward_function", "vmap_rule", "install_stable", "load_library",
+           "torch_needed", "flatten", "unflatten"]
