@@ -26,6 +26,7 @@ from ksbind.cache.keys import extension_suffix
 from ksbind.cache.locks import build_lock
 from ksbind.errors import BuildError, KsbindError
 from ksbind.pipeline import full_build as build
+from ksbind.targets.registry import TARGETS, get_target
 from tests.e2e_support import REPO, run_python, session_cache_dir
 
 EXAMPLES = REPO / "examples"
@@ -382,7 +383,8 @@ def test_headers_work_with_a_runtime_whose_tuple_is_not_std_tuple(tmp_path: Path
         """))
     so = tmp_path / f"ksc_tuple_ext{extension_suffix()}"
     proc = subprocess.run(["g++", "-O0", "-std=c++17", "-fPIC", "-shared", "-fvisibility=hidden", f"-I{tmp_path}",
-                           f"-I{INCLUDE_DIR}", f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
+                           f"-I{INCLUDE_DIR}", *(f"-I{d}" for d in get_target("ks").include_dirs),
+                           f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
                            str(tmp_path / "t.cpp"), "-o", str(so)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[:3000]
     m = import_from_path("ksc_tuple_ext", so)
@@ -438,12 +440,15 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
     target still reaches only ksbind's own headers (included as <ksbind/...>). And
     ksbind's include folder holds nothing but ksbind/, so it shadows no runtime file."""
     from ksbind.backend.native import compile_plan
+    from ksbind.backend.pch import companion_paths
     from ksbind.codegen.output import write_generated
     from ksbind.pipeline import render_spec
     from ksbind.spec import RuntimeSpec
 
-    assert [p.name for p in INCLUDE_DIR.iterdir()] == ["ksbind"]
-    own = sorted((INCLUDE_DIR / "ksbind").glob("*.h"))
+    # ksbind's shared headers and each of its targets' own (in the target's package)
+    folders = [INCLUDE_DIR, *(d for t in TARGETS.values() for d in t.include_dirs)]
+    assert all([p.name for p in d.iterdir()] == ["ksbind"] for d in folders)
+    own = sorted(h for d in folders for h in (d / "ksbind").glob("*.h"))
     runtime = tmp_path / "runtime"
     runtime.mkdir()
     shutil.copy(RUNTIME_DIR / "knossos.h", runtime / "knossos.h")
@@ -458,7 +463,7 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
         generated = write_generated(spec.output, render_spec(spec))
         if spec.target == "torch":
             pytest.importorskip("torch")
-            from ksbind.targets.torch.build import ENTRIES, PCH_COMPANION, stable_plan, unit_text
+            from ksbind.targets.torch.build import ENTRIES, stable_plan, unit_text
             from ksbind.targets.torch.build import toolchain as torch_toolchain
 
             tc = torch_toolchain(spec, stable_plan(spec))
@@ -468,7 +473,9 @@ def test_no_runtime_file_can_shadow_ksbind_headers(tmp_path: Path) -> None:
             # companion object built beside the shared precompiled header, with these flags
             unit = tmp_path / "torch_stable_unit.cpp"
             unit.write_text(unit_text(spec, spec.output / ENTRIES))
-            units = [p for p in generated if p.suffix == ".cpp"] + [unit, INCLUDE_DIR / PCH_COMPANION[0]]
+            companion = companion_paths(tc)
+            assert companion is not None and companion[0].is_file()
+            units = [p for p in generated if p.suffix == ".cpp"] + [unit, companion[0]]
         elif spec.target == "jax":
             pytest.importorskip("jax")
             from ksbind.targets.jax.build import toolchain
