@@ -25,7 +25,7 @@ COMMANDS = {
     "bare interpreter": "pass",
     "import ksbind": "import ksbind",
     "import torch": "import torch",
-    "import torch; from ksbind.targets.torch import runtime as torch_runtime": "import torch; from ksbind.targets.torch import runtime as torch_runtime",
+    "import torch; the torch target's runtime": "import torch; from ksbind.targets.torch import runtime",
 }
 
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     torch_alone = medians["import torch"]
     print(f"{args.runs} runs each, medians; ksbind from {args.repo}")
     for label, t in medians.items():
-        base = torch_alone if "torch_runtime" in label else bare
+        base = torch_alone if "runtime" in label else bare
         extra = f"  (+{(t - base) * 1000:.1f} ms)" if label not in ("bare interpreter",) else ""
         print(f"  {label:<50} {t * 1000:8.1f} ms{extra}")
     return 0

@@ -1,7 +1,7 @@
 """One Python function, at one signature, into one typed ks def.
 
 The translation walks the function's ``ast`` with an environment of Python
-names to *values*: a typed ks expression (``ir.Expr``), a Python constant
+names to *values* (values.py): a typed ks expression (``ir.Expr``), a Python constant
 known while translating (``Static``: a literal, a module, a function, a
 module-level number), a tuple or list of values, a tensor's shape, or an
 elementwise tensor not yet made (``Elementwise``). Elementwise tensor code
@@ -16,115 +16,50 @@ assignments joined into a tuple, or the rest of the function repeated in each
 branch when a branch returns); a ``for`` over ``range`` accumulating into
 names becomes a ``fold``; ``sum(e for i in range(n))`` a ``sumbuild`` and a
 comprehension a ``build``. Anything else is a FrontendError at the user's
-``file:line:col`` (``source.PythonSource.error``).
+``file:line:col`` (``source.PythonSource.error``). The ks forms of tensor-shaped library
+functions (``cat``, ``stack``, ``matmul``, one-dim reductions...) are tensor_forms.py's.
 """
 from __future__ import annotations
 
 import ast
 import functools
 import math
-import numbers
 import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ksbind.frontend import ir
 from ksbind.frontend.ir import Def, Expr, Get, If, Lam, Let, Lit, Tup, Var, call, lit_float, lit_int
 from ksbind.frontend.source import FrontendError, PythonSource
+from ksbind.frontend.tensor_forms import (
+    concatenate,
+    element_count,
+    matmul,
+    prod,
+    reduce_dim,
+    size_of,
+    stack,
+    to_float,
+    transpose,
+)
+from ksbind.frontend.values import (
+    Comprehension,
+    Elementwise,
+    Method,
+    PyList,
+    PyTuple,
+    RangeValue,
+    Shape,
+    Static,
+    StaticCallable,
+    Undefined,
+    Value,
+    is_number,
+)
 from ksbind.frontend.vocabulary import METHODS, UNARY, operation_of
 from ksbind.lang.types import BOOL, FLOAT, INTEGER, KsType, ScalarType, TensorType, TupleType
-
-# ------------------------------------------------------------------ values
-
-
-@dataclass(frozen=True)
-class Static:
-    """A Python value known while translating: a literal, a module, a function, a constant."""
-
-    value: Any
-
-
-@dataclass(frozen=True)
-class PyTuple:
-    items: tuple[Value, ...]
-
-
-@dataclass(frozen=True)
-class PyList:
-    items: tuple[Value, ...]
-
-
-@dataclass(frozen=True)
-class Comprehension:
-    """``[body for index in range(...)]``: ``count`` elements, ``body`` closed over ``index``."""
-
-    count: Expr
-    index: Var
-    body: Expr
-
-
-@dataclass(frozen=True)
-class Shape:
-    """``x.shape`` / ``x.size()`` of a tensor expression."""
-
-    of: Expr
-
-
-@dataclass(frozen=True)
-class Method:
-    """``x.sum`` before its call."""
-
-    obj: Value
-    name: str
-
-
-@dataclass(frozen=True)
-class Elementwise:
-    """A tensor whose elements are ``body`` of the ``leaves``' elements (each a tensor variable
-    of rank ``rank``, its element named by the paired Var), after the ``binds``."""
-
-    rank: int
-    leaves: tuple[tuple[Var, Var], ...]  # (element, tensor)
-    binds: tuple[tuple[str, Expr], ...]
-    body: Expr
-
-    @property
-    def type(self) -> KsType:
-        return TensorType(self.rank, self.body.type)
-
-
-@dataclass(frozen=True)
-class Undefined:
-    """A name Python would not have here (assigned in one branch of an if, or only inside a loop)."""
-
-    why: str
-
-
-@dataclass(frozen=True)
-class StaticCallable:
-    """A method of a constant, evaluated while translating (a tensor constant's ``size()``)."""
-
-    call: Callable[..., Any]
-
-
-@dataclass(frozen=True)
-class RangeValue:
-    """``range(start, stop, step)``: ``count`` items, item k being start + k * step."""
-
-    count: Expr
-    start: Expr
-    step: int
-
-    def at(self, k: Var) -> Expr:
-        scaled: Expr = k if self.step == 1 else call("mul", INTEGER, k, lit_int(self.step))
-        if isinstance(self.start, Lit) and self.start.value == 0:
-            return scaled
-        return call("add", INTEGER, self.start, scaled)
-
-
-Value = Expr | Static | PyTuple | PyList | Comprehension | Shape | Method | Elementwise | Undefined | RangeValue
 
 
 class Program(Protocol):
@@ -164,10 +99,6 @@ _COMPARE = {ast.Lt: "lt", ast.Gt: "gt", ast.LtE: "lte", ast.GtE: "gte", ast.Eq: 
 _PY_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "lt": lambda a, b: a < b, "gt": lambda a, b: a > b, "lte": lambda a, b: a <= b, "gte": lambda a, b: a >= b,
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
-
-
-def is_number(v: object) -> bool:
-    return isinstance(v, numbers.Real)
 
 
 class Translator:
@@ -340,7 +271,7 @@ class Translator:
         elif isinstance(value, Static) and isinstance(value.value, tuple):
             items = tuple(Static(v) for v in value.value)
         elif isinstance(value, Shape):
-            items = tuple(self.size_of(value.of, i) for i in range(ir.tensor_rank(value.of.type)))
+            items = tuple(size_of(self, value.of, i) for i in range(ir.tensor_rank(value.of.type)))
         elif isinstance(value, Expr) and isinstance(value.type, TupleType):
             v = self.bind(value, "tup")
             items = tuple(Get(i + 1, v) for i in range(len(value.type.elements)))
@@ -383,7 +314,7 @@ class Translator:
         if a.type == b.type:
             return a, b
         if {a.type, b.type} == {FLOAT, INTEGER}:
-            return _to_float(a), _to_float(b)
+            return to_float(a), to_float(b)
         raise self.error(f"{what} values of different ks types, {a.type} and {b.type}: ks needs one type", node)
 
     def if_statement(self, s: ast.If, env: dict[str, Value]) -> None:
@@ -493,7 +424,7 @@ class Translator:
                 raise self.error(f"the loop changes the ks type of {', '.join(state_names)} "
                                  f"from {', '.join(map(str, types_))} to {', '.join(map(str, result_types))}", s)
             types_ = promoted
-            initial = [_to_float(v) if t == FLOAT else v for v, t in zip(initial, types_)]
+            initial = [to_float(v) if t == FLOAT else v for v, t in zip(initial, types_)]
         else:
             raise self.error("the loop's state has no single ks type", s)
         state = state_vars[0].name if len(state_vars) == 1 else acc.name
@@ -650,12 +581,12 @@ class Translator:
             # three or more times calls a dup$3 its runtime does not define
             return Tup(tuple(self.simple(self.materialize(i), "r") for i in value.items))
         if isinstance(value, PyList):
-            return self.stack(value, 0)
+            return stack(self, value, 0)
         if isinstance(value, Comprehension):
             return call("build", TensorType(1, value.body.type), value.count, Lam(value.index, value.body))
         if isinstance(value, Shape):
             n = ir.tensor_rank(value.of.type)
-            return Tup(tuple(self.materialize(self.size_of(value.of, i)) for i in range(n)))
+            return Tup(tuple(self.materialize(size_of(self, value.of, i)) for i in range(n)))
         if isinstance(value, RangeValue):
             raise self.error("a range is read only by for loops and comprehensions")
         raise self.error(f"{self.describe(value)} is not a ks value")
@@ -755,7 +686,7 @@ class Translator:
                     return call("neg", INTEGER, x)
                 if op == "abs":
                     return If(call("lt", BOOL, x, lit_int(0)), call("neg", INTEGER, x), x)
-                x = _to_float(x)
+                x = to_float(x)
             if x.type != FLOAT:
                 raise self.error(f"{op} of a ks {x.type}")
             return rule(self.simple(x, "u") if not ir.is_simple(x) else x)
@@ -778,7 +709,7 @@ class Translator:
         if isinstance(a, Static) and isinstance(b, Static) and is_number(a.value) and is_number(b.value):
             return self.fold_constants(op, a.value, b.value)
         if op == "matmul":
-            return self.matmul(a, b)
+            return matmul(self, a, b)
         if op == "pow":
             return self.power(a, b)
         if isinstance(a, Static) and isinstance(a.value, tuple) or isinstance(b, Static) and isinstance(
@@ -812,11 +743,11 @@ class Translator:
                 return If(y, x, _zero(x.type))
             raise self.error(f"{op} of a bool: arithmetic on bools is not translated (use torch.where)")
         if op == "div":
-            x, y = _to_float(x), _to_float(y)
+            x, y = to_float(x), to_float(y)
         elif x.type != y.type:
             if {x.type, y.type} != {FLOAT, INTEGER}:
                 raise self.error(f"{op} of a ks {x.type} and a ks {y.type}")
-            x, y = _to_float(x), _to_float(y)
+            x, y = to_float(x), to_float(y)
         t = x.type
         if op in ("lt", "gt", "lte", "gte", "eq"):
             return call(op, BOOL, x, y)
@@ -849,7 +780,7 @@ class Translator:
         return self._exp_log_power(x, y)
 
     def _exp_log_power(self, x: Expr, y: Expr) -> Expr:
-        x, y = _to_float(x), _to_float(y)
+        x, y = to_float(x), to_float(y)
         return call("exp", FLOAT, call("mul", FLOAT, y, call("log", FLOAT, x)))
 
     # -- calls
@@ -946,10 +877,10 @@ class Translator:
                 dim = args.pop()
             self._arity(op, args, 1, node)
             d = self.static_int(dim, "dim") if dim is not None else 0
-            return self.concatenate(args[0], d) if op == "cat" else self.stack(args[0], d)
+            return concatenate(self, args[0], d) if op == "cat" else stack(self, args[0], d)
         if op in ("matmul", "dot"):
             self._arity(op, args, 2, node)
-            return self.matmul(args[0], args[1])
+            return matmul(self, args[0], args[1])
         if op == "transpose":
             if len(args) == 3:
                 dims = {self.static_int(args[1], "dim"), self.static_int(args[2], "dim")}
@@ -957,10 +888,10 @@ class Translator:
                     raise self.error("transpose of dims other than the two of a matrix", node)
                 args = args[:1]
             self._arity(op, args, 1, node)
-            return self.transpose(args[0])
+            return transpose(self, args[0])
         if op == "size":
             if len(args) == 2:
-                return self.size_of(self.materialize(args[0]), self.static_int(args[1], "dim"))
+                return size_of(self, self.materialize(args[0]), self.static_int(args[1], "dim"))
             self._arity(op, args, 1, node)
             return self.shape(args[0])
         if op in ("float", "int"):
@@ -974,7 +905,7 @@ class Translator:
 
     def _pick(self, cmp: str, x: Expr, y: Expr) -> Expr:
         if x.type != y.type:
-            x, y = _to_float(x), _to_float(y)
+            x, y = to_float(x), to_float(y)
         return If(call(cmp, BOOL, x, y), x, y)
 
     def static_int(self, value: Value | None, what: str) -> int:
@@ -987,7 +918,7 @@ class Translator:
             return Static(float(value.value) if kind == "float" else int(value.value))
         x = self.scalar(value)
         if kind == "float":
-            return _to_float(x)
+            return to_float(x)
         if kind == "int":
             if x.type == INTEGER:
                 return x
@@ -1006,7 +937,7 @@ class Translator:
         tensor = self.materialize(value)
         if not isinstance(tensor.type, TensorType):
             raise self.error(f"len() of a ks {tensor.type}")
-        return self.size_of(tensor, 0)
+        return size_of(self, tensor, 0)
 
     # -- tensors
 
@@ -1032,7 +963,7 @@ class Translator:
             if attr == "ndim":
                 return Static(self.rank_of(value))
             if attr == "T":
-                return self.transpose(value)
+                return transpose(self, value)
             if attr in ("real",):
                 return value
             return Method(value, attr)
@@ -1052,24 +983,13 @@ class Translator:
             raise self.error(f"the shape of a ks {tensor.type}")
         return Shape(self.bind(tensor, "x") if not isinstance(value, Elementwise) else self.bind(tensor, "x"))
 
-    def size_of(self, tensor: Expr, i: int) -> Expr:
-        t = tensor.type
-        if not isinstance(t, TensorType):
-            raise self.error(f"the size of a ks {t}")
-        if i < 0:
-            i += t.rank
-        if not 0 <= i < t.rank:
-            raise self.error(f"dimension {i} of a rank-{t.rank} tensor")
-        size = call("size", INTEGER if t.rank == 1 else TupleType((INTEGER,) * t.rank), self.simple(tensor, "x"))
-        return size if t.rank == 1 else Get(i + 1, size)
-
     def subscript(self, value: Value, index: ast.expr, env: dict[str, Value]) -> Value:
         if isinstance(index, ast.Slice) or (isinstance(index, ast.Tuple) and any(
                 isinstance(e, ast.Slice) for e in index.elts)):
             raise self.error("slices (x[a:b], x[:, j]) are not translated: index single elements, or build "
                              "the part with a comprehension")
         if isinstance(value, Shape):
-            return self.size_of(value.of, self.static_int(self.expr(index, env), "a shape's index"))
+            return size_of(self, value.of, self.static_int(self.expr(index, env), "a shape's index"))
         items = [self.expr(e, env) for e in index.elts] if isinstance(index, ast.Tuple) else [self.expr(index, env)]
         if isinstance(value, PyTuple | PyList):
             k = self.static_int(items[0], "a tuple's index") if len(items) == 1 else None
@@ -1098,12 +1018,12 @@ class Translator:
         if rank == 2 and len(idx) == 1:  # a row
             j = Var(self.fresh("j"), INTEGER)
             row = call("index", tensor.type.element, Tup((idx[0], j)), t)
-            return call("build", TensorType(1, tensor.type.element), self.size_of(t, 1), Lam(j, row))
+            return call("build", TensorType(1, tensor.type.element), size_of(self, t, 1), Lam(j, row))
         raise self.error(f"{len(items)} indices into a rank-{rank} tensor (index every dimension, or a matrix's row)")
 
     def _index(self, value: Value, tensor: Var, dim: int) -> Expr:
         if isinstance(value, Static) and isinstance(value.value, int) and value.value < 0:
-            return self.simple(call("sub", INTEGER, self.size_of(tensor, dim), lit_int(-value.value)), "i")
+            return self.simple(call("sub", INTEGER, size_of(self, tensor, dim), lit_int(-value.value)), "i")
         i = self.scalar(value)
         if i.type != INTEGER:
             raise self.error(f"an index must be an Integer; found a ks {i.type}")
@@ -1112,7 +1032,7 @@ class Translator:
     def where(self, cond: Value, a: Value, b: Value) -> Value:
         def rule(c: Expr, x: Expr, y: Expr) -> Expr:
             if x.type != y.type:
-                x, y = _to_float(x), _to_float(y)
+                x, y = to_float(x), to_float(y)
             return If(self._bool(c), x, y)
         return self.lift([cond, a, b], rule)
 
@@ -1129,7 +1049,7 @@ class Translator:
                 return total
             first = tensors[0]
             assert isinstance(first.type, TensorType)
-            return call("div", FLOAT, total, _to_float(self.element_count(first, first.type)))
+            return call("div", FLOAT, total, to_float(element_count(self, first, first.type)))
         tensor = self.materialize(value)
         t = tensor.type
         if not isinstance(t, TensorType):
@@ -1138,160 +1058,18 @@ class Translator:
             raise self.error(f"{op} of a tensor of {t.element}: reductions are translated over Floats")
         x = self.bind(tensor, "x")
         if dim is not None and t.rank > 1:
-            return self.reduce_dim(op, x, t, dim)
+            return reduce_dim(self, op, x, t, dim)
         if dim is not None and dim not in (0, -1):
             raise self.error(f"dim {dim} of a rank-1 tensor")
         if op == "prod":
             if t.rank != 1:
                 raise self.error("prod of a tensor of rank above 1 (reduce each dim in turn)")
-            return _prod(x, self)
+            return prod(x, self)
         total = call("sum", FLOAT, x)
         if op == "sum":
             return total
-        count = self.element_count(x, t)
-        return call("div", FLOAT, total, _to_float(count))
-
-    def element_count(self, x: Var, t: TensorType) -> Expr:
-        count: Expr = self.size_of(x, 0)
-        for d in range(1, t.rank):
-            count = call("mul", INTEGER, count, self.size_of(x, d))
-        return count
-
-    def reduce_dim(self, op: str, x: Var, t: TensorType, dim: int) -> Expr:
-        if t.rank != 2:
-            raise self.error("a reduction over one dim of a tensor of rank above 2")
-        d = dim % 2
-        keep = Var(self.fresh("i"), INTEGER)
-        over = Var(self.fresh("k"), INTEGER)
-        where = Tup((over, keep)) if d == 0 else Tup((keep, over))
-        element = call("index", FLOAT, where, x)
-        if op == "prod":
-            vec = call("build", TensorType(1, FLOAT), self.size_of(x, d), Lam(over, element))
-            inner = _prod(vec, self)
-        else:
-            inner = call("sumbuild", FLOAT, self.size_of(x, d), Lam(over, element))
-            if op == "mean":
-                inner = call("div", FLOAT, inner, _to_float(self.size_of(x, d)))
-        return call("build", TensorType(1, FLOAT), self.size_of(x, 1 - d), Lam(keep, inner))
-
-    def concatenate(self, parts_value: Value, dim: int) -> Expr:
-        parts = self.parts(parts_value, "cat")
-        first = parts[0].type
-        if not isinstance(first, TensorType) or any(p.type != first for p in parts):
-            raise self.error("cat joins tensors of one rank and element type")
-        rank = first.rank
-        d = dim % rank
-        result = parts[0]
-        for p in parts[1:]:
-            result = self._cat2(self.bind(result, "cat"), self.bind(p, "cat"), first, d)
-        return result
-
-    def _cat2(self, a: Var, b: Var, t: TensorType, d: int) -> Expr:
-        na = self.simple(self.size_of(a, d), "n")
-        if t.rank == 1:
-            i = Var(self.fresh("i"), INTEGER)
-            body = If(call("lt", BOOL, i, na), call("index", t.element, i, a),
-                      call("index", t.element, call("sub", INTEGER, i, na), b))
-            return call("build", t, call("add", INTEGER, na, self.size_of(b, 0)), Lam(i, body))
-        if t.rank != 2:
-            raise self.error("cat of tensors of rank above 2")
-        ij = Var(self.fresh("ij"), TupleType((INTEGER, INTEGER)))
-        i, j = Var(self.fresh("i"), INTEGER), Var(self.fresh("j"), INTEGER)
-        shifted = Tup((call("sub", INTEGER, i, na), j)) if d == 0 else Tup((i, call("sub", INTEGER, j, na)))
-        own = i if d == 0 else j
-        pick = If(call("lt", BOOL, own, na), call("index", t.element, Tup((i, j)), a),
-                  call("index", t.element, shifted, b))
-        other = self.size_of(a, 1 - d)
-        total = call("add", INTEGER, na, self.size_of(b, d))
-        shape = Tup((total, other)) if d == 0 else Tup((other, total))
-        return call("build", t, shape, Lam(ij, Let((((i.name, j.name), ij),), pick)))
-
-    def parts(self, value: Value, what: str) -> list[Expr]:
-        if isinstance(value, PyList | PyTuple):
-            if not value.items:
-                raise self.error(f"{what} of no tensors")
-            return [self.materialize(i) for i in value.items]
-        raise self.error(f"{what} takes a list or tuple of tensors written in the call")
-
-    def stack(self, value: Value, dim: int) -> Expr:
-        if dim != 0:
-            raise self.error("stack along a dim other than 0")
-        if isinstance(value, Comprehension):
-            body_t = value.body.type
-            if isinstance(body_t, ScalarType):
-                return call("build", TensorType(1, body_t), value.count, Lam(value.index, value.body))
-            if isinstance(body_t, TensorType) and body_t.rank == 1:
-                rows = self.bind(call("build", TensorType(1, body_t), value.count, Lam(value.index, value.body)),
-                                 "rows")
-                return self._rows_to_matrix(rows, body_t)
-            raise self.error(f"stack of a comprehension of ks {body_t}")
-        items = [self.materialize(i) for i in self.parts(value, "stack")]
-        t = items[0].type
-        if any(i.type != t for i in items):
-            items = [_to_float(i) for i in items]
-            t = items[0].type
-            if any(i.type != t for i in items):
-                raise self.error("stack of values of different ks types")
-        if isinstance(t, ScalarType):
-            vars_ = [self.simple(i, "v") for i in items]
-            k = Var(self.fresh("i"), INTEGER)
-            body: Expr = vars_[-1]
-            for n in range(len(vars_) - 2, -1, -1):
-                body = If(call("eq", BOOL, k, lit_int(n)), vars_[n], body)
-            return call("build", TensorType(1, t), lit_int(len(vars_)), Lam(k, body))
-        if isinstance(t, TensorType) and t.rank == 1:
-            vs = [self.bind(i, "row") for i in items]
-            ij = Var(self.fresh("ij"), TupleType((INTEGER, INTEGER)))
-            i, j = Var(self.fresh("i"), INTEGER), Var(self.fresh("j"), INTEGER)
-            pick: Expr = call("index", t.element, j, vs[-1])
-            for n in range(len(vs) - 2, -1, -1):
-                pick = If(call("eq", BOOL, i, lit_int(n)), call("index", t.element, j, vs[n]), pick)
-            shape = Tup((lit_int(len(vs)), self.size_of(vs[0], 0)))
-            return call("build", TensorType(2, t.element), shape, Lam(ij, Let((((i.name, j.name), ij),), pick)))
-        raise self.error(f"stack of ks {t}")
-
-    def _rows_to_matrix(self, rows: Var, row_t: TensorType) -> Expr:
-        n = self.simple(call("size", INTEGER, rows), "n")
-        width = If(call("gt", BOOL, n, lit_int(0)), call("size", INTEGER, call("index", row_t, lit_int(0), rows)),
-                   lit_int(0))
-        ij = Var(self.fresh("ij"), TupleType((INTEGER, INTEGER)))
-        i, j = Var(self.fresh("i"), INTEGER), Var(self.fresh("j"), INTEGER)
-        body = Let((((i.name, j.name), ij),), call("index", row_t.element, j, call("index", row_t, i, rows)))
-        return call("build", TensorType(2, row_t.element), Tup((n, width)), Lam(ij, body))
-
-    def matmul(self, a: Value, b: Value) -> Expr:
-        x, y = self.materialize(a), self.materialize(b)
-        tx, ty = x.type, y.type
-        if not (isinstance(tx, TensorType) and isinstance(ty, TensorType) and tx.element == FLOAT == ty.element):
-            raise self.error(f"matmul of a ks {tx} and a ks {ty} (Float tensors of rank 1 or 2 are translated)")
-        if tx.rank == 1 and ty.rank == 1:
-            return call("ts_dot", FLOAT, x, y)
-        if tx.rank == 2 and ty.rank == 1:
-            return call("mul", TensorType(1, FLOAT), x, y)
-        if tx.rank == 1 and ty.rank == 2:
-            return call("mul", TensorType(1, FLOAT), self.transpose(y), x)
-        if tx.rank == 2 and ty.rank == 2:
-            m, n = self.bind(x, "a"), self.bind(y, "b")
-            ij = Var(self.fresh("ij"), TupleType((INTEGER, INTEGER)))
-            i, j, k = Var(self.fresh("i"), INTEGER), Var(self.fresh("j"), INTEGER), Var(self.fresh("k"), INTEGER)
-            term = call("mul", FLOAT, call("index", FLOAT, Tup((i, k)), m), call("index", FLOAT, Tup((k, j)), n))
-            total = call("sumbuild", FLOAT, self.size_of(m, 1), Lam(k, term))
-            shape = Tup((self.size_of(m, 0), self.size_of(n, 1)))
-            return call("build", TensorType(2, FLOAT), shape, Lam(ij, Let((((i.name, j.name), ij),), total)))
-        raise self.error(f"matmul of ranks {tx.rank} and {ty.rank}")
-
-    def transpose(self, value: Value) -> Expr:
-        x = self.materialize(value)
-        t = x.type
-        if not isinstance(t, TensorType) or t.rank not in (1, 2):
-            raise self.error(f"the transpose of a ks {t}")
-        if t.rank == 1:
-            return x
-        m = self.bind(x, "m")
-        ij = Var(self.fresh("ij"), TupleType((INTEGER, INTEGER)))
-        i, j = Var(self.fresh("i"), INTEGER), Var(self.fresh("j"), INTEGER)
-        body = Let((((i.name, j.name), ij),), call("index", t.element, Tup((j, i)), m))
-        return call("build", t, Tup((self.size_of(m, 1), self.size_of(m, 0))), Lam(ij, body))
+        count = element_count(self, x, t)
+        return call("div", FLOAT, total, to_float(count))
 
     def tensor_constant(self, fn: Any, node: ast.Call, env: dict[str, Value]) -> Value:
         if len(node.args) != 1 or node.keywords:
@@ -1353,7 +1131,7 @@ class Translator:
         tensor = self.materialize(it)
         if not isinstance(tensor.type, TensorType) or tensor.type.rank != 1:
             raise self.error(f"a comprehension runs over range(...) or a 1-d tensor, not {self.describe(it)}")
-        return self.size_of(self.bind(tensor, "xs"), 0)
+        return size_of(self, self.bind(tensor, "xs"), 0)
 
     def _element_of(self, it: Value, k: Var) -> Expr:
         tensor = self.materialize(it)
@@ -1388,14 +1166,6 @@ def _is_bare(ew: Elementwise) -> bool:
     return not ew.binds and len(ew.leaves) == 1 and ew.body == ew.leaves[0][0]
 
 
-def _to_float(x: Expr) -> Expr:
-    if x.type == FLOAT:
-        return x
-    if x.type == INTEGER:
-        if isinstance(x, Lit):
-            return lit_float(float(x.value))
-        return call("to_float", FLOAT, x)
-    return x
 
 
 def _zero(t: KsType) -> Expr:
@@ -1410,7 +1180,7 @@ def _int_power(x: Expr, n: int, t: Translator) -> Expr:
         for _ in range(n):
             result = x if result == lit_int(1) else call("mul", INTEGER, result, x)
         return result
-    x = _to_float(x)
+    x = to_float(x)
     if n == 0:
         return lit_float(1.0)
     magnitude = abs(n)
@@ -1437,11 +1207,6 @@ def _floor_div_mod(op: str, x: Expr, y: Expr, t: Translator) -> Expr:
                result)
 
 
-def _prod(vec: Expr, t: Translator) -> Expr:
-    pair = Var(t.fresh("acc_x"), TupleType((FLOAT, FLOAT)))
-    t.program.note_fold()
-    body = call("mul", FLOAT, Get(1, pair), Get(2, pair))
-    return call("fold", FLOAT, Lam(pair, body), lit_float(1.0), vec)
 
 
 #: Statements that hold no statement, so no return: most of a function, and walking each one's
