@@ -25,7 +25,7 @@ from ksbind.binding import select_bindings
 from ksbind.cache.layout import TEMPLATES_DIR, cache_root
 from ksbind.codegen.context import build_context
 from ksbind.errors import ConfigError, KsbindError, Location, TemplateError, closest, user_stacklevel
-from ksbind.inputs import PACKAGE_DIR, note_tree
+from ksbind.inputs import note_tree
 from ksbind.lang.identifiers import cpp_string as cpp_string  # re-exported: the filter's function
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import KsType, parse_type
@@ -51,15 +51,9 @@ elif TYPE_CHECKING:  # 3.10: for type checkers only (typing.get_type_hints of th
 #: keeps its own in its package (ksbind/targets/NAME/templates/), built-ins as these are.
 BUILTIN_TEMPLATES = Path(__file__).parent / "templates"
 #: Every built-in template's folder: the shared ones, then each of ksbind's own targets'. A
-#: template's name is unique across them (tests/test_templates.py), so one search finds it.
+#: template's name is unique across them (tests/test_target_records.py), so one search finds it.
 BUILTIN_FOLDERS: tuple[Path, ...] = (BUILTIN_TEMPLATES, *(t.templates for _, t in sorted(TARGETS.items())
                                                          if t.templates is not None))
-
-
-def is_builtin_folder(folder: str | os.PathLike[str]) -> bool:
-    """Whether a target's template folder is one of ksbind's own: its templates are built-ins
-    (``builtin/NAME`` finds them, a stamp names no folder, the package digest covers them)."""
-    return Path(folder).resolve().is_relative_to(PACKAGE_DIR)
 
 
 def py_string(value: Any) -> str:
@@ -328,8 +322,9 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
         resolved = select_bindings(cast("list[FunctionDecl]", list(decls)), bindings)
     ctx = build_context(resolved, options)
     record = get_target(options.target)
-    own = os.fspath(record.templates) if record.templates is not None else None
-    outside = own if own is not None and not is_builtin_folder(own) else None
+    # An out-of-tree target's own templates (ksbind's own targets' are among the built-ins)
+    own = record.templates
+    outside = os.fspath(own) if own is not None and own not in BUILTIN_FOLDERS else None
     if outside is not None:
         note_tree(outside)  # an out-of-tree target's templates: inputs as an override's are
     env = environment(options.templates, tuple(sorted((filters or {}).items())), outside)
