@@ -421,8 +421,12 @@ def test_the_gil_policy_of_each_binding(py_calls: ModuleType) -> None:
     m.spin(0.5, rounds)
     one = time.perf_counter() - start
     rounds = max(rounds, int(rounds * 0.4 / max(one, 1e-3)))  # about 0.4 s a call
-    pause, duration = _largest_pause_while(lambda: m.spin(0.5, rounds))
-    assert pause < duration / 2, (pause, duration)
+    # A held GIL can never give a short pause, so one short pause in three tries proves the
+    # release; a loaded machine can starve this thread for most of one call (CI saw 0.96 s of 1.15).
+    tries: list[tuple[float, float]] = []
+    while len(tries) < 3 and not any(pause < duration / 2 for pause, duration in tries):
+        tries.append(_largest_pause_while(lambda: m.spin(0.5, rounds)))
+    assert any(pause < duration / 2 for pause, duration in tries), tries
     pause, duration = _largest_pause_while(lambda: m.spin_gil(0.5, rounds))
     assert pause > duration * 0.8, (pause, duration)
     assert m.spin(0.5, 1000) == m.spin_gil(0.5, 1000)

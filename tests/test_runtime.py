@@ -243,21 +243,28 @@ def test_gil_is_released_during_ks_calls(ks_examples: ModuleType) -> None:
         while not done.is_set():
             ticks += 1
 
-    spinner = threading.Thread(target=spin)
-    spinner.start()
-    try:
+    def rates() -> tuple[float, float]:
         t0, a = time.perf_counter(), ticks
         time.sleep(0.2)
         free_rate = (ticks - a) / (time.perf_counter() - t0)
         t0, a = time.perf_counter(), ticks
         for _ in range(10):
             m.rowsums(big)
-        during_rate = (ticks - a) / (time.perf_counter() - t0)
+        return (ticks - a) / (time.perf_counter() - t0), free_rate
+
+    # A held GIL can never reach the bound, so one try in three that does proves the release;
+    # a loaded machine can slow the spinner during one try and not the other half of it.
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    tries: list[tuple[float, float]] = []
+    try:
+        while len(tries) < 3 and not any(during > 0.3 * free for during, free in tries):
+            tries.append(rates())
     finally:
         done.set()
         spinner.join()
     m.reset_allocator()
-    assert during_rate > 0.3 * free_rate, (during_rate, free_rate)
+    assert any(during > 0.3 * free for during, free in tries), tries
 
 
 def test_results_from_an_old_arena_stay_readable(ks_examples: ModuleType) -> None:
