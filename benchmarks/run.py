@@ -255,11 +255,14 @@ def _compile_hand_pybind(tmp: Path, poly_dir: Path) -> Any:
     import pybind11
 
     from ksbind.backend.toolchain import BASE_FLAGS, INCLUDE_DIR, RUNTIME_DIR
+    from ksbind.targets.registry import get_target
 
     src = _write(tmp / "bench_hand.cpp", HAND_PYBIND)
     out = tmp / f"bench_hand{sysconfig.get_config_var('EXT_SUFFIX')}"
+    # ksbind's shared headers, then the ks target's own (ksbind/pybind.h is in its package)
     subprocess.run(["g++", *BASE_FLAGS, "-shared", f"-I{RUNTIME_DIR}", f"-I{INCLUDE_DIR}",
-                    f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}", str(src),
+                    *(f"-I{d}" for d in get_target("ks").include_dirs), f"-I{pybind11.get_include()}",
+                    f"-I{sysconfig.get_paths()['include']}", str(src),
                     str(REPO / "examples/relu3/relu3.cpp"), str(poly_dir / "poly.cpp"), "-o", str(out)],
                    check=True)
     spec = importlib.util.spec_from_file_location("bench_hand", out)
