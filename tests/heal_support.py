@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ksbind.cache.layout import NOOP_DIR, TEMPLATES_DIR
+from ksbind.cache.layout import LINK_STUBS_DIR, NOOP_DIR, TEMPLATES_DIR
 
 #: Functions ksc compiles, and a unit of the user's C++ beside them (so the module has
 #: ksc's unit, a user unit and the generated ones): f(3) == 10.
@@ -102,6 +102,9 @@ def expected_warning(root: Path, path: Path, kind: str) -> str | None:
         return None if kind == "deleted" else str(path)  # named by its content: other content is damage
     if parts[0] in (NOOP_DIR, TEMPLATES_DIR):
         return None  # no-op build records, compiled templates: a miss, written again when next needed
+    if parts[0] == LINK_STUBS_DIR and len(parts) == 3:
+        # the torch link stub (its stub.json records it); the record deleted: made again unsaid
+        return None if path.name == "stub.json" and kind == "deleted" else str(path.parent)
     if len(parts) == 2 and not parts[0].startswith((".", "units", "objects", "pch", "load_ks")) \
             and not path.name.endswith(".lock") and (not path.name.endswith(".pyi") or _listed(path)):
         return str(path.parent)  # a module entry (manifest.json lists its files)

@@ -9,6 +9,7 @@ import ctypes
 import logging
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from ksbind.backend.compile import compile_objects, link
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import Toolchain
+from ksbind.errors import KsbindWarning
 from ksbind.targets.torch import link_stub
 
 pytestmark = pytest.mark.skipif(shutil.which("nm") is None or shutil.which("g++") is None,
@@ -67,6 +69,41 @@ def test_a_stub_exports_the_shim_names_only_under_the_real_file_name(tmp_path: P
     assert link_stub.exported_shim(folder / real.name) == ["aoti_torch_answer", "torch_other"]
     assert link_stub.make(root, real, ("g++",)) == folder  # made once
     assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]  # no temporary folder left
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "stub deleted", "record garbage", "record deleted"])
+def test_a_damaged_stub_is_made_again_and_said(tmp_path: Path, damage: str) -> None:
+    """A stub that failed to link would cost every later build a second link: the build that
+    finds it damaged (its stub.json disagrees) says so and makes it again. A folder without its
+    record (an earlier ksbind's) is made again without a word."""
+    real = real_library(tmp_path / "torch")
+    root = tmp_path / "cache"
+    folder = link_stub.make(root, real, ("g++",))
+    assert folder is not None and link_stub.start(root, real, ("g++",)) is None  # whole: nothing to do
+    stub, record = folder / real.name, folder / link_stub.RECORD
+    if damage == "garbage":
+        stub.write_bytes(bytes(b ^ 0x5A for b in stub.read_bytes()))
+    elif damage == "truncated":
+        stub.write_bytes(stub.read_bytes()[:100])
+    elif damage == "stub deleted":
+        stub.unlink()
+    elif damage == "record garbage":
+        record.write_bytes(b"\x00garbage")
+    else:
+        record.unlink()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        thread = link_stub.start(root, real, ("g++",))
+    said = [str(w.message) for w in caught if issubclass(w.category, KsbindWarning)]
+    if damage == "record deleted":
+        assert said == []
+    else:
+        assert len(said) == 1 and str(folder) in said[0] and "damaged" in said[0], said
+    assert thread is not None
+    thread.join()
+    assert link_stub.ready(root, real) == folder
+    assert link_stub.exported_shim(stub) == ["aoti_torch_answer", "torch_other"]
+    assert link_stub.start(root, real, ("g++",)) is None  # whole again
 
 
 def test_a_changed_library_gets_a_stub_of_its_own(tmp_path: Path) -> None:

@@ -15,6 +15,9 @@ gets a new one) from that library's own export list (``nm -D``), as a C++ file o
 folder. A build that finds none starts making it on a thread while its units compile (two
 processes at low priority, about 0.3 s of CPU), and links against it if it is ready by then.
 Where ``nm`` or the compiler cannot make one, builds link against the real library.
+Beside the stub, ``stub.json`` records its size and sha256: a build checks it (hashed once per
+process while its stat identity stays) and makes a damaged stub again, saying so; one that
+failed to link would otherwise cost every later build a second link, silently.
 
 A module whose objects need anything else of the library (user C++ declaring one of torch's
 C++ functions itself) fails to link against the stub: ksbind/backend/compile.py's ``link``
@@ -24,6 +27,7 @@ build.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -34,7 +38,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ksbind.backend.runner import child_setup, dying_with_this_process
+from ksbind.cache.keys import file_sha256
 from ksbind.cache.layout import LINK_STUBS_DIR
+from ksbind.cache.maintenance import remove_folder
+from ksbind.cache.objects import damaged_file
+from ksbind.errors import warn
 
 log = logging.getLogger("ksbind.compile")
 
@@ -43,6 +51,8 @@ log = logging.getLogger("ksbind.compile")
 PREFIXES = ("aoti_torch_", "torch_")
 #: nm's letters for defined dynamic functions: global, weak, indirect.
 _FUNCTION_KINDS = frozenset("TWi")
+#: The stub's record, beside it: {"files": {NAME: [size, sha256]}}.
+RECORD = "stub.json"
 #: The helper processes' niceness: they run beside the build's compiles and must not slow them.
 _NICE = 10
 
@@ -70,6 +80,34 @@ def ready(root: Path, library: Path) -> Path | None:
     when it has been made."""
     folder = stub_folder(root, library)
     return folder if folder is not None and (folder / library.name).is_file() else None
+
+
+def _damage(folder: Path) -> str | None:
+    """What is wrong with the stub in ``folder`` (its record unreadable, or the stub not what
+    the record says), or None."""
+    try:
+        files = {str(n): (int(size), str(digest))
+                 for n, (size, digest) in json.loads((folder / RECORD).read_bytes())["files"].items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+        return f"{RECORD} is unreadable: {type(e).__name__}"
+    return damaged_file(folder, files, RECORD) if files else f"{RECORD} lists no file"
+
+
+def _clear_damaged(root: Path, folder: Path) -> None:
+    """Remove a stub folder that is not whole, saying so when it was damaged: a folder without
+    its record (made by an earlier ksbind, or its record deleted) goes without a word."""
+    if not folder.is_dir():
+        return
+    why = _damage(folder) if (folder / RECORD).exists() else None
+    if why is None and (folder / RECORD).exists():
+        return  # whole
+    try:
+        removed = remove_folder(root, folder)
+    except OSError:
+        removed = False
+    if why is not None:
+        warn(f"the cached link stub {folder} is damaged ({why}): "
+             f"{'making it again' if removed else 'linking against the real library'}")
 
 
 def exported_shim(library: Path) -> list[str]:
@@ -128,6 +166,9 @@ def make(root: Path, library: Path, cxx: Sequence[str]) -> Path | None:
             if done.returncode != 0:
                 log.debug("no link stub for %s: the compiler failed: %s", library, done.stdout + done.stderr)
                 return None
+            stub = made / library.name
+            record = {"files": {library.name: [stub.stat().st_size, file_sha256(stub)]}}
+            (made / RECORD).write_text(json.dumps(record) + "\n", encoding="utf-8")
             try:
                 os.rename(made, folder)
             except OSError:
@@ -142,9 +183,13 @@ def make(root: Path, library: Path, cxx: Sequence[str]) -> Path | None:
 
 def start(root: Path, library: Path, cxx: Sequence[str]) -> threading.Thread | None:
     """Make the stub on a thread (None when it is made already): a build starts it beside its
-    compiles, and links against it if it is ready when the compiles end."""
+    compiles, and links against it if it is ready when the compiles end. A stub that is not
+    whole is removed first (a damaged one said: _clear_damaged)."""
     folder = stub_folder(root, library)
-    if folder is None or (folder / library.name).is_file():
+    if folder is None:
+        return None
+    _clear_damaged(root, folder)
+    if (folder / library.name).is_file():
         return None
     thread = threading.Thread(target=make, args=(root, library, tuple(cxx)), name="ksbind-link-stub")
     thread.start()
