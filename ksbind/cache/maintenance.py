@@ -241,8 +241,9 @@ def scan(root: Path | None = None, details: bool = True, shared: bool = False) -
     return out + later
 
 
-def _listed_files(record: object) -> dict[str, tuple[int, str]]:
-    """The ``files`` of a deps.json or ksc.json record as {name: (size, sha256)} (ValueError if malformed)."""
+def listed_files(record: object) -> dict[str, tuple[int, str]]:
+    """The ``files`` of a deps.json, ksc.json or link stub's record as {name: (size, sha256)}
+    (ValueError if malformed)."""
     if not isinstance(record, dict) or not isinstance(record.get("files"), dict) or not record["files"]:
         raise ValueError("no files listed")
     out = {}
@@ -262,7 +263,7 @@ def broken(info: EntryInfo) -> str:
         return ""
     try:
         record = json.loads((info.path / record_name).read_bytes())
-        files = manifest_files(record) if info.kind == "module" else _listed_files(record)
+        files = manifest_files(record) if info.kind == "module" else listed_files(record)
         if record.get("format") != 1:  # each record's format: DEPS_FORMAT, MANIFEST_FORMAT, ksc's
             raise ValueError("another format")
     except FileNotFoundError:
@@ -473,6 +474,6 @@ def remove_stale_staging(root: Path, older_than: float = STALE_STAGING_SECONDS) 
 
 
 __all__ = ["cache_max_bytes", "format_size", "DEFAULT_MAX_BYTES", "EVICT_MIN_IDLE_SECONDS", "STALE_STAGING_SECONDS",
-           "SHARED_DIRS", "note_used", "broken",
+           "SHARED_DIRS", "note_used", "broken", "listed_files",
            "remove_folder", "EntryInfo", "scan", "remove_entry", "evict", "CleanReport",
            "clean", "remove_stale_staging"]

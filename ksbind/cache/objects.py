@@ -48,7 +48,7 @@ from pathlib import Path
 from ksbind.cache.keys import file_sha256
 from ksbind.cache.layout import DEPS, OBJECTS_DIR, PCH_DIR
 from ksbind.cache.locks import build_lock, try_lock
-from ksbind.cache.maintenance import note_used, remove_folder
+from ksbind.cache.maintenance import listed_files, note_used, remove_folder
 from ksbind.errors import warn
 
 DEPS_FORMAT = 1
@@ -266,9 +266,7 @@ class ObjectCache:
                 self._discard(d, f"{DEPS} is another unit's")
                 return None
             deps = tuple((str(p), str(h)) for p, h in record["deps"])
-            files = {str(n): (int(info["size"]), str(info["sha256"])) for n, info in record["files"].items()}
-            if any("/" in n or n.startswith(".") for n in files) or not files:
-                raise ValueError("bad file name")
+            files = listed_files(record)
             identities = record.get("identities", {})
             dep_identities, file_identities = dict(identities.get("deps", {})), dict(identities.get("files", {}))
         except (ValueError, TypeError, KeyError, AttributeError):

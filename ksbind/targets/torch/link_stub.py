@@ -40,7 +40,7 @@ from pathlib import Path
 from ksbind.backend.runner import child_setup, dying_with_this_process
 from ksbind.cache.keys import file_sha256
 from ksbind.cache.layout import LINK_STUBS_DIR
-from ksbind.cache.maintenance import remove_folder
+from ksbind.cache.maintenance import listed_files, remove_folder
 from ksbind.cache.objects import damaged_file
 from ksbind.errors import warn
 
@@ -51,7 +51,8 @@ log = logging.getLogger("ksbind.compile")
 PREFIXES = ("aoti_torch_", "torch_")
 #: nm's letters for defined dynamic functions: global, weak, indirect.
 _FUNCTION_KINDS = frozenset("TWi")
-#: The stub's record, beside it: {"files": {NAME: [size, sha256]}}.
+#: The stub's record, beside it, in the shape of an object's deps.json:
+#: {"files": {NAME: {"size": N, "sha256": HEX}}} (read by cache/maintenance.py's listed_files).
 RECORD = "stub.json"
 #: The helper processes' niceness: they run beside the build's compiles and must not slow them.
 _NICE = 10
@@ -86,11 +87,10 @@ def _damage(folder: Path) -> str | None:
     """What is wrong with the stub in ``folder`` (its record unreadable, or the stub not what
     the record says), or None."""
     try:
-        files = {str(n): (int(size), str(digest))
-                 for n, (size, digest) in json.loads((folder / RECORD).read_bytes())["files"].items()}
+        files = listed_files(json.loads((folder / RECORD).read_bytes()))
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
         return f"{RECORD} is unreadable: {type(e).__name__}"
-    return damaged_file(folder, files, RECORD) if files else f"{RECORD} lists no file"
+    return damaged_file(folder, files, RECORD)
 
 
 def _clear_damaged(root: Path, folder: Path) -> None:
@@ -98,8 +98,9 @@ def _clear_damaged(root: Path, folder: Path) -> None:
     its record (made by an earlier ksbind, or its record deleted) goes without a word."""
     if not folder.is_dir():
         return
-    why = _damage(folder) if (folder / RECORD).exists() else None
-    if why is None and (folder / RECORD).exists():
+    recorded = (folder / RECORD).exists()
+    why = _damage(folder) if recorded else None
+    if recorded and why is None:
         return  # whole
     try:
         removed = remove_folder(root, folder)
@@ -167,7 +168,7 @@ def make(root: Path, library: Path, cxx: Sequence[str]) -> Path | None:
                 log.debug("no link stub for %s: the compiler failed: %s", library, done.stdout + done.stderr)
                 return None
             stub = made / library.name
-            record = {"files": {library.name: [stub.stat().st_size, file_sha256(stub)]}}
+            record = {"files": {library.name: {"size": stub.stat().st_size, "sha256": file_sha256(stub)}}}
             (made / RECORD).write_text(json.dumps(record) + "\n", encoding="utf-8")
             try:
                 os.rename(made, folder)
