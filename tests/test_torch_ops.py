@@ -233,6 +233,27 @@ def test_bad_arguments_name_the_binding_and_the_argument(torch_ops: ModuleType) 
         torch_ops.scale_add(torch.ones(2))
 
 
+def test_a_kernels_type_error_is_typed_not_read_off_its_message(torch_ops: ModuleType) -> None:
+    """torch raises a stable-ABI kernel's type error as RuntimeError with the kernel's text alone (no
+    marker in it); the binding raises TypeError from the kernel's own record of the error's type,
+    which a record left by a direct op call (never translated) cannot lend to another error."""
+    from ksbind.targets.torch.runtime import calls
+
+    wrong = torch.ones(3, dtype=torch.float64)
+    with pytest.raises(RuntimeError) as direct:
+        torch_ops.ops.vrelu3(wrong)  # the op itself: torch's RuntimeError, the kernel's text
+    assert type(direct.value) is RuntimeError
+    assert str(direct.value).startswith("argument 't': expected a torch.float32 tensor"), str(direct.value)
+    # Its record is still there; another text does not match it, and asking takes it.
+    assert not calls._raised_as_type_error("argument 't': something else")
+    assert not calls._raised_as_type_error(str(direct.value))
+    with pytest.raises(TypeError, match=r"^vrelu3\(\): argument 't': expected a torch.float32 tensor"):
+        torch_ops.vrelu3(wrong)
+    # The same text, raised as a RuntimeError by something else, stays a RuntimeError.
+    error = calls._translated(RuntimeError(str(direct.value)), "vrelu3")
+    assert type(error) is RuntimeError
+
+
 def test_string_arguments(torch_ops: ModuleType) -> None:
     got = torch_ops.count("mississippi", "s")
     assert got.dtype == torch.int32 and got.dim() == 0 and int(got) == 4

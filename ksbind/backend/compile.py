@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ksbind import session
 from ksbind.backend import pch, sccache
@@ -515,6 +515,18 @@ def wrapper_files(name: str, files: Mapping[str, str]) -> dict[str, str]:
     return {f: files[f] for f in (f"{name}.py", f"{name}.pyi") if f in files}
 
 
+class LinkFirst(NamedTuple):
+    """A library folder put first on a link's ``-L`` path when, once the objects are compiled,
+    it holds the library ``holds``: one made beside the compiles (the torch target's link stub,
+    ksbind/targets/torch/link_stub.py), used if it is ready then and never waited for."""
+
+    folder: Path
+    holds: str
+
+    def flags(self) -> tuple[str, ...]:
+        return (f"-L{self.folder}",) if (self.folder / self.holds).is_file() else ()
+
+
 def build_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                 objects: ObjectCache | None, log_dir: Path, label: str = "",
                 companions: Mapping[str, str] | None = None) -> None:
@@ -534,9 +546,9 @@ def build_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
                   objects: ObjectCache | None, log_dir: Path, label: str = "",
                   companions: Mapping[str, str] | None = None,
-                  link_first: Callable[[], Sequence[str]] | None = None) -> None:
-    """build_entry's work, for a caller already holding the entry's lock (``link_first``: asked
-    once the objects are compiled, link's ``first``).
+                  link_first: LinkFirst | None = None) -> None:
+    """build_entry's work, for a caller already holding the entry's lock (``link_first``: its
+    flags, read once the objects are compiled, are link's ``first``).
     The companions are written into the entry once the module is linked, before it is
     installed: the manifest, written last, lists them."""
     start = time.monotonic()
@@ -544,7 +556,7 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
     with entry.staging() as tmp:
         objs = compile_objects(units, tc, objects=objects, work=tmp, log_dir=log_dir, label=label, after=after)
         out = link(objs, tc, tmp / entry.module_path.name, units[0].source, log_dir, label,
-                   link_first() if link_first is not None else ())
+                   link_first.flags() if link_first is not None else ())
         if companions:
             entry.dir.mkdir(parents=True, exist_ok=True)
             for name, text in companions.items():
@@ -562,6 +574,6 @@ def install_entry(entry: CacheEntry, units: Sequence[Unit], tc: Toolchain, *,
 
 __all__ = [
     "Unit", "shared_copies", "shared_text", "init_unit", "module_name_flags", "PLACEHOLDER", "compile_objects",
-    "link", "build_entry", "install_entry", "wrapper_files", "unit_key", "object_cache", "jobs", "OBJECT",
+    "link", "LinkFirst", "build_entry", "install_entry", "wrapper_files", "unit_key", "object_cache", "jobs", "OBJECT",
     "HeaderPlan", "plan_headers", "Lookup", "look_up", "UnitCompiler", "schedule", "companion",
 ]

@@ -1,15 +1,17 @@
 """What the framework targets' build kinds share (torch_build.py's ``TORCH`` and
 jax_build.py's ``JAX``): the cache key of a library of ks code plus generated glue
 beside a Python wrapper, the unit holding the user's C++ with the generated loops,
-and building an entry once per key and importing its wrapper once per process.
+and building an entry once per key (under its locks: ``building``) and importing its wrapper
+once per process (``imported``).
 
 Each kind keeps what is its own: its framework's headers and version, its flags,
 which units it compiles and what runs beside the compiles.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -18,7 +20,6 @@ from ksbind.backend.loader import import_wrapper
 from ksbind.backend.toolchain import compiler, hash_include_path, hash_target_headers, ks_include_dirs
 from ksbind.cache.entries import CacheEntry
 from ksbind.cache.keys import Hasher, without_stamp
-from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.fileio import write_atomic
 from ksbind.log import get_logger
@@ -72,24 +73,28 @@ def ks_unit(spec: ModuleSpec, name: str, text: str, shared_root: Path | None) ->
     return unit
 
 
-def build_and_import(spec: ModuleSpec, rendered: RenderedModule, entry: CacheEntry,
-                     compile_entry: Callable[[list[Path]], None]) -> ModuleType:
-    """Write the generated files, build ``entry`` unless it is whole (``compile_entry(generated)``,
-    under the entry's lock: another process may build it meanwhile), and import
-    its wrapper, once per process. A damaged entry is rebuilt even when this process has its
+@contextlib.contextmanager
+def building(spec: ModuleSpec, entry: CacheEntry) -> Iterator[bool]:
+    """Hold this process's build lock, and the entry's lock while it is not whole (another
+    process may build it meanwhile), for a build kind that compiles the entry itself: yields
+    whether it must (False: the entry is whole). The kind then imports its wrapper with
+    ``imported``, inside the block. A damaged entry is rebuilt even when this process has its
     module: the next process finds it whole, and the module in use here is the same build."""
-    generated = write_generated(spec.output, rendered)
-    wrapper_key = str(entry.dir / f"{spec.name}.py")
     with _lock:
-        if not entry.is_built():
-            with entry.lock():
-                if not entry.is_built():  # another process may have built it while we waited
-                    compile_entry(generated)
-        else:
+        if entry.is_built():
             _cache_log.debug("%s: cached build %s", spec.name, entry.module_path)
-        if wrapper_key not in _loaded:
-            _loaded[wrapper_key] = import_wrapper(spec.name, Path(wrapper_key))
-        return _loaded[wrapper_key]
+            yield False
+            return
+        with entry.lock():
+            yield not entry.is_built()  # another process may have built it while we waited
 
 
-__all__ = ["cache_key", "ks_unit", "build_and_import"]
+def imported(spec: ModuleSpec, entry: CacheEntry) -> ModuleType:
+    """The entry's wrapper, imported once per process (inside ``building``'s block)."""
+    wrapper_key = str(entry.dir / f"{spec.name}.py")
+    if wrapper_key not in _loaded:
+        _loaded[wrapper_key] = import_wrapper(spec.name, Path(wrapper_key))
+    return _loaded[wrapper_key]
+
+
+__all__ = ["cache_key", "ks_unit", "building", "imported"]

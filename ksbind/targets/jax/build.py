@@ -38,6 +38,7 @@ from ksbind.backend.loader import import_meanwhile
 from ksbind.backend.runner import Unit
 from ksbind.backend.toolchain import KS_FLAGS, Toolchain, compiler, ks_include_dirs
 from ksbind.cache.entries import CacheEntry
+from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.errors import BuildError
 from ksbind.session import Schedule
@@ -140,8 +141,11 @@ def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: JaxPlan, key
     """Generate, compile (or reuse the cache under ``root``) and import a jax-target module
     (jax imported beside the compiles: the kind's schedule)."""
     entry = _entry(root, spec.name, key)
-    return framework_build.build_and_import(
-        spec, rendered, entry, lambda generated: _compile(spec, rendered, plan, entry, generated))
+    generated = write_generated(spec.output, rendered)
+    with framework_build.building(spec, entry) as must_compile:
+        if must_compile:
+            _compile(spec, rendered, plan, entry, generated)
+        return framework_build.imported(spec, entry)
 
 
 def _entry(root: Path, name: str, key: str) -> CacheEntry:

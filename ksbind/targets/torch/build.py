@@ -44,7 +44,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ksbind.backend import framework_build
-from ksbind.backend.compile import install_entry, object_cache, shared_copies, wrapper_files
+from ksbind.backend.compile import LinkFirst, install_entry, object_cache, shared_copies, wrapper_files
 from ksbind.backend.kind import PreparedBuild, Steps
 from ksbind.backend.loader import import_meanwhile
 from ksbind.backend.runner import YIELDING, Unit
@@ -57,6 +57,7 @@ from ksbind.backend.toolchain import (
     ks_include_dirs,
 )
 from ksbind.cache.entries import CacheEntry
+from ksbind.codegen.output import write_generated
 from ksbind.codegen.render import RenderedModule
 from ksbind.session import Schedule
 from ksbind.spec import ModuleSpec
@@ -208,8 +209,11 @@ def _entry(root: Path, name: str, key: str) -> CacheEntry:
 def build_planned(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, key: str, root: Path) -> ModuleType:
     """Generate, compile (or reuse the cache under ``root``) and import a torch module."""
     entry = _entry(root, spec.name, key)
-    return framework_build.build_and_import(
-        spec, rendered, entry, lambda generated: _compile(spec, rendered, plan, entry, generated))
+    generated = write_generated(spec.output, rendered)
+    with framework_build.building(spec, entry) as must_compile:
+        if must_compile:
+            _compile(spec, rendered, plan, entry, generated)
+        return framework_build.imported(spec, entry)
 
 
 def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry: CacheEntry,
@@ -221,13 +225,10 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry
     # The link stub (ksbind/targets/torch/link_stub.py): made beside the compiles if no build has.
     library = torch_dir() / CPU_LIBRARY
     link_stub.start(entry.root, library, tc.cxx)
-
-    def stub_first() -> tuple[str, ...]:
-        folder = link_stub.ready(entry.root, library)
-        return (f"-L{folder}",) if folder is not None else ()
-
+    folder = link_stub.stub_folder(entry.root, library)
     install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
-                  companions=wrapper_files(spec.name, rendered.files), link_first=stub_first)
+                  companions=wrapper_files(spec.name, rendered.files),
+                  link_first=LinkFirst(folder, library.name) if folder is not None else None)
 
 
 def start_torch_import() -> None:

@@ -6,6 +6,7 @@ ksbind's but this package, so that a wheel can carry a copy.
 """
 from __future__ import annotations
 
+import ctypes
 import inspect
 import operator
 from collections.abc import Callable, Iterator, Sequence
@@ -36,18 +37,40 @@ from .vmap import _fake_tensor, _op_vmap
 _broadcast_shapes: Callable[..., torch.Size] = torch.broadcast_shapes
 
 
-#: A TypeError from a stable-ABI kernel (ksbind/torch_stable.h): the stable ABI has no such exception.
-_TYPE_ERROR = "ksbind.TypeError: "
+#: Per process, by nature (a loaded library is): each loaded op library's ``ksbind_take_type_error``
+#: (ksbind/torch_stable.h), the text of the type error its kernels last raised on the calling thread.
+#: torch raises a kernel's type error as RuntimeError (the stable ABI has no TypeError); this is the
+#: error's type, recorded by the kernel, not read off its message.
+_type_error_records: list[Callable[[], bytes | None]] = []
+
+
+def read_type_errors(path: str) -> None:
+    """Take the type errors of the op library at ``path`` (loaded already) from its record."""
+    take = ctypes.CDLL(path).ksbind_take_type_error  # the same handle as torch's load (dlopen counts)
+    take.restype = ctypes.c_char_p
+    take.argtypes = []
+    _type_error_records.append(take)
+
+
+def _raised_as_type_error(text: str) -> bool:
+    """Whether a kernel of this thread last raised ``text`` as a type error. Takes every library's
+    record: one left by a call that never reached here (an op called directly) holds another text."""
+    found = False
+    for take in _type_error_records:
+        taken = take()
+        found = found or (taken is not None and taken.decode("utf-8", "replace") == text)
+    return found
 
 
 def _translated(error: Exception, binding: str) -> BaseException:
     """A kernel's error as its Python type, naming the binding (ksbind/torch_stable.h's
     messages start with the argument's name)."""
     text = str(error)
-    if text.startswith(_TYPE_ERROR):
-        return TypeError(f"{binding}(): {text[len(_TYPE_ERROR):]}")
+    named = f"{binding}(): {text}" if binding else text
+    if isinstance(error, RuntimeError) and _raised_as_type_error(text):
+        return TypeError(named)
     if text.startswith("argument '") and binding:
-        return type(error)(f"{binding}(): {text}")
+        return type(error)(named)
     return error
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch.torch_version import TorchVersion
 
-from .calls import _stable_function, _stable_jvp_function, _stable_vjp_function
+from .calls import _stable_function, _stable_jvp_function, _stable_vjp_function, read_type_errors
 from .contract import BindingRecord
 from .packing import _RAGGED_PREFIX, _packed_calls, _packed_functions
 from .support import support_functions
@@ -69,6 +69,7 @@ def load_library(path: str, namespace: str, running: str | None = None) -> Any:
     except OSError as e:
         raise ImportError(f"{name}: the op library did not load under torch {running} (it needs torch "
                           f"{needed or '2.10'} or newer): {e}", name=name, path=path) from e
+    read_type_errors(path)
     _libraries[namespace] = path
     return getattr(torch.ops, namespace)
 

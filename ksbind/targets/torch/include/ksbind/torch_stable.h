@@ -15,9 +15,10 @@
 // thread pool through torch::stable::parallel_for and compiled per CPU capability.
 //
 // Errors name the argument. torch turns the C++ exceptions into Python's: invalid_argument
-// ValueError, overflow_error OverflowError, bad_alloc MemoryError; a TypeError travels as a
-// runtime_error whose message starts with "ksbind.TypeError: ", which the module's Python
-// layer raises as TypeError (the stable ABI has no exception of that type).
+// ValueError, overflow_error OverflowError, bad_alloc MemoryError. No standard exception becomes
+// a TypeError, so a type error is a `type_error` (a runtime_error: torch raises RuntimeError),
+// which the kernel's box records on the calling thread as it leaves; the runtime takes the record
+// (ksbind_take_type_error, by ctypes) when the op's RuntimeError reaches it, and raises TypeError.
 #pragma once
 
 #ifndef KSBIND_NO_PYTHON
@@ -134,9 +135,18 @@ inline std::string dtype_text(ScalarType t) {
     }
 }
 
+// A TypeError's C++ type: torch raises it as RuntimeError (above), and SharedBox::run records its
+// text here, on the thread that called the op, as it leaves the kernel; the runtime takes it
+// (ksbind_take_type_error, below). Hidden (-fvisibility=hidden): one record per op library.
+struct type_error_exception : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+inline thread_local std::string t_type_error;  // the last type error a kernel of this thread raised
+inline thread_local std::string t_type_error_taken;  // what ksbind_take_type_error last returned
+
 // Out of line and cold: the kernels inline everything else (ksbind/cpu_capability.h).
 [[noreturn]] KSBIND_NOINLINE inline void type_error(const std::string& where, const std::string& message) {
-    throw std::runtime_error("ksbind.TypeError: argument '" + where + "': " + message);
+    throw type_error_exception("argument '" + where + "': " + message);
 }
 
 [[noreturn]] KSBIND_NOINLINE inline void value_error(const std::string& where, const std::string& message) {
@@ -700,16 +710,31 @@ struct SharedBox<R(P...)> {
         STD_TORCH_CHECK(num_outputs == outputs, "Registered schema has ", num_outputs,
                         " outputs, but the kernel to box has ", outputs);
         std::tuple<d::unbox_type_t<P>...> args = d::unbox_to_tuple<d::unbox_type_t<P>...>(stack);
-        if constexpr (ksbind::detail::is_std_tuple<R>::value) {
-            d::box_from_tuple(stack, std::apply(kernel, std::move(args)));
-        } else {
-            stack[0] = d::from<R>(std::apply(kernel, std::move(args)));
+        try {
+            if constexpr (ksbind::detail::is_std_tuple<R>::value) {
+                d::box_from_tuple(stack, std::apply(kernel, std::move(args)));
+            } else {
+                stack[0] = d::from<R>(std::apply(kernel, std::move(args)));
+            }
+        } catch (const type_error_exception& e) {
+            t_type_error = e.what();  // on the calling thread, wherever the kernel's loop threw it
+            throw;
         }
     }
 };
 
 }  // namespace torch_stable
 }  // namespace ksbind
+
+// The type error the last failed kernel of the calling thread raised, once (empty: none), for the
+// runtime to raise as TypeError when it has the same text as the op's RuntimeError (a record left
+// by a call that never reached the runtime then cannot name another error). Valid until the next
+// call on this thread. Exported (the library's one such symbol); read by ctypes.
+extern "C" __attribute__((visibility("default"))) inline const char* ksbind_take_type_error() noexcept {
+    ksbind::torch_stable::t_type_error_taken.swap(ksbind::torch_stable::t_type_error);
+    ksbind::torch_stable::t_type_error.clear();
+    return ksbind::torch_stable::t_type_error_taken.c_str();
+}
 
 // KSBIND_BOX(&kernel): what TORCH_BOX(&kernel) gives (a boxed function for m.impl), as a
 // one-call function per kernel into ksbind::torch_stable::SharedBox.
