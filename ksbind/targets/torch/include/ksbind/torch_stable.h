@@ -729,8 +729,9 @@ struct SharedBox<R(P...)> {
 // The type error the last failed kernel of the calling thread raised, once (empty: none), for the
 // runtime to raise as TypeError when it has the same text as the op's RuntimeError (a record left
 // by a call that never reached the runtime then cannot name another error). Valid until the next
-// call on this thread. Exported (the library's one such symbol); read by ctypes.
-extern "C" __attribute__((visibility("default"))) inline const char* ksbind_take_type_error() noexcept {
+// call on this thread. Exported (the library's one such symbol; `used`: emitted though nothing here
+// calls it); read by ctypes.
+extern "C" __attribute__((visibility("default"), used)) inline const char* ksbind_take_type_error() noexcept {
     ksbind::torch_stable::t_type_error_taken.swap(ksbind::torch_stable::t_type_error);
     ksbind::torch_stable::t_type_error.clear();
     return ksbind::torch_stable::t_type_error_taken.c_str();
