@@ -13,8 +13,8 @@ What lands beside the compiled module (``files_for``):
   package the wrapper imports instead of ksbind's (it needs only torch);
 - jax target: ``NAME.py`` (the wrapper; the compiled part is the handler library
   ``NAME_jaxffi``, named as an extension module, loaded by ctypes) and
-  ``NAME_ksbind_jax_runtime.py``, a copy of ksbind/targets/jax/runtime.py (it
-  needs only jax and numpy).
+  ``NAME_ksbind_jax_runtime/``, a copy of the ksbind/targets/jax/runtime package
+  (it needs only jax and numpy).
 
 Which runtime file or package is copied, and under which name, the target's record
 says (``runtime_source``, ``runtime_copy``, ``Target.runtime_files``).

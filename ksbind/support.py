@@ -9,7 +9,7 @@ the functions a module calls at import (INTERNAL_SUPPORT_FUNCTIONS), the torch a
 jax targets' registrations and Python wrappers (each target's support_wiring.py, on
 ksbind/codegen/support_wiring.py: the headers ksbind/torch_support_registrations.h and
 ksbind/jax_support_registrations.h in their packages, ksbind/targets/torch/runtime/support.py
-and a section of ksbind/targets/jax/runtime.py). scripts/generate_settings.py writes the
+and a section of ksbind/targets/jax/runtime/ffi.py). scripts/generate_settings.py writes the
 generated files; tests/test_stubs.py fails when one differs.
 
 What a function does depends on the module's arena (the target record's

@@ -22,6 +22,6 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 KSBIND_PCH=0 .venv/bin/python scripts/jax_compat.py build "$out"
-# ksbind from this tree on sys.path for the wrappers' runtime (ksbind/targets/jax/runtime.py:
+# ksbind from this tree on sys.path for the wrappers' runtime (ksbind/targets/jax/runtime/:
 # jax, numpy and the standard library only); nothing is built here.
 PYTHONPATH="$PWD" "$venv/bin/python" scripts/jax_compat.py check "$out"

@@ -50,7 +50,7 @@ def test_a_jvp_is_a_handler_of_its_own_in_the_generated_module() -> None:
     assert "ks::Integer, ks::Float, ks::tensor<1, ks::Float>, ks::Tuple<>>(ksbind_jax_f_jvp_site" in handlers
     assert "ksbind_jax_probe_f(" in handlers and "ksbind_jax_probe_f_jvp" not in handlers
     assert "jt::elementwise<2, 1>(ksbind_jax_g_jvp_site" in handlers
-    assert "'jvp': 'f_jvp',\n  'jvp_handler': 'ksbind_jax_f_jvp'" in files["mj.py"]
+    assert "jvp='f_jvp',\n        jvp_handler='ksbind_jax_f_jvp'" in files["mj.py"]
     assert "def f_jvp(arg0: jax.Array | float, arg1: jax.Array, arg2: jax.Array, darg0: jax.Array | float, " \
            "darg1: jax.Array, darg2: tuple[()]) -> jax.Array:" in files["mj.pyi"]
 

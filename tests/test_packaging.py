@@ -38,6 +38,8 @@ EXAMPLE = REPO / "examples" / "package"
 EVERYTHING = os.environ.get("KSBIND_CORPUS") == "all"
 #: The torch runtime package's files, which a wheel carries as NAME_ksbind_runtime/.
 TORCH_RUNTIME_FILES = sorted(p.name for p in (REPO / "ksbind" / "targets" / "torch" / "runtime").glob("*.py"))
+#: The jax runtime package's files, which a wheel carries as NAME_ksbind_jax_runtime/.
+JAX_RUNTIME_FILES = sorted(p.name for p in (REPO / "ksbind" / "targets" / "jax" / "runtime").glob("*.py"))
 WHEEL_FILES = {
     "ks_softsign/__init__.py", "ks_softsign/py.typed",
     "ks_softsign/_softsign.pyi", "ks_softsign/_softsign_torch.py", "ks_softsign/_softsign_torch.pyi",
@@ -463,11 +465,12 @@ def test_a_jax_target_module_runs_from_its_wheel_without_ksbind(how: str, fresh_
     wheel = wheel_in(src / "dist")
     assert how == "setuptools" or MANYLINUX.search(wheel.name), wheel.name  # the backend's auditwheel repair
     names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith(f"{package}/") and not n.endswith("/")}
-    assert names == {f"{package}/{n}" for n in ("__init__.py", "py.typed", "relu3.py", "relu3.pyi",
-                                                  "relu3_ksbind_jax_runtime.py", f"relu3_jaxffi{SUFFIX}")}
+    assert names == {f"{package}/{n}" for n in ("__init__.py", "py.typed", "relu3.py", "relu3.pyi", f"relu3_jaxffi{SUFFIX}",
+                                                  *(f"relu3_ksbind_jax_runtime/{f}" for f in JAX_RUNTIME_FILES))}
     with zipfile.ZipFile(wheel) as z:
         assert imports_of(z.read(f"{package}/relu3.py").decode()) == {"."}
-        assert z.read(f"{package}/relu3_ksbind_jax_runtime.py") == (REPO / "ksbind/targets/jax/runtime.py").read_bytes()
+        for f in JAX_RUNTIME_FILES:
+            assert z.read(f"{package}/relu3_ksbind_jax_runtime/{f}") == (REPO / "ksbind/targets/jax/runtime" / f).read_bytes()
     install(fresh_python, "--no-index", str(wheel))
     out = call(fresh_python, JAX_CALLS.replace("PKG", package), tmp_path)
     venv = str(fresh_python.parent.parent)
@@ -699,7 +702,7 @@ def imports_of(source: str) -> set[str]:
 
 
 @pytest.mark.parametrize("runtime, allowed", [("targets/torch/runtime", {"torch"}),
-                                              ("targets/jax/runtime.py", {"jax", "numpy"})])
+                                              ("targets/jax/runtime", {"jax", "numpy"})])
 def test_the_runtimes_shipped_in_wheels_import_only_their_framework_and_the_standard_library(
         runtime: str, allowed: set[str]) -> None:
     """A runtime package's modules may import each other (".")."""
@@ -725,7 +728,7 @@ def test_a_standalone_jax_wrapper_imports_its_runtime_copy_and_finds_its_library
     (tmp_path / "m.yaml").write_text(JAX_YAML)
     ext = KsbindExtension(tmp_path / "m.yaml", package=package)
     assert ext.name == (f"{package}." if package else "") + "relu3_jaxffi"
-    assert ext.extra_files() == ["relu3.pyi", "relu3.py", "relu3_ksbind_jax_runtime.py",
+    assert ext.extra_files() == ["relu3.pyi", "relu3.py", *(f"relu3_ksbind_jax_runtime/{f}" for f in JAX_RUNTIME_FILES),
                                  *(["py.typed"] if package else [])]
     wrapper = render_spec(ext.spec, standalone=True, package=package).files["relu3.py"]
     assert runtime_import in wrapper and "_runtime.install(globals(), 'relu3_jaxffi', BINDINGS" in wrapper

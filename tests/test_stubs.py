@@ -293,17 +293,17 @@ def test_the_support_functions_registrations_and_wrappers_are_generated_from_the
     files = {path: text for t in TARGETS.values() if t.written_ahead for path, text in t.written_ahead().items()}
     assert {p.relative_to(REPO / "ksbind").as_posix() for p in files} == {
         "targets/torch/include/ksbind/torch_support_registrations.h", "targets/torch/runtime/support.py",
-        "targets/jax/include/ksbind/jax_support_registrations.h", "targets/jax/runtime.py"}
+        "targets/jax/include/ksbind/jax_support_registrations.h", "targets/jax/runtime/ffi.py"}
     for path, text in files.items():
         assert path.read_text(encoding="utf-8") == text, \
             f"{path} differs from ksbind/support.py's table: run python scripts/generate_settings.py"
 
 
 def test_jax_runtime_support_functions_are_the_tables() -> None:
-    """The jax wrapper's support functions are Python (ksbind/targets/jax/runtime.py, which imports
+    """The jax wrapper's support functions are Python (ksbind/targets/jax/runtime/ffi.py, which imports
     nothing of ksbind's): their docstrings are the table's, for per-thread arenas; the one it
     calls at import is _configure, and the library has a C function for each."""
-    tree = ast.parse((REPO / "ksbind" / "targets" / "jax" / "runtime.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "ksbind" / "targets" / "jax" / "runtime" / "ffi.py").read_text(encoding="utf-8"))
     [outer] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_support_functions"]
     docs = {n.name: ast.get_docstring(n) for n in outer.body if isinstance(n, ast.FunctionDef)}
     assert docs == {**{f.name: f.doc("thread") for f in SUPPORT_FUNCTIONS if not f.kernels_only},

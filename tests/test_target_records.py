@@ -60,7 +60,7 @@ def test_target_facts() -> None:
 def test_jax_target_facts() -> None:
     jax = get_target("jax")
     assert (jax.build, jax.compiled_name("m"), jax.result_shapes) == ("ksbind.targets.jax.build:JAX", "m_jaxffi", True)
-    assert jax.beside("m") == ["m.pyi", "m.py", "m_ksbind_jax_runtime.py"]
+    assert jax.beside("m") == ["m.pyi", "m.py", *(f"m_ksbind_jax_runtime/{f}" for f in ("__init__.py", "contract.py", "ffi.py"))]
 
 
 @pytest.mark.parametrize("name", sorted(n for n in TARGETS if TARGETS[n].runtime_source is not None))

@@ -4,7 +4,6 @@ written, naming the type) or packs (with a warning), what the rendered files inc
 how the wrapper's runtime refuses a library it cannot load."""
 from __future__ import annotations
 
-import ast
 import re
 import warnings
 from pathlib import Path
@@ -62,9 +61,11 @@ def _schemas(files: dict[str, str]) -> list[str]:
 
 def _bindings(files: dict[str, str]) -> list[dict[str, Any]]:
     """The wrapper's BINDINGS table (what ksbind/targets/torch/runtime's install_stable reads)."""
-    found = re.search(r"^BINDINGS: list\[_runtime\.BindingRecord\] = (\[.*?\])\n\n", files["m.py"], re.M | re.S)
+    found = re.search(r"^BINDINGS: list\[_runtime\.BindingRecord\] = (\[.*?^\])\n", files["m.py"], re.M | re.S)
     assert found
-    table: list[dict[str, Any]] = ast.literal_eval(found.group(1))
+    from ksbind.targets.torch import runtime  # its records' calls (they build plain dicts)
+
+    table: list[dict[str, Any]] = eval(found.group(1), {"_runtime": runtime})  # noqa: S307
     return table
 
 

@@ -125,9 +125,9 @@ class Target:
     runtime_copy: a standalone build (a wheel) puts a copy of ``runtime_source`` beside the
     module under this name (``{module}`` replaced), which its wrapper imports instead of
     ksbind's; None: no copy.
-    runtime_source: that runtime, relative to the ksbind package: a file
-    (``targets/jax/runtime.py``) or a package folder (``targets/torch/runtime``, copied with its
-    ``.py`` files); it must import nothing of ksbind. Given exactly when ``runtime_copy`` is.
+    runtime_source: that runtime, relative to the ksbind package: a file (``runtime.py``) or a
+    package folder (``targets/torch/runtime``, ``targets/jax/runtime``: copied with its ``.py``
+    files); it must import nothing of ksbind. Given exactly when ``runtime_copy`` is.
     result_shapes: bindings may name their ``result_shape`` (elsewhere it is a BindingError).
     crossing_problem: why a function's values cannot cross on this target, or None: default
     bindings skip such a function with a warning (as they skip any function that cannot be

@@ -4,7 +4,7 @@ Python wrapper in the runtime.
 
 - ``include/ksbind/jax_support_registrations.h``: the C functions
   (KSBIND_JAX_ALLOCATOR_FUNCTIONS, expanded by the generated handlers' file);
-- the marked section of ``runtime.py``: ``_support_functions(lib)``.
+- the marked section of ``runtime/ffi.py``: ``_support_functions(lib)``.
 
 A C function takes ``int64_t``, ``int`` (a bool) and ``const char*``, returns its result
 through a pointer and an error code (1 RuntimeError, 2 MemoryError, 3 ValueError:
@@ -29,7 +29,7 @@ from ksbind.codegen.support_wiring import (
 
 HERE = Path(__file__).parent
 HEADER = HERE / "include" / "ksbind" / "jax_support_registrations.h"
-RUNTIME = HERE / "runtime.py"
+RUNTIME = HERE / "runtime" / "ffi.py"
 MARKERS = ("# ------------------------------------------------------------ BEGIN generated support functions\n",
            "# ------------------------------------------------------------ END generated support functions\n")
 _WHY = why("targets/jax/support_wiring.py")
@@ -55,7 +55,7 @@ def header_text() -> str:
                     f"    return ksbind::jax_target::support_call(err, errlen, [&] {{ {body} }});", "}"]
     return (f"// {_WHY}\n"
             "// The jax library's support functions (ksbind/support.py's table, over ksbind/support_functions.h),\n"
-            "// as C functions for ctypes (ksbind/targets/jax/runtime.py); included by ksbind/jax.h.\n"
+            "// as C functions for ctypes (ksbind/targets/jax/runtime/ffi.py); included by ksbind/jax.h.\n"
             "#pragma once\n\n"
             + macro("KSBIND_JAX_ALLOCATOR_FUNCTIONS", exports, False))
 
@@ -97,7 +97,7 @@ def section_text() -> str:
 
 
 def with_section(text: str) -> str:
-    """runtime.py's text with its marked section written anew."""
+    """runtime/ffi.py's text with its marked section written anew."""
     begin, end = MARKERS
     start, stop = text.index(begin), text.index(end) + len(end)
     return text[:start] + section_text() + text[stop:]

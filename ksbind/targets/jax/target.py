@@ -7,7 +7,7 @@ handlers reach the ks code through entry points compiled with it
 (``jax_entry_points.cpp``; elementwise loops: ``ksbind/jax_entry.h``). The
 generated pure-Python wrapper ``NAME.py`` loads it with ctypes, registers the
 handlers with ``jax.ffi`` and defines one traceable function per binding
-(``ksbind/targets/jax/runtime.py``): ``jax.custom_vjp`` from its vjp (with a jvp,
+(``ksbind/targets/jax/runtime/``): ``jax.custom_vjp`` from its vjp (with a jvp,
 ``jax.custom_jvp`` over the jvp's handler, transposed to the vjp's), result
 shapes found at trace time, and ``jax.vmap`` rules by mode.
 
@@ -27,13 +27,13 @@ tensor arguments; scalars shared).
 from __future__ import annotations
 
 import hashlib
-import pprint
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
+from ksbind.codegen.record_source import record_source
 from ksbind.codegen.targets.common import (
     Crossing,
     CrossingRole,
@@ -51,9 +51,8 @@ from ksbind.lang.types import FLOAT, KsType, ScalarType, TensorType, TupleType
 from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 from ksbind.targets.jax import support_wiring
 
-if TYPE_CHECKING:  # the records the wrapper's BINDINGS table holds: the runtime's contract (importing it
-    # at run time would import jax)
-    from ksbind.targets.jax.runtime import JaxBindingRecord, JaxParamRecord, Tree
+# The records the wrapper's BINDINGS table holds: the runtime's contract (typing alone: no jax).
+from ksbind.targets.jax.runtime.contract import JaxBindingRecord, JaxParamRecord, Tree
 
 NAME: TargetName = "jax"
 # "{module}" in a file name is replaced by the module's name: NAME.py is the
@@ -82,7 +81,7 @@ def lib_name(module_name: str) -> str:
     return module_name + LIB_SUFFIX
 
 
-#: A standalone module's copy of ksbind/targets/jax/runtime.py, beside it: NAME + this.
+#: A standalone module's copy of ksbind/targets/jax/runtime/ (the package), beside it: NAME + this.
 RUNTIME_SUFFIX = "_ksbind_jax_runtime"
 
 
@@ -137,7 +136,7 @@ class JaxTree:
     parts: tuple[JaxTree, ...] = ()  # tuple
 
     def plain(self) -> Tree:
-        """The tree as the wrapper's ``BINDINGS`` spells it (ksbind/targets/jax/runtime.py reads it)."""
+        """The tree as the wrapper's ``BINDINGS`` spells it (ksbind/targets/jax/runtime/ reads it)."""
         if self.kind == "leaf":
             return {"kind": self.kind, "dtype": self.dtype, "rank": self.rank}
         if self.kind == "tuple":
@@ -303,7 +302,7 @@ class JaxParam:
 
 @dataclass(frozen=True)
 class JaxBinding:
-    """What ksbind/targets/jax/runtime.py needs to define one binding's function."""
+    """What ksbind/targets/jax/runtime/ needs to define one binding's function."""
 
     name: str
     ks_name: str
@@ -379,7 +378,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "entry_points": entries,
         "jax_entries": list(jax_entries.values()),
         "jax_bindings": infos,
-        "jax_bindings_literal": pprint.pformat([i.plain() for i in infos], indent=1, width=110, sort_dicts=False),
+        "jax_bindings_literal": record_source([i.plain() for i in infos], list[JaxBindingRecord], "_runtime."),
         **wrapper_imports(options),
     }
 
@@ -406,8 +405,8 @@ HERE = Path(__file__).parent
 TARGET = Target(
     name=NAME, files=FILES, single_file=SINGLE_FILE, crossing=crossing, extra_context=extra_context,
     build="ksbind.targets.jax.build:JAX", tensors="jax.Array", stub_imports=("import jax",), compiled_name=lib_name,
-    result_shapes=True, crossing_problem=crossing_problem, runtime_copy="{module}" + RUNTIME_SUFFIX + ".py",
-    runtime_source="targets/jax/runtime.py",
+    result_shapes=True, crossing_problem=crossing_problem, runtime_copy="{module}" + RUNTIME_SUFFIX,
+    runtime_source="targets/jax/runtime",
     templates=HERE / "templates", include_dirs=(HERE / "include",), written_ahead=support_wiring.written_ahead,
 )
 

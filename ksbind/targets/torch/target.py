@@ -39,13 +39,13 @@ binding holding a tensor of tensors has packed ops beside its ops, for ragged va
 """
 from __future__ import annotations
 
-import pprint
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
+from ksbind.codegen.record_source import record_source
 from ksbind.codegen.targets.common import Crossing, CrossingRole, EntryPoint, entry_points_for
 from ksbind.codegen.targets.record import Target
 from ksbind.errors import BindingError, warn
@@ -55,9 +55,8 @@ from ksbind.lang.types import FLOAT, STRING, KsType, ScalarType, TensorType, Tup
 from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 from ksbind.targets.torch import support_wiring, values
 
-if TYPE_CHECKING:  # the records the wrapper's BINDINGS table holds: the runtime's contract (importing it
-    # at run time would import torch)
-    from ksbind.targets.torch.runtime.contract import BindingRecord, LeafRecord, PackRecord, ResultRecord
+# The records the wrapper's BINDINGS table holds: the runtime's contract (typing alone: no torch).
+from ksbind.targets.torch.runtime.contract import BindingRecord, LeafRecord, PackRecord, ResultRecord
 
 NAME: TargetName = "torch"
 FILES = {"torch_stable_entries.h": "torch_stable_entries.h.j2",
@@ -574,7 +573,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "stable_ops": ops,
         "stable_loops": any(op.loops for op in ops),
         "stable_bindings": infos,
-        "stable_bindings_literal": pprint.pformat([i.plain() for i in infos], indent=1, width=110, sort_dicts=False),
+        "stable_bindings_literal": record_source([i.plain() for i in infos], list[BindingRecord], "_runtime."),
         "stable_namespace": namespace,
         "stable_lib": lib_name(options.name),
         # Standalone (a wheel): the library named as Python names an extension module (the build

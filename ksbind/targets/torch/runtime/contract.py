@@ -2,9 +2,11 @@
 table holds, one ``BindingRecord`` per binding, which ``install_stable`` reads.
 
 They are declared here, once: the torch target's codegen (ksbind/targets/torch/target.py)
-types the records it writes with them, and the runtime's functions take them, so mypy checks
-both sides against one schema. The wrapper holds them as dict literals (a TypedDict is a dict):
-a wheel's wrapper must load with no ksbind installed, and a literal needs no import.
+writes the table as calls of these records (``_runtime.BindingRecord(name=..., ...)``, by
+ksbind/codegen/record_source.py, which checks what it writes against them), and the runtime's
+functions take them, so mypy checks both sides, and the generated table, against one schema. A
+TypedDict's call builds a plain dict, which the runtime reads; the package's ``__init__`` imports
+this module without torch, so codegen imports it too.
 
 The last two records are the runtime's own view of a binding for autograd.Function and the
 vmap rules (``autograd_spec`` in calls.py makes it from a BindingRecord); codegen never sees them.

@@ -631,7 +631,7 @@ int probe(const CallSite& site, const int64_t* in_dims, int64_t* out_dims, char*
 namespace ksbind {
 namespace jax_target {
 
-// f() with its C++ error as a code ctypes' caller maps to a Python type (ksbind/targets/jax/runtime.py's
+// f() with its C++ error as a code ctypes' caller maps to a Python type (ksbind/targets/jax/runtime/ffi.py's
 // _support_call): 0 none, 1 RuntimeError, 2 MemoryError, 3 ValueError; the message in err.
 template <class F>
 int support_call(char* err, size_t errlen, F&& f) noexcept {

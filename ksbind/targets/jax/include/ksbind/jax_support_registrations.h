@@ -1,6 +1,6 @@
 // Generated from ksbind/support.py by scripts/generate_settings.py (targets/jax/support_wiring.py): do not edit.
 // The jax library's support functions (ksbind/support.py's table, over ksbind/support_functions.h),
-// as C functions for ctypes (ksbind/targets/jax/runtime.py); included by ksbind/jax.h.
+// as C functions for ctypes (ksbind/targets/jax/runtime/ffi.py); included by ksbind/jax.h.
 #pragma once
 
 #define KSBIND_JAX_ALLOCATOR_FUNCTIONS \

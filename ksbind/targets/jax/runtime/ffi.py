@@ -3,11 +3,8 @@ module's handler library with ctypes, registers each handler with
 ``jax.ffi`` and puts one JAX function per binding (and per vjp) in the
 wrapper's namespace, with the allocator functions every module has.
 
-Imports jax, numpy and the standard library, nothing of ksbind's, so a module
-built here runs wherever this file and a jax whose FFI API is at least the
-one it was built against are importable (docs/jax.md). A wheel ships a copy of
-it beside each jax-target module (``NAME_ksbind_jax_runtime.py``,
-ksbind/standalone.py), which the wrapper imports instead of ksbind's.
+Part of ksbind/targets/jax/runtime/ (its ``__init__`` says what the package is).
+Imports jax, numpy and the standard library, nothing of ksbind's but this package.
 
 Each binding's function (see docs/jax.md for the rules):
 - checks its arguments at trace time: every array must have its ks type's
@@ -33,7 +30,7 @@ import threading
 import types
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Literal, TypedDict
+from typing import Any
 
 import jax
 import jax.extend.core
@@ -41,63 +38,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax.interpreters import ad, batching, mlir
 
+from .contract import JaxBindingRecord, JaxParamRecord, Tree
+
 Shape = tuple[int, ...]
-
-# ------------------------------------------------------------ the wrapper's records
-# What a generated wrapper's BINDINGS table holds, one JaxBindingRecord per binding: declared
-# here, once; the jax target's codegen (ksbind/targets/jax/target.py) types the records it
-# writes with them, so mypy checks both sides against one schema. The wrapper holds them as dict
-# literals (a TypedDict is a dict) under the annotation ``list[_runtime.JaxBindingRecord]``, so a
-# type checker checks the generated table too, and a wheel's wrapper loads them with no ksbind.
-
-
-class Tree(TypedDict, total=False):
-    """A value's pytree: a leaf (an array of ``dtype`` and ``rank``), empty, or a tuple of parts."""
-
-    kind: Literal["leaf", "empty", "tuple"]  # always there
-    dtype: str          # leaf: float32, int32 or bool
-    rank: int           # leaf
-    parts: list[Tree]   # tuple
-
-
-class JaxParamRecord(TypedDict):
-    """One argument: its Python name, ks type, pytree, and how it maps and differentiates."""
-
-    name: str
-    ks: str
-    tree: Tree
-    batched: bool
-    differentiable: bool
-
-
-class JaxBindingRecord(TypedDict):
-    """One binding: its handlers (FFI targets), pytrees, and vjp's and jvp's."""
-
-    name: str
-    ks_name: str
-    mode: Literal["plain", "elementwise", "vmap"]
-    signature: str
-    params: list[JaxParamRecord]
-    result: Tree
-    result_shape: str | None
-    handler: str
-    probe: str | None
-    vjp: str | None
-    vjp_handler: str | None
-    jacobian_handler: str | None
-    vjp_result: Tree | None
-    jvp: str | None
-    jvp_handler: str | None
-    jvp_params: list[str]
-    target_digests: dict[str, str]  # handler symbol -> its ABI digest (ksbind.MODULE.SYMBOL.DIGEST)
-
 
 def _shared_registry() -> types.ModuleType:
     """Each FFI target name registered in this process -> the library it is from (``targets``),
     with its ``lock``. XLA's FFI targets are process-wide and ``jax.ffi.register_ffi_target`` takes
     a name again for another handler without a word, so every copy of this runtime in the process
     (ksbind's, and each wheel's beside its module) shares this one table, kept in ``sys.modules``."""
-    fresh = types.ModuleType(_REGISTRY, "ksbind's FFI target names registered in this process (jax_runtime.py)")
+    fresh = types.ModuleType(_REGISTRY, "ksbind's FFI target names registered in this process (ksbind's jax runtime)")
     fresh.targets = {}  # type: ignore[attr-defined]
     fresh.lock = threading.Lock()  # type: ignore[attr-defined]
     return sys.modules.setdefault(_REGISTRY, fresh)
