@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import types
+from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 #: The widest line the writer fills before it breaks a call or list over lines.
@@ -25,62 +26,54 @@ def _fields(record: type) -> dict[str, Any]:
     return get_type_hints(record)
 
 
+@dataclass(frozen=True)
+class _Written:
+    """A value's source: on one line (``inline``), and its parts for writing it over lines
+    (``head``, each part's label and source, ``tail``; none for a plain value's repr)."""
+
+    inline: str
+    head: str = ""
+    parts: tuple[tuple[str, _Written], ...] = ()
+    tail: str = ""
+
+
 def record_source(value: object, hint: object, prefix: str) -> str:
     """``value`` as Python source for the type ``hint`` (a record type, a list or dict of them,
     an optional one, or a plain value), each record written ``PREFIX + its class name + (...)``."""
-    return _write(value, hint, prefix, column=0, indent="")
+    return _lines(_written(value, hint, prefix), column=0, indent="")
 
 
-def _write(value: object, hint: object, prefix: str, column: int, indent: str) -> str:
-    inline = _inline(value, hint, prefix)
-    if column + len(inline) <= WIDTH:
-        return inline
-    shape, record, items = _parts(value, hint)
-    inner = indent + _STEP
-    if shape == "record" and record is not None:
-        lines = [f"{inner}{k}={_write(v, h, prefix, len(inner) + len(k) + 1, inner)}," for k, v, h in items]
-        return f"{prefix}{record.__name__}(\n" + "\n".join(lines) + f"\n{indent})"
-    if shape == "list" and items:
-        lines = [f"{inner}{_write(v, h, prefix, len(inner), inner)}," for _, v, h in items]
-        return "[\n" + "\n".join(lines) + f"\n{indent}]"
-    if shape == "dict" and items:
-        lines = [f"{inner}{k}: {_write(v, h, prefix, len(inner) + len(k) + 2, inner)}," for k, v, h in items]
-        return "{\n" + "\n".join(lines) + f"\n{indent}}}"
-    return inline
-
-
-def _inline(value: object, hint: object, prefix: str) -> str:
-    shape, record, items = _parts(value, hint)
-    if shape == "record" and record is not None:
-        return f"{prefix}{record.__name__}(" + ", ".join(f"{k}={_inline(v, h, prefix)}" for k, v, h in items) + ")"
-    if shape == "list":
-        return "[" + ", ".join(_inline(v, h, prefix) for _, v, h in items) + "]"
-    if shape == "dict":
-        return "{" + ", ".join(f"{k}: {_inline(v, h, prefix)}" for k, v, h in items) + "}"
-    return repr(value)
-
-
-Shape = Literal["record", "list", "dict", "plain"]
-
-
-def _parts(value: object, hint: object) -> tuple[Shape, type | None, list[tuple[str, Any, object]]]:
-    """How ``value`` is written (a record's call, a typed list or dict, or a plain value's repr),
-    the record type, and the parts: (a record's key, a dict's key source, or ""; the part; its
-    type). A value under ``Any`` (a nested spec of strings, numbers and lists) is plain."""
+def _written(value: object, hint: object, prefix: str) -> _Written:
+    """``value``'s source, each part checked against its declared type and written once."""
     hint = _arm(value, hint)
+    origin, args = get_origin(hint), get_args(hint)
     if is_typeddict(hint):
         assert isinstance(hint, type)
-        return "record", hint, _record_items(value, hint)
-    origin, args = get_origin(hint), get_args(hint)
-    if isinstance(value, list) and origin is list:
-        return "list", None, [("", v, args[0]) for v in value]
-    if isinstance(value, dict) and origin is dict:
-        return "dict", None, [(repr(k), v, args[1]) for k, v in value.items()]
-    if isinstance(value, dict):
+        head, tail = f"{prefix}{hint.__name__}(", ")"
+        parts = tuple((f"{k}=", _written(v, h, prefix)) for k, v, h in _record_items(value, hint))
+    elif isinstance(value, list) and origin is list:
+        head, tail = "[", "]"
+        parts = tuple(("", _written(v, args[0], prefix)) for v in value)
+    elif isinstance(value, dict) and origin is dict:
+        head, tail = "{", "}"
+        parts = tuple((f"{k!r}: ", _written(v, args[1], prefix)) for k, v in value.items())
+    elif isinstance(value, dict):
         raise TypeError(f"a dict where {hint!r} is declared, not a record: {value!r}")
-    if isinstance(value, list) and hint is not Any:
+    elif isinstance(value, list) and hint is not Any:
         raise TypeError(f"a list where {hint!r} is declared: {value!r}")
-    return "plain", None, []
+    else:  # a plain value; under ``Any``, a nested spec of strings, numbers and lists
+        return _Written(repr(value))
+    inline = head + ", ".join(label + part.inline for label, part in parts) + tail
+    return _Written(inline, head, parts, tail)
+
+
+def _lines(w: _Written, column: int, indent: str) -> str:
+    """``w`` on one line when it fits from ``column``, else one part per line."""
+    if column + len(w.inline) <= WIDTH or not w.parts:
+        return w.inline
+    inner = indent + _STEP
+    lines = [f"{inner}{label}{_lines(part, len(inner) + len(label), inner)}," for label, part in w.parts]
+    return w.head + "\n" + "\n".join(lines) + f"\n{indent}{w.tail}"
 
 
 def _record_items(value: object, record: type) -> list[tuple[str, Any, object]]:
