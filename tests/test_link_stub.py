@@ -58,13 +58,20 @@ def module(tmp_path: Path, body: str, real: Path, stub: Path | None, caplog: pyt
     return link(objects, tc, tmp_path / "m.so", objects[0], tmp_path, "m", (f"-L{stub}",) if stub else ())
 
 
+def _first_flags(root: Path, real: Path) -> tuple[str, ...]:
+    """What a link would put first for the stub of ``real``: its folder once the stub is made."""
+    first = link_stub.link_first(root, real)
+    assert first is not None
+    return first.flags()
+
+
 def test_a_stub_exports_the_shim_names_only_under_the_real_file_name(tmp_path: Path) -> None:
     real = real_library(tmp_path / "torch")
     assert link_stub.exported_shim(real) == ["aoti_torch_answer", "torch_other"]
     root = tmp_path / "cache"
-    assert link_stub.ready(root, real) is None
+    assert _first_flags(root, real) == ()
     folder = link_stub.make(root, real, ("g++",))
-    assert folder is not None and link_stub.ready(root, real) == folder
+    assert folder is not None and _first_flags(root, real) == (f"-L{folder}",)
     assert folder.parent.name == "link-stubs" and (folder / real.name).is_file()
     assert link_stub.exported_shim(folder / real.name) == ["aoti_torch_answer", "torch_other"]
     assert link_stub.make(root, real, ("g++",)) == folder  # made once
@@ -101,7 +108,7 @@ def test_a_damaged_stub_is_made_again_and_said(tmp_path: Path, damage: str) -> N
         assert len(said) == 1 and str(folder) in said[0] and "damaged" in said[0], said
     assert thread is not None
     thread.join()
-    assert link_stub.ready(root, real) == folder
+    assert _first_flags(root, real) == (f"-L{folder}",)
     assert link_stub.exported_shim(stub) == ["aoti_torch_answer", "torch_other"]
     assert link_stub.start(root, real, ("g++",)) is None  # whole again
 
@@ -111,7 +118,7 @@ def test_a_changed_library_gets_a_stub_of_its_own(tmp_path: Path) -> None:
     root = tmp_path / "cache"
     first = link_stub.make(root, real, ("g++",))
     real.write_bytes(real.read_bytes() + b"\0")  # another size: a reinstalled torch
-    assert link_stub.ready(root, real) is None
+    assert _first_flags(root, real) == ()
     assert link_stub.make(root, real, ("g++",)) not in (None, first)
 
 

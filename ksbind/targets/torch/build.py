@@ -44,7 +44,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ksbind.backend import framework_build
-from ksbind.backend.compile import LinkFirst, install_entry, object_cache, shared_copies, wrapper_files
+from ksbind.backend.compile import install_entry, object_cache, shared_copies, wrapper_files
 from ksbind.backend.kind import PreparedBuild, Steps
 from ksbind.backend.loader import import_meanwhile
 from ksbind.backend.runner import YIELDING, Unit
@@ -225,10 +225,9 @@ def _compile(spec: ModuleSpec, rendered: RenderedModule, plan: StablePlan, entry
     # The link stub (ksbind/targets/torch/link_stub.py): made beside the compiles if no build has.
     library = torch_dir() / CPU_LIBRARY
     link_stub.start(entry.root, library, tc.cxx)
-    folder = link_stub.stub_folder(entry.root, library)
     install_entry(entry, units, tc, objects=objects, log_dir=spec.output, label=spec.name,
                   companions=wrapper_files(spec.name, rendered.files),
-                  link_first=LinkFirst(folder, library.name) if folder is not None else None)
+                  link_first=link_stub.link_first(entry.root, library))
 
 
 def start_torch_import() -> None:

@@ -37,6 +37,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from ksbind.backend.compile import LinkFirst
 from ksbind.backend.runner import child_setup, dying_with_this_process
 from ksbind.cache.keys import file_sha256
 from ksbind.cache.layout import LINK_STUBS_DIR
@@ -76,11 +77,11 @@ def stub_folder(root: Path, library: Path) -> Path | None:
     return root / LINK_STUBS_DIR / hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def ready(root: Path, library: Path) -> Path | None:
-    """The folder holding the stub of ``library`` (to put first on the link's ``-L`` path),
-    when it has been made."""
+def link_first(root: Path, library: Path) -> LinkFirst | None:
+    """What a link of a module puts first for the stub of ``library``: the stub's folder, used if
+    the stub is there once the objects are compiled (None when the library cannot be read)."""
     folder = stub_folder(root, library)
-    return folder if folder is not None and (folder / library.name).is_file() else None
+    return LinkFirst(folder, library.name) if folder is not None else None
 
 
 def _damage(folder: Path) -> str | None:
@@ -197,4 +198,4 @@ def start(root: Path, library: Path, cxx: Sequence[str]) -> threading.Thread | N
     return thread
 
 
-__all__ = ["PREFIXES", "stub_folder", "ready", "exported_shim", "stub_source", "make", "start"]
+__all__ = ["PREFIXES", "stub_folder", "link_first", "exported_shim", "stub_source", "make", "start"]
