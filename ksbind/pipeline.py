@@ -32,7 +32,7 @@ from ksbind.errors import BuildError, ConfigError, Location, OutputError
 from ksbind.inputs import refuse
 from ksbind.lang.sexpr import gc_paused
 from ksbind.resolve import ResolvedModule, resolve_spec
-from ksbind.spec import ModuleOptions, ModuleSpec
+from ksbind.spec import ModuleOptions, ModuleSettings, ModuleSpec
 
 ConfigArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -48,18 +48,13 @@ class GeneratedModule:
     planned: list[PlannedFile]
 
 
-#: The module settings render reads that are the config's own keys, taken from the ModuleSpec as
-#: they are (a setting added to both records reaches the templates with no line here).
-_SHARED_SETTINGS = tuple(f.name for f in dataclasses.fields(ModuleOptions)
-                         if f.name in {g.name for g in dataclasses.fields(ModuleSpec)} and f.name != "templates")
-
-
 def module_options(spec: ModuleSpec, extra_templates: Sequence[str] = (), *, standalone: bool = False,
                    package: str | None = None) -> ModuleOptions:
-    """What render takes of a module: its shared settings, and those made here (the config's path
-    as shown, the template folders with the command line's first, where a wheel puts it)."""
+    """What render takes of a module: its settings as the config gave them (every ModuleSettings
+    field), and those made here (the config's path as shown, the template folders with the command
+    line's first, where a wheel puts it)."""
     return ModuleOptions(
-        **{name: getattr(spec, name) for name in _SHARED_SETTINGS},
+        **{f.name: getattr(spec, f.name) for f in dataclasses.fields(ModuleSettings)},
         config=os.path.relpath(spec.config_path) if spec.config_path.is_absolute() else str(spec.config_path),
         templates=tuple(extra_templates) + tuple(os.fspath(t) for t in spec.templates),
         standalone=standalone, package=package,

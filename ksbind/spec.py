@@ -173,30 +173,6 @@ class KscSpec:
 
 
 @dataclass(frozen=True)
-class ModuleOptions:
-    """Everything about a module except its bindings."""
-
-    name: str = "m"
-    target: TargetName = "ks"
-    tensor_types: tuple[tuple[int, TensorElement], ...] = ()
-    logging: bool = False
-    arena_bytes: int = DEFAULT_ARENA_BYTES
-    layout: Layout = "split"
-    torch_library: str | None = None
-    config: str | None = None
-    templates: tuple[str, ...] = ()
-    #: Built into a wheel (ksbind.setuptools) rather than ksbind's cache: the
-    #: generated Python imports nothing from ksbind. ``package``: the package the
-    #: module is installed in (None: top level).
-    standalone: bool = False
-    package: str | None = None
-    #: The module's name before it was versioned (ModuleSpec.versioned_from), or None.
-    versioned_from: str | None = None
-    #: The target's own config keys given (ModuleSpec.target_options), checked against its record.
-    target_options: tuple[tuple[str, str | bool | int], ...] = ()
-
-
-@dataclass(frozen=True)
 class RuntimeSpec:
     """``bundled`` (ksbind's own runtime) or a folder of ksc's runtime."""
 
@@ -263,12 +239,16 @@ class PythonFunctionSpec:
     location: Location | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True)
-class ModuleSpec:
+@dataclass(frozen=True, kw_only=True)
+class ModuleSettings:
+    """The settings of a module that reach its generated code, declared once: the config's keys
+    (ModuleSpec is a ModuleSettings), what render reads (ModuleOptions is one too) and
+    ``render_module``'s keyword arguments all come from these fields, so a setting added here is
+    all three with no other line."""
+
     name: Annotated[str, Key(
         "identifier", "The Python module name. Letters, digits and `_`, not starting with a digit, not a C++ or "
         "Python keyword, no `__`.", required="the Python module name", label="module name", expected="a string")]
-    config_path: Path
     target: Annotated[TargetName, Key("target", "How values cross into Python (below). `torch_stable`: another "
                                       "name of `torch` (its name as a preview). Another installed distribution "
                                       "may add a target ([templates.md](templates.md#adding-a-target)).",
@@ -277,6 +257,54 @@ class ModuleSpec:
         "target_options", "The target's own keys, for a target that declares some (ksbind's own declare none): "
         "each checked against the target's declaration and handed to its templates as `target_options`.",
         type_doc="mapping", default_doc="none (each key its declared default)")] = ()
+    tensor_types: Annotated[tuple[tuple[int, TensorElement], ...], Key(
+        "tensor_types", "ks target only (elsewhere a ConfigError: python-target tensors are nested lists, "
+        "torch-target ones `torch.Tensor`): tensor classes to declare (`Tensor_RANK_ELEMENT`) in addition to "
+        "every tensor type a binding uses. RANK 1..64; ELEMENT `Float`, `Integer` or `Bool`.")] = ()
+    logging: Annotated[bool, Key(
+        "flag", "Initial state of the module's logging switch: when on, each call prints its arguments and "
+        "result to stderr. Changeable at run time with `module.logging(True)`.")] = False
+    torch_library: Annotated[str | None, Key(
+        "identifier", "torch target only: the namespace of the bindings' ops, `torch.ops.NAME.*` (default: the "
+        "module's name; in a wheel its full import name with `_` for `.`).",
+        expected="an identifier")] = None
+    arena_bytes: Annotated[int, Key(
+        "count", "Size of the allocator arena ks functions allocate from. The environment variable "
+        "`KSBIND_ARENA_BYTES` overrides it when the module loads.", maximum=2**40,
+        type_doc="whole number, 1..2^40")] = DEFAULT_ARENA_BYTES
+    layout: Annotated[Layout, Key(
+        "choice", "`split`: `entry_points.h`, `entry_points.cpp` and `module.cpp` (declarations, definitions, "
+        "the module: pybind11 on the ks target, Python's C API on the python target). `single`: everything in "
+        "one `module.cpp`.")] = "split"
+    #: Not a config key: a build loaded under a versioned name (ksbind/backend/loader.py's
+    #: ``versioned_spec``) keeps the name it was versioned from here; the jax target names its FFI
+    #: targets by it (docs/jax.md, "jax.export"). None for every other build.
+    versioned_from: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleOptions(ModuleSettings):
+    """Everything about a module render reads but its bindings: its settings (as the config or
+    ``render_module``'s keywords gave them) and what the caller adds."""
+
+    #: The config's path as stamps show it (None: the Python API).
+    config: str | None = None
+    #: Template override folders, searched in order before the target's and the built-ins: the
+    #: command line's, then the config's.
+    templates: tuple[str, ...] = ()
+    #: Built into a wheel (ksbind.setuptools) rather than ksbind's cache: the
+    #: generated Python imports nothing from ksbind. ``package``: the package the
+    #: module is installed in (None: top level).
+    standalone: bool = False
+    package: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleSpec(ModuleSettings):
+    """One module of a config: its settings (ModuleSettings, first in docs/config.md's table), then
+    where its code comes from and how it is built."""
+
+    config_path: Path
     ks_files: Annotated[tuple[Path, ...], Key(
         "paths", "`.ks` or `.kso` files to read declarations from. Each must be a regular UTF-8 file. With "
         "`ksc:`, the `.ks` files are compiled by ksc instead (see [ksc.md](ksc.md)).", key="ks",
@@ -300,31 +328,12 @@ class ModuleSpec:
         "records", "What to bind (below): each a mapping, or a bare name (`- cube` is `- {name: cube}`, as "
         "`load_ks` takes it). Omitted: the defaults. An empty list binds nothing.",
         record=BindingSpec, type_doc="list of bindings", default_doc="every base function")] = None
-    tensor_types: Annotated[tuple[tuple[int, TensorElement], ...], Key(
-        "tensor_types", "ks target only (elsewhere a ConfigError: python-target tensors are nested lists, "
-        "torch-target ones `torch.Tensor`): tensor classes to declare (`Tensor_RANK_ELEMENT`) in addition to "
-        "every tensor type a binding uses. RANK 1..64; ELEMENT `Float`, `Integer` or `Bool`.")] = ()
-    logging: Annotated[bool, Key(
-        "flag", "Initial state of the module's logging switch: when on, each call prints its arguments and "
-        "result to stderr. Changeable at run time with `module.logging(True)`.")] = False
     templates: Annotated[tuple[Path, ...], Key(
         "paths", "Template override directories, searched before the built-ins (see "
         "[templates.md](templates.md)). Each must exist.", must_exist="dir", type_doc="directory or list")] = ()
-    torch_library: Annotated[str | None, Key(
-        "identifier", "torch target only: the namespace of the bindings' ops, `torch.ops.NAME.*` (default: the "
-        "module's name; in a wheel its full import name with `_` for `.`).",
-        expected="an identifier")] = None
-    arena_bytes: Annotated[int, Key(
-        "count", "Size of the allocator arena ks functions allocate from. The environment variable "
-        "`KSBIND_ARENA_BYTES` overrides it when the module loads.", maximum=2**40,
-        type_doc="whole number, 1..2^40")] = DEFAULT_ARENA_BYTES
     output: Annotated[Path, Key(
         "path", "Folder the generated files go to. `ksbind generate -o DIR` writes to `DIR/NAME` instead. Two "
         "modules of one run may not share a folder.", default_doc="`build/NAME` next to the config")] = Path("build")
-    layout: Annotated[Layout, Key(
-        "choice", "`split`: `entry_points.h`, `entry_points.cpp` and `module.cpp` (declarations, definitions, "
-        "the module: pybind11 on the ks target, Python's C API on the python target). `single`: everything in "
-        "one `module.cpp`.")] = "split"
     filters: Annotated[str | None, Key(
         "module_name", "A module next to the config defining `FILTERS = {name: function}`, added to the "
         "templates' filters. **It is imported, so it runs code**: treat a config with `filters:` like a Python "
@@ -364,7 +373,3 @@ class ModuleSpec:
         "CONFIG -o DIR` does the same on demand; `load_ks(..., name=NAME, stubs=DIR)` too.",
         expected="a folder")] = None
     location: Location | None = field(default=None, compare=False)
-    #: Not a config key: a build loaded under a versioned name (ksbind/backend/loader.py's
-    #: ``versioned_spec``) keeps the name it was versioned from here; the jax target names its FFI
-    #: targets by it (docs/jax.md, "jax.export"). None for every other build.
-    versioned_from: str | None = None

@@ -2,7 +2,7 @@
 and the JSON Schema ksbind ships (ksbind/config.schema.json); and from the support
 functions' table (ksbind/support.py) docs/targets.md's table and the torch and jax
 targets' registrations and wrappers (each target record's ``written_ahead``); and from
-render_module's settings record (RenderSettings) its keywords' TypedDict (RenderKeywords,
+render_module's settings (ModuleOptions' fields) its keywords' TypedDict (RenderKeywords,
 ksbind/codegen/render.py). ``--check``: write
 nothing, exit 1 naming each file that would change (tests/test_settings.py checks
 the same)."""

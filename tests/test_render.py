@@ -2,7 +2,6 @@
 filters (built-in and a config's own)."""
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import os
@@ -17,7 +16,7 @@ import ksbind
 from ksbind.cli import main
 from ksbind.codegen.render import FILTERS, cpp_string, py_docstring
 from ksbind.errors import ConfigError, TemplateError
-from ksbind.spec import BindingSpec
+from ksbind.spec import BindingSpec, ModuleOptions
 
 from . import render_support
 from .conftest import REPO
@@ -206,25 +205,28 @@ def test_seed_config_renders_from_any_working_directory_identically(tmp_path: Pa
 
 
 def test_render_module_keywords_are_its_settings_record(tmp_path: Path) -> None:
-    """render_module's module settings are one record (RenderSettings): every keyword argument still
-    works and makes the same module as the record, help() lists them, and a wrong one says so."""
+    """render_module's module settings are ModuleOptions' fields (but name and target): every
+    keyword argument works and makes the same module as the record, help() lists them, their
+    TypedDict is written from the fields, and a wrong one says so."""
     import inspect
     import typing
 
-    from ksbind.codegen.render import RenderKeywords, RenderSettings, render_module, with_render_keywords
-    assert typing.get_type_hints(RenderKeywords) == typing.get_type_hints(RenderSettings)
+    from ksbind.codegen.render import RenderKeywords, render_keyword_fields, render_module, with_render_keywords
+    assert list(typing.get_type_hints(RenderKeywords)) == [f.name for f in render_keyword_fields()]
     source = Path(render_module.__code__.co_filename).read_text(encoding="utf-8")
-    assert with_render_keywords(source) == source, "RenderKeywords differs from RenderSettings: run " \
+    assert with_render_keywords(source) == source, "RenderKeywords differs from ModuleOptions: run " \
                                                    "python scripts/generate_settings.py"
     assert with_render_keywords(source.replace("    logging: bool\n", "    logging: int\n", 1)) == source
+    assert "    layout: Layout\n" in source and "    tensor_types: Sequence[Sequence[Any]]\n" in source
     (tmp_path / "module.cpp.j2").write_text("{{ stamp_cpp }}{{ arena_bytes }} {{ logging }}\n")
-    given: dict[str, Any] = {"tensor_types": [(2, "Integer")], "logging": True, "arena_bytes": 4096, "layout": "single",
-             "templates": [tmp_path], "torch_library": None, "config": "configs/x.yaml", "target_options": {}}
-    assert list(given) == [f.name for f in dataclasses.fields(RenderSettings)]
+    given: dict[str, Any] = {"target_options": {}, "tensor_types": [(2, "Integer")], "logging": True,
+                             "torch_library": None, "arena_bytes": 4096, "layout": "single", "versioned_from": None,
+                             "config": "configs/x.yaml", "templates": [tmp_path], "standalone": False, "package": None}
+    assert list(given) == [f.name for f in render_keyword_fields()]
     by_keywords = render("ks", **given)
-    options = RenderSettings(**given).options("m", "ks")
-    assert (options.arena_bytes, options.logging, options.layout, options.tensor_types) == \
-        (4096, True, "single", ((2, "Integer"),))
+    options = ModuleOptions(name="m", target="ks", **dict(given, tensor_types=((2, "Integer"),), target_options=(),
+                                                           templates=(str(tmp_path),)))
+    assert by_keywords.context["module"] == options
     assert by_keywords.files == render("ks", options=options).files
     assert by_keywords.files["module.cpp"].endswith("4096 True\n")
     params = inspect.signature(ksbind.render_module).parameters

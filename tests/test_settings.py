@@ -231,42 +231,41 @@ def test_render_module_checks_tensor_elements() -> None:
         render_module(decls, tensor_types=[(1, "Flaot")])
 
 
-def test_render_options_agree_with_the_model() -> None:
-    """ModuleOptions and render_module's keyword arguments restate some module keys (the
-    renderer's own API); their types and defaults must be the model's."""
+def test_module_settings_are_declared_once() -> None:
+    """A module's settings are ModuleSettings' fields: the config (ModuleSpec) and render
+    (ModuleOptions) inherit them and declare none again, and render_module takes each as a
+    keyword argument with the field's default."""
     import dataclasses
     import inspect
 
-    from ksbind.codegen.render import RenderSettings, render_module
+    from ksbind.codegen.render import render_keyword_fields, render_module
+    shared = [f.name for f in dataclasses.fields(spec.ModuleSettings)]
+    assert shared[:2] == ["name", "target"] and "logging" in shared and "arena_bytes" in shared
+    for record in (spec.ModuleSpec, spec.ModuleOptions):
+        assert issubclass(record, spec.ModuleSettings)
+        assert not set(shared) & set(vars(record).get("__annotations__", {})), record  # none declared again
     model = {s.field: s for s in settings.settings_of(spec.ModuleSpec)}
-    options = typing.get_type_hints(spec.ModuleOptions)
-    shared = [f for f in dataclasses.fields(spec.ModuleOptions) if f.name in model and f.name != "templates"]
-    assert [f.name for f in shared] == ["name", "target", "tensor_types", "logging", "arena_bytes", "layout",
-                                        "torch_library", "target_options"]
-    params = inspect.signature(render_module).parameters  # its settings spelt out (RenderSettings' fields)
-    hints = {**typing.get_type_hints(render_module), **typing.get_type_hints(RenderSettings)}
-    for f in shared:
-        s = model[f.name]
-        assert options[f.name] == s.type, f.name
-        if f.name != "name":  # the model's name is required; a renderer's defaults to "m"
-            assert f.default == s.default, f.name
-        if f.name in params and f.name not in ("tensor_types", "target_options"):  # given as lists, mappings
-            assert hints[f.name] in (s.type, s.type | None), f.name
-            assert params[f.name].default in (s.default, None), f.name
+    assert [n for n in shared if n in model] == [n for n in model if n in shared] == shared[:-1]  # all keys but
+    assert shared[-1] == "versioned_from"                                                        # versioned_from
+    params = inspect.signature(render_module).parameters
+    keywords = [f.name for f in render_keyword_fields()]
+    assert set(shared) - {"name", "target"} <= set(keywords)
+    for f in dataclasses.fields(spec.ModuleOptions):
+        if f.name in ("name", "target"):  # render_module's module_name and target arguments
+            continue
+        assert params[f.name].kind is inspect.Parameter.KEYWORD_ONLY and params[f.name].default == f.default, f.name
 
 
-def test_module_options_take_every_setting_both_records_have_from_the_spec() -> None:
-    """pipeline.module_options copies no field by name: each setting ModuleSpec and ModuleOptions
-    share reaches render as the config gave it."""
+def test_module_options_take_every_setting_from_the_spec() -> None:
+    """pipeline.module_options names no setting: each ModuleSettings field reaches render as the
+    config gave it (a setting added there needs no line here)."""
     import dataclasses
 
-    from ksbind.pipeline import _SHARED_SETTINGS, module_options
+    from ksbind.pipeline import module_options
     given = spec.ModuleSpec(name="m", config_path=Path("/abs/c.yaml"), target="python", tensor_types=((2, "Float"),),
                             logging=True, arena_bytes=4096, layout="single", torch_library="ns",
                             versioned_from="m_old", target_options=(("k", "v"),), templates=(Path("t"),))
     options = module_options(given, ["cli"], standalone=True, package="pkg")
-    both = {f.name for f in dataclasses.fields(spec.ModuleOptions)} & {f.name for f in dataclasses.fields(spec.ModuleSpec)}
-    assert set(_SHARED_SETTINGS) == both - {"templates"}
-    for name in _SHARED_SETTINGS:
-        assert getattr(options, name) == getattr(given, name), name
+    for f in dataclasses.fields(spec.ModuleSettings):
+        assert getattr(options, f.name) == getattr(given, f.name), f.name
     assert options.templates == ("cli", "t") and (options.standalone, options.package) == (True, "pkg")

@@ -54,7 +54,7 @@ def test_target_facts() -> None:
     runtime = sorted(p.name for p in (PACKAGE / "targets" / "torch" / "runtime").glob("*.py"))
     assert [t.beside("m") for t in (ks, python, torch)] == [["m.pyi"], ["m.pyi"],
                                                             ["m.pyi", "m.py", *(f"m_ksbind_runtime/{f}" for f in runtime)]]
-    assert ks.extra_context([], ModuleOptions()) == {}
+    assert ks.extra_context([], ModuleOptions(name="m")) == {}
 
 
 def test_jax_target_facts() -> None:

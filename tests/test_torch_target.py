@@ -49,7 +49,7 @@ def render(*specs: BindingSpec, torch_library: str | None = None) -> dict[str, s
 
 
 def _rendered(*specs: BindingSpec, **options: object) -> dict[str, str]:
-    module = ModuleOptions("m", "torch", **options)  # type: ignore[arg-type]
+    module = ModuleOptions(name="m", target="torch", **options)  # type: ignore[arg-type]
     return dict(ksbind.render_module(DECLS, bindings=list(specs), options=module).files)
 
 

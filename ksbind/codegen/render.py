@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import os
 import sys
 import traceback
+import typing
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,9 +31,8 @@ from ksbind.inputs import note_tree
 from ksbind.lang.identifiers import cpp_string as cpp_string  # re-exported: the filter's function
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import KsType, parse_type
-from ksbind.settings import keyword_signature, pick, with_options
+from ksbind.settings import pick
 from ksbind.spec import (
-    DEFAULT_ARENA_BYTES,
     TENSOR_ELEMENTS,
     Binding,
     BindingSpec,
@@ -235,58 +236,84 @@ class RenderedModule:
     templates: dict[str, str] = field(default_factory=dict)  # output file name -> template name
 
 
-@dataclass(frozen=True)
-class RenderSettings:
-    """The module settings render_module takes as keyword arguments when no ``options`` is given
-    (each as the config key of its name, docs/config.md); they make its ModuleOptions."""
+#: How render_module takes the settings whose field is a tuple made from a config mapping or list:
+#: the type its keyword accepts (text, as RenderKeywords spells it) and the conversion to the
+#: field's value. Every other ModuleOptions field is its own keyword's type.
+_KEYWORD_FORMS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "tensor_types": ("Sequence[Sequence[Any]]", lambda given: tuple((int(r), _element(e)) for r, e in given)),
+    "target_options": ("Mapping[str, str | bool | int]", lambda given: tuple(dict(given).items())),
+    "templates": ("Sequence[str | os.PathLike[str]]", lambda given: tuple(os.fspath(t) for t in given)),
+}
 
-    tensor_types: Sequence[Sequence[Any]] = ()
-    logging: bool = False
-    arena_bytes: int | None = None
-    layout: Layout = "split"
-    templates: Sequence[str | os.PathLike[str]] = ()
-    torch_library: str | None = None
-    config: str | None = None
-    target_options: Mapping[str, str | bool | int] = field(default_factory=dict)
 
-    def options(self, name: str, target: TargetName) -> ModuleOptions:
-        return ModuleOptions(
-            name=name, target=target, tensor_types=tuple((int(r), _element(e)) for r, e in self.tensor_types),
-            logging=self.logging, layout=self.layout, torch_library=self.torch_library, config=self.config,
-            templates=tuple(os.fspath(t) for t in self.templates),
-            arena_bytes=DEFAULT_ARENA_BYTES if self.arena_bytes is None else self.arena_bytes,
-            target_options=tuple(dict(self.target_options).items()),
-        )
+def render_keyword_fields() -> tuple[dataclasses.Field[Any], ...]:
+    """render_module's keyword settings: every ModuleOptions field (ModuleSettings' and render's
+    own) but ``name`` and ``target``, which are its ``module_name`` and ``target`` arguments."""
+    return tuple(f for f in dataclasses.fields(ModuleOptions) if f.name not in ("name", "target"))
+
+
+def _bare_annotation(text: str) -> str:
+    """A field's annotation text without its ``Annotated[...]`` config key (``Annotated[X, Key(...)]``: X)."""
+    if not text.startswith("Annotated["):
+        return text
+    depth = 0
+    for i, ch in enumerate(text[len("Annotated["):], len("Annotated[")):
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return text[len("Annotated["):i]
+    raise ValueError(f"not an Annotated type: {text}")
+
+
+def _keyword_options(module_name: str, target: TargetName, settings: Mapping[str, Any]) -> ModuleOptions:
+    """The ModuleOptions render_module's keyword arguments make (a keyword that is no setting is a
+    TypeError, as Python's own)."""
+    names = [f.name for f in render_keyword_fields()]
+    for key in settings:
+        if key not in names:
+            raise TypeError(f"render_module() got an unexpected keyword argument {key!r}{closest(key, names)}")
+    values = {key: _KEYWORD_FORMS[key][1](given) if key in _KEYWORD_FORMS else given for key, given in settings.items()}
+    return ModuleOptions(name=module_name, target=target, **values)
 
 
 class RenderKeywords(TypedDict, total=False):
-    """RenderSettings' fields as render_module's keyword arguments, for type checkers (``Unpack``):
-    the lines between the markers are written from RenderSettings by scripts/generate_settings.py
-    (``render_keywords_lines``), and a test fails while they differ."""
+    """render_module's keyword arguments, for type checkers (``Unpack``): the lines between the
+    markers are written from ModuleOptions' fields (render_keyword_fields, each typed as declared or
+    as _KEYWORD_FORMS accepts it) by scripts/generate_settings.py, and a test fails while they differ."""
 
-    # BEGIN generated from RenderSettings
+    # BEGIN generated from ModuleOptions
+    target_options: Mapping[str, str | bool | int]
     tensor_types: Sequence[Sequence[Any]]
     logging: bool
-    arena_bytes: int | None
-    layout: Layout
-    templates: Sequence[str | os.PathLike[str]]
     torch_library: str | None
+    arena_bytes: int
+    layout: Layout
+    versioned_from: str | None
     config: str | None
-    target_options: Mapping[str, str | bool | int]
-    # END generated from RenderSettings
+    templates: Sequence[str | os.PathLike[str]]
+    standalone: bool
+    package: str | None
+    # END generated from ModuleOptions
 
 
 #: The markers around RenderKeywords' generated fields.
-RENDER_KEYWORDS_MARKERS = ("    # BEGIN generated from RenderSettings\n", "    # END generated from RenderSettings\n")
+RENDER_KEYWORDS_MARKERS = ("    # BEGIN generated from ModuleOptions\n", "    # END generated from ModuleOptions\n")
+
+
+def render_keyword_annotation(f: dataclasses.Field[Any]) -> str:
+    """The type render_module's keyword ``f`` accepts, as text."""
+    return _KEYWORD_FORMS[f.name][0] if f.name in _KEYWORD_FORMS else _bare_annotation(str(f.type))
 
 
 def render_keywords_lines() -> str:
-    """RenderKeywords' fields as RenderSettings declares them (its annotations' text)."""
-    return "".join(f"    {f.name}: {f.type}\n" for f in dataclasses.fields(RenderSettings))
+    """RenderKeywords' fields: render_module's keyword settings with the types they accept."""
+    return "".join(f"    {f.name}: {render_keyword_annotation(f)}\n" for f in render_keyword_fields())
 
 
 def with_render_keywords(text: str) -> str:
-    """``text`` (this module's source) with RenderKeywords' fields written from RenderSettings."""
+    """``text`` (this module's source) with RenderKeywords' fields written from ModuleOptions."""
     begin, end = RENDER_KEYWORDS_MARKERS
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
@@ -302,12 +329,12 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
     ``decls`` are FunctionDecls (bound by ``bindings`` specs, or every base
     function when None) or already-resolved Bindings. The module is ``options``,
     or made from ``module_name``, ``target`` and the keyword settings
-    (RenderSettings: ``tensor_types``, ``logging``, ``arena_bytes``, ``layout``,
-    ``templates``, ``torch_library``, ``config``, ``target_options``); ``templates`` are
-    override directories, searched before the target's own templates and the built-ins.
+    (ModuleOptions' fields but ``name`` and ``target``: ``tensor_types``, ``logging``,
+    ``arena_bytes``, ``layout``... as the config keys of their names, docs/config.md); ``templates``
+    are override directories, searched before the target's own templates and the built-ins.
     """
     if options is None:
-        options = with_options(RenderSettings, None, settings, "render_module").options(module_name, target)
+        options = _keyword_options(module_name, target, settings)
     elif settings:
         raise TypeError(f"render_module() takes options= or the module's settings, not both "
                         f"(got {', '.join(sorted(settings))} too)")
@@ -342,8 +369,18 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
     return RenderedModule(options.name, options.target, files, ctx, used)
 
 
-# help() and inspect show every keyword argument (RenderSettings' fields), not **settings.
-render_module.__signature__ = keyword_signature(render_module, RenderSettings)  # type: ignore[attr-defined]
+def _render_module_signature() -> inspect.Signature:
+    """render_module's signature with ``**settings`` spelt out as its keyword settings (each
+    keyword-only, with the type it accepts and the field's default), for help() and inspect."""
+    sig = inspect.signature(render_module)
+    hints = typing.get_type_hints(RenderKeywords)
+    spelt = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
+             for f in render_keyword_fields()]
+    params = [p for p in sig.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
+    return sig.replace(parameters=[*params, *spelt])
+
+
+render_module.__signature__ = _render_module_signature()  # type: ignore[attr-defined]
 
 
 def _element(e: object) -> TensorElement:
