@@ -52,6 +52,36 @@ def test_the_torch_wrappers_runtime_import_loads_no_generator() -> None:
     assert not {"jinja2", "yaml"} & set(loaded)
 
 
+@pytest.mark.parametrize("package", ["ksbind.targets.torch.runtime", "ksbind.targets.jax.runtime"])
+def test_a_runtime_packages_lazy_names_agree(package: str) -> None:
+    """A runtime package names what it loads on first use in its TYPE_CHECKING imports (for mypy),
+    in ``__all__`` and, for torch, in ``_LAZY`` (the module each comes from): the lists agree, so a
+    name added to one and not the others fails here, not in a wrapper's first call or mypy's view."""
+    import ast
+    from pathlib import Path
+
+    spec = importlib.util.find_spec(package)
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    checked: dict[str, str] = {}  # name -> the module the TYPE_CHECKING block imports it from
+    eager: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            checked.update({(a.asname or a.name): str(i.module) for i in node.body if isinstance(i, ast.ImportFrom)
+                            for a in i.names})
+        elif isinstance(node, ast.ImportFrom) and node.module == "contract":
+            eager.update(a.asname or a.name for a in node.names)
+    module = importlib.import_module(package)
+    lazy = getattr(module, "_LAZY", None)
+    if lazy is not None:
+        assert lazy == checked, "_LAZY and the TYPE_CHECKING imports differ"
+    assert set(module.__all__) == eager | {n for n in checked if not n.startswith("_")}
+    for name in module.__all__:  # each resolves (torch and jax are installed here) from the module named
+        value = getattr(module, name)
+        if name in checked:
+            assert value is getattr(importlib.import_module(f"{package}.{checked[name]}"), name), name
+
+
 def test_cli_help_loads_no_generator() -> None:
     loaded = loaded_by("import ksbind.cli\ntry:\n    ksbind.cli.main(['--help'])\nexcept SystemExit:\n    pass")
     assert not {"jinja2", "yaml"} & set(loaded)
