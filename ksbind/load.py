@@ -7,6 +7,7 @@ nothing is compiled.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sys
@@ -21,7 +22,7 @@ from ksbind.config import BINDING_KEYS
 from ksbind.errors import ConfigError, Location, closest, show_file_as
 from ksbind.fileio import write_atomic
 from ksbind.lang.identifiers import identifier_problem
-from ksbind.settings import Setting, keyword_signature, pick, settings_of, with_options
+from ksbind.settings import Setting, keyword_signature, pick, settings_of, with_generated_lines, with_options
 from ksbind.spec import DEFAULT_ARENA_BYTES, BindingSpec, KscSpec, ModuleSpec, RuntimeSpec, TargetName
 from ksbind.targets.registry import get_target
 
@@ -57,8 +58,11 @@ class LoadOptions:
 
 
 class LoadKeywords(TypedDict, total=False):
-    """LoadOptions' fields as load_ks's keyword arguments (tests/test_import_face.py checks the two agree)."""
+    """LoadOptions' fields as load_ks's keyword arguments, for type checkers (``Unpack``): the lines
+    between the markers are written from LoadOptions by scripts/generate_settings.py, and a test
+    fails while they differ."""
 
+    # BEGIN generated from LoadOptions
     target: TargetName
     name: str | None
     ksc: str | os.PathLike[str] | KscSpec | None
@@ -71,6 +75,13 @@ class LoadKeywords(TypedDict, total=False):
     stubs: str | os.PathLike[str] | None
     quiet: bool
     debug: bool
+    # END generated from LoadOptions
+
+
+def with_load_keywords(text: str) -> str:
+    """``text`` (this module's source) with LoadKeywords' fields written from LoadOptions."""
+    return with_generated_lines(text, "LoadOptions", "".join(f"    {f.name}: {f.type}\n"
+                                                               for f in dataclasses.fields(LoadOptions)))
 
 
 def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, options: LoadOptions | None = None,

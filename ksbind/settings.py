@@ -164,5 +164,15 @@ def keyword_signature(fn: typing.Callable[..., Any], record: type) -> inspect.Si
     return sig.replace(parameters=[*params, *spelt])
 
 
+def with_generated_lines(text: str, source: str, lines: str) -> str:
+    """``text`` (a module's source) with the lines between its markers ``    # BEGIN generated from
+    SOURCE`` and ``    # END generated from SOURCE`` replaced by ``lines`` (scripts/generate_settings.py
+    writes a keyword TypedDict from its record so; a test fails while they differ)."""
+    begin, end = f"    # BEGIN generated from {source}\n", f"    # END generated from {source}\n"
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return head + begin + lines + end + tail
+
+
 __all__ = ["Form", "MustExist", "Key", "Setting", "settings_of", "keys_of", "literal_values", "pick", "with_options",
-           "keyword_signature"]
+           "keyword_signature", "with_generated_lines"]

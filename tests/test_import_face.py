@@ -131,11 +131,25 @@ def test_load_ks_keywords_are_its_options_record() -> None:
     import pytest
 
     import ksbind
-    from ksbind.load import LoadKeywords, LoadOptions
-    from ksbind.settings import with_options
+    from ksbind.load import LoadKeywords, LoadOptions, with_load_keywords
+    from ksbind.settings import settings_of, with_options
+    from ksbind.spec import ModuleSpec
 
     fields = dataclasses.fields(LoadOptions)
     assert typing.get_type_hints(LoadKeywords) == typing.get_type_hints(LoadOptions)
+    source = inspect.getsource(sys.modules["ksbind.load"])
+    assert with_load_keywords(source) == source, "LoadKeywords differs from LoadOptions: run " \
+                                                 "python scripts/generate_settings.py"
+    assert with_load_keywords(source.replace("    quiet: bool\n", "    quiet: int\n", 1)) == source
+    # The module keys load_ks takes restate the config's: the same type and default, but where
+    # load_ks takes its own form (paths as text, a module named by its text's digest, the python target).
+    model = {s.field: s for s in settings_of(ModuleSpec)}
+    hints = typing.get_type_hints(LoadOptions)
+    own_form = {f.name for f in fields if f.name in model and (hints[f.name], f.default) !=
+                (model[f.name].type, model[f.name].default)}
+    assert own_form == {"target", "name", "ksc", "cpp", "stubs"}
+    assert {f.name for f in fields if f.name in model} - own_form == {"arena_bytes", "torch_library", "fast_math",
+                                                                        "debug"}
     params = inspect.signature(ksbind.load_ks).parameters
     assert [(n, p.default) for n, p in params.items() if n not in ("ks_text", "bindings", "options")] == \
         [(f.name, f.default) for f in fields]

@@ -31,7 +31,7 @@ from ksbind.inputs import note_tree
 from ksbind.lang.identifiers import cpp_string as cpp_string  # re-exported: the filter's function
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import KsType, parse_type
-from ksbind.settings import pick
+from ksbind.settings import pick, with_generated_lines
 from ksbind.spec import (
     TENSOR_ELEMENTS,
     Binding,
@@ -298,10 +298,6 @@ class RenderKeywords(TypedDict, total=False):
     # END generated from ModuleOptions
 
 
-#: The markers around RenderKeywords' generated fields.
-RENDER_KEYWORDS_MARKERS = ("    # BEGIN generated from ModuleOptions\n", "    # END generated from ModuleOptions\n")
-
-
 def render_keyword_annotation(f: dataclasses.Field[Any]) -> str:
     """The type render_module's keyword ``f`` accepts, as text."""
     return _KEYWORD_FORMS[f.name][0] if f.name in _KEYWORD_FORMS else _bare_annotation(str(f.type))
@@ -314,10 +310,7 @@ def render_keywords_lines() -> str:
 
 def with_render_keywords(text: str) -> str:
     """``text`` (this module's source) with RenderKeywords' fields written from ModuleOptions."""
-    begin, end = RENDER_KEYWORDS_MARKERS
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    return head + begin + render_keywords_lines() + end + tail
+    return with_generated_lines(text, "ModuleOptions", render_keywords_lines())
 
 
 def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name: str = "m", target: TargetName = "ks",
