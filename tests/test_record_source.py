@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +69,25 @@ def test_codegen_reads_the_runtimes_records_without_importing_the_framework(conf
     assert done.returncode == 0, done.stderr
     name = config.removesuffix(".yaml")
     assert f"\n    _runtime.{record}(\n" in (tmp_path / name / f"{name}.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("config, key, contract", [("torch_ops.yaml", "stable_bindings", torch_contract),
+                                                   ("relu3_jax.yaml", "jax_bindings", jax_contract)])
+def test_codegen_builds_the_runtimes_records_themselves(config: str, key: str, contract: Any) -> None:
+    """No second schema in codegen: the context's bindings are the runtime's records (plain dicts
+    with only the keys the TypedDicts declare), and the wrapper's table is exactly them."""
+    import typing
+
+    from ksbind.errors import KsbindWarning
+    from ksbind.pipeline import prepare
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KsbindWarning)  # torch_ops's packed bindings say they are packed
+        modules = prepare(REPO / "configs" / config)
+    for module in modules:
+        records = module.rendered.context[key]
+        assert records and all(type(r) is dict for r in records), module.spec.name
+        record_type = contract.BindingRecord if key == "stable_bindings" else contract.JaxBindingRecord
+        declared = set(typing.get_type_hints(record_type))
+        assert all(set(r) <= declared for r in records)
+        literal = module.rendered.context[key + "_literal"]
+        assert eval(literal, {"_runtime": contract}) == records  # noqa: S307

@@ -122,41 +122,20 @@ def unsupported_reason(t: KsType) -> str | None:
     return None
 
 
-#: A value's place in its pytree: no array at all (``()``), one array, or a tuple of them.
-JaxTreeKind = Literal["empty", "leaf", "tuple"]
-
-
-@dataclass(frozen=True)
-class JaxTree:
-    """The pytree a value is in Python: each leaf an array of ``dtype`` and ``rank``."""
-
-    kind: JaxTreeKind
-    dtype: str = ""     # leaf: float32, int32 or bool
-    rank: int = 0       # leaf
-    parts: tuple[JaxTree, ...] = ()  # tuple
-
-    def plain(self) -> Tree:
-        """The tree as the wrapper's ``BINDINGS`` spells it (ksbind/targets/jax/runtime/ reads it)."""
-        if self.kind == "leaf":
-            return {"kind": self.kind, "dtype": self.dtype, "rank": self.rank}
-        if self.kind == "tuple":
-            return {"kind": self.kind, "parts": [p.plain() for p in self.parts]}
-        return {"kind": self.kind}
-
-
-def tree(t: KsType, extra: int = 0) -> JaxTree:
+def tree(t: KsType, extra: int = 0) -> Tree:
     """The pytree a value of type t is in Python, with each leaf's dtype and rank
-    (``extra``: leading row axes of the tensors of tensors or tuples around it)."""
+    (``extra``: leading row axes of the tensors of tensors or tuples around it), as the
+    runtime's record (ksbind/targets/jax/runtime/contract.py) the wrapper's table holds."""
     if holds_no_scalar(t):
-        return JaxTree("empty")
+        return Tree(kind="empty")
     if isinstance(t, ScalarType):
-        return JaxTree("leaf", DTYPES[t.name], extra)
+        return Tree(kind="leaf", dtype=DTYPES[t.name], rank=extra)
     if isinstance(t, TensorType) and isinstance(t.element, ScalarType):
-        return JaxTree("leaf", DTYPES[t.element.name], t.rank + extra)
+        return Tree(kind="leaf", dtype=DTYPES[t.element.name], rank=t.rank + extra)
     if isinstance(t, TensorType):
         return tree(t.element, extra + 1)
     if isinstance(t, TupleType):
-        return JaxTree("tuple", parts=tuple(tree(e, extra) for e in t.elements))
+        return Tree(kind="tuple", parts=[tree(e, extra) for e in t.elements])
     raise AssertionError(f"no jax tree for {t}")
 
 
@@ -285,73 +264,30 @@ def _jacobian_entry(vjp: EntryPoint, result_type: KsType) -> JaxEntry:
                    fixed=((dret[0], dret[1], "1.0f"),), digest=target_digest(vjp.signature, "elementwise", "jacobian"))
 
 
-@dataclass(frozen=True)
-class JaxParam:
-    """One argument as the wrapper sees it."""
-
-    name: str            # its Python name
-    ks: str              # its ks type's spelling (for messages)
-    tree: JaxTree
-    batched: bool        # vmap: mapped over its leading axis
-    differentiable: bool  # it holds a Float
-
-    def plain(self) -> JaxParamRecord:
-        return {"name": self.name, "ks": self.ks, "tree": self.tree.plain(), "batched": self.batched,
-                "differentiable": self.differentiable}
-
-
-@dataclass(frozen=True)
-class JaxBinding:
-    """What ksbind/targets/jax/runtime/ needs to define one binding's function."""
-
-    name: str
-    ks_name: str
-    mode: Mode
-    signature: str
-    params: tuple[JaxParam, ...]
-    result: JaxTree
-    result_shape: str | None
-    handler: str
-    probe: str | None
-    vjp: str | None
-    vjp_handler: str | None
-    jacobian_handler: str | None
-    vjp_result: JaxTree | None
-    jvp: str | None = None           # the jvp binding's name ([fwd F]): forward mode (docs/jax.md)
-    jvp_handler: str | None = None
-    jvp_params: tuple[str, ...] = ()  # the tangents' argument names, as the jvp's handler has them
-    #: (handler symbol, its ABI digest) per handler above: the runtime registers each under
-    #: ``ksbind.MODULE.SYMBOL.DIGEST``, a name stable across rebuilds (docs/jax.md, "jax.export")
-    target_digests: tuple[tuple[str, str], ...] = ()
-
-    def plain(self) -> JaxBindingRecord:
-        """The binding as the wrapper's ``BINDINGS`` spells it: plain values only (the runtime's records)."""
-        return {"name": self.name, "ks_name": self.ks_name, "mode": self.mode, "signature": self.signature,
-                "params": [p.plain() for p in self.params], "result": self.result.plain(),
-                "result_shape": self.result_shape, "handler": self.handler, "probe": self.probe, "vjp": self.vjp,
-                "vjp_handler": self.vjp_handler, "jacobian_handler": self.jacobian_handler,
-                "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "jvp": self.jvp,
-                "jvp_handler": self.jvp_handler, "jvp_params": list(self.jvp_params),
-                "target_digests": dict(self.target_digests)}
-
-
-def _binding_info(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) -> JaxBinding:
+def _binding_record(b: Binding, entries: dict[str, JaxEntry], primal: EntryPoint) -> JaxBindingRecord:
+    """What ksbind/targets/jax/runtime/ needs to define one binding's function: the runtime's own
+    record, which the wrapper's ``BINDINGS`` table is written as."""
     d = b.decl
-    params = tuple(JaxParam(p.py_name, str(t), tree(t), b.mode == "vmap" and _tensor_of_scalars(t),
-                            t.contains(lambda x: x == FLOAT)) for p, t in zip(primal.params, d.params))
+    params = [JaxParamRecord(name=p.py_name, ks=str(t), tree=tree(t),
+                             batched=b.mode == "vmap" and _tensor_of_scalars(t),  # vmap: mapped over its leading axis
+                             differentiable=t.contains(lambda x: x == FLOAT))  # it holds a Float
+              for p, t in zip(primal.params, d.params)]
     vjp = entries.get(b.vjp_name) if b.vjp_name else None
     jvp = entries.get(b.jvp_name) if b.jvp_name else None
     jac = entries[f"{b.vjp_name}_jacobian"] if vjp and b.mode == "elementwise" else None
     handlers = [e for e in (entries[b.name], vjp, jac, jvp) if e is not None]
-    return JaxBinding(
+    return JaxBindingRecord(
         name=b.name, ks_name=str(d.name), mode=b.mode, signature=d.signature, params=params,
         result=tree(d.return_type), result_shape=b.result_shape, handler=entries[b.name].handler,
         probe=entries[b.name].probe, vjp=b.vjp_name, vjp_handler=vjp.handler if vjp else None,
         jacobian_handler=jac.handler if jac else None,
         vjp_result=tree(b.vjp_decl.return_type) if b.vjp_decl else None, jvp=b.jvp_name if jvp else None,
         jvp_handler=jvp.handler if jvp else None,
-        jvp_params=jvp.py_names[len(primal.params):] if jvp else (),
-        target_digests=tuple((e.handler, e.digest) for e in handlers))
+        # the tangents' argument names, as the jvp's handler has them
+        jvp_params=list(jvp.py_names[len(primal.params):]) if jvp else [],
+        # handler symbol -> its ABI digest: the runtime registers each under
+        # ``ksbind.MODULE.SYMBOL.DIGEST``, a name stable across rebuilds (docs/jax.md, "jax.export")
+        target_digests={e.handler: e.digest for e in handlers})
 
 
 def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[str, Any]:
@@ -371,14 +307,14 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             # [fwd F]: the arguments, then their tangents (no buffer for a tangent holding no
             # scalar); an elementwise binding's is a loop over 2 or 4 Float arrays.
             jax_entries[b.jvp_name] = _jax_entry(by_name[b.jvp_name], b.mode, b.jvp_decl.return_type)
-    infos = [_binding_info(b, jax_entries, by_name[b.name]) for b in bindings]
+    records = [_binding_record(b, jax_entries, by_name[b.name]) for b in bindings]
     entries = [_moded(e, b) for b in bindings for e in
                [by_name[b.name], *(by_name[n] for n in (b.vjp_name, b.jvp_name) if n)]]
     return {
         "entry_points": entries,
         "jax_entries": list(jax_entries.values()),
-        "jax_bindings": infos,
-        "jax_bindings_literal": record_source([i.plain() for i in infos], list[JaxBindingRecord], "_runtime."),
+        "jax_bindings": records,
+        "jax_bindings_literal": record_source(records, list[JaxBindingRecord], "_runtime."),
         **wrapper_imports(options),
     }
 
@@ -413,6 +349,5 @@ TARGET = Target(
 
 __all__ = ["NAME", "TARGET", "FILES", "SINGLE_FILE", "LIB_SUFFIX", "OLDEST_JAXLIB", "HANDLER_ABI", "target_digest",
            "crossing", "tree", "py_type",
-           "JaxTree", "JaxParam", "JaxBinding",
            "check_binding", "crossing_problem", "extra_context", "lib_name", "unsupported_reason", "JaxEntry",
            "RUNTIME_SUFFIX", "runtime_module_name", "wrapper_imports"]

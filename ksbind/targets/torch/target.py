@@ -56,7 +56,7 @@ from ksbind.spec import Binding, Mode, ModuleOptions, TargetName
 from ksbind.targets.torch import support_wiring, values
 
 # The records the wrapper's BINDINGS table holds: the runtime's contract (typing alone: no torch).
-from ksbind.targets.torch.runtime.contract import BindingRecord, LeafRecord, PackRecord, ResultRecord
+from ksbind.targets.torch.runtime.contract import BindingRecord, FlatSpec, LeafRecord, PackRecord, ResultRecord
 
 NAME: TargetName = "torch"
 FILES = {"torch_stable_entries.h": "torch_stable_entries.h.j2",
@@ -433,50 +433,6 @@ def _partials_op(primal: OpEntry, entry: EntryPoint, vjp: EntryPoint, b: Binding
     return replace(primal, name=name, result=result, call=call, call_site=entry.call_site_as(name), internal=True)
 
 
-@dataclass(frozen=True)
-class StableBinding:
-    """What ksbind/targets/torch/runtime's install_stable needs to define one binding."""
-
-    name: str
-    mode: Mode
-    params: tuple[str, ...]          # the Python argument names
-    spec: tuple[object, ...]         # per argument: how it flattens into leaves (see _flat_spec)
-    leaves: tuple[OpLeaf, ...]
-    result: ResultTree
-    vjp: str | None
-    vjp_leaves: tuple[OpLeaf, ...]
-    vjp_result: ResultTree | None
-    vjp_spec: tuple[object, ...]     # the vjp's arguments (the binding's, then dret), as ``spec``
-    doc: str
-    packed: PackRecord | None = None  # a packed binding: how each value packs (see pack_spec), else None
-    ragged: PackRecord | None = None  # a binding with packed ops beside its ops (RAGGED_PREFIX): as packed
-    mutates: tuple[str, ...] = ()    # the arguments its op writes into (their leaves' indices follow)
-    jvp: str | None = None           # its jvp's op ([fwd F]): the binding's arguments, then their tangents
-    jvp_leaves: tuple[OpLeaf, ...] = ()
-    jvp_result: ResultTree | None = None
-    jvp_spec: tuple[object, ...] = ()
-    jvp_params: tuple[str, ...] = ()  # the tangents' argument names, as the jvp's entry point has them
-    partials: str | None = None      # elementwise with a vjp: its _partials_op
-
-    def plain(self) -> BindingRecord:
-        out: BindingRecord = {
-            "name": self.name, "mode": self.mode, "params": list(self.params), "spec": list(self.spec),
-            "leaves": [x.plain() for x in self.leaves], "result": self.result.plain(), "vjp": self.vjp,
-            "vjp_leaves": [x.plain() for x in self.vjp_leaves],
-            "vjp_result": self.vjp_result.plain() if self.vjp_result else None, "vjp_spec": list(self.vjp_spec),
-            "doc": self.doc, "packed": self.packed, "ragged": self.ragged}
-        if self.mutates:  # only then: every other binding's literal is as before
-            out["mutates"] = list(self.mutates)
-        if self.jvp:  # likewise
-            assert self.jvp_result is not None
-            out.update({"jvp": self.jvp, "jvp_leaves": [x.plain() for x in self.jvp_leaves],
-                        "jvp_result": self.jvp_result.plain(), "jvp_spec": list(self.jvp_spec),
-                        "jvp_params": list(self.jvp_params)})
-        if self.partials:  # likewise
-            out["partials"] = self.partials
-        return out
-
-
 def pack_spec(t: KsType) -> object:
     """How a value of type t packs into tensors (ksbind/torch_stable.h's order): "none"; "f",
     "i", "b", "s" (a number, a string); ["t", rank, dtype] (a tensor of scalars); ["v", inner]
@@ -517,7 +473,7 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         check_binding(b)
     by_name = {e.name: e for e in entry_points_for(list(bindings), crossing)}
     ops: list[OpEntry] = []
-    infos: list[StableBinding] = []
+    records: list[BindingRecord] = []
     for b in bindings:
         if b.release_gil == "never":
             warn(f"{b.location}: binding {b.name!r}: release_gil: never has no effect on the torch target: its "
@@ -551,19 +507,8 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
             ops.append(_op_entry(by_name[b.name], b, b.decl.return_type, True, RAGGED_PREFIX))
             if b.vjp_name and b.vjp_decl:
                 ops.append(_op_entry(by_name[b.vjp_name], b, b.vjp_decl.return_type, True, RAGGED_PREFIX))
-        e = by_name[b.name]
-
-        def spec(entry: EntryPoint, mode: Mode = b.mode) -> tuple[object, ...]:
-            return tuple("leaf" if mode == "elementwise" else _flat_spec(p.ks_type) for p in entry.params)
-
-        infos.append(StableBinding(
-            b.name, b.mode, tuple(p.py_name for p in e.params), spec(e), primal.leaves, primal.result,
-            b.vjp_name, vjp.leaves if vjp else (), vjp.result if vjp else None,
-            spec(by_name[b.vjp_name]) if b.vjp_name else (), e.signature, _packed(b) if reason else None,
-            _packed(b) if ragged else None, b.mutates, b.jvp_name, jvp.leaves if jvp else (),
-            jvp.result if jvp else None, spec(by_name[b.jvp_name]) if b.jvp_name else (),
-            tuple(p.py_name for p in by_name[b.jvp_name].params[len(e.params):]) if jvp and b.jvp_name else (),
-            partials.name if partials else None))
+        records.append(_binding_record(b, by_name, primal, vjp, jvp, partials, _packed(b) if reason else None,
+                                       _packed(b) if ragged else None))
     _check_op_names(bindings, ops)
     moded = {name: values.moded_entry(e, b.mode)
              for b in bindings for name, e in by_name.items() if name in (b.name, b.vjp_name, b.jvp_name)}
@@ -572,8 +517,8 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "entry_points": list(moded.values()),
         "stable_ops": ops,
         "stable_loops": any(op.loops for op in ops),
-        "stable_bindings": infos,
-        "stable_bindings_literal": record_source([i.plain() for i in infos], list[BindingRecord], "_runtime."),
+        "stable_bindings": records,
+        "stable_bindings_literal": record_source(records, list[BindingRecord], "_runtime."),
         "stable_namespace": namespace,
         "stable_lib": lib_name(options.name),
         # Standalone (a wheel): the library named as Python names an extension module (the build
@@ -582,6 +527,40 @@ def extra_context(bindings: Sequence[Binding], options: ModuleOptions) -> dict[s
         "torch_runtime_import": values.runtime_import(options),
         "stable_min_torch": ".".join(map(str, TORCH_TARGET)),
     }
+
+
+def _binding_record(b: Binding, by_name: dict[str, EntryPoint], primal: OpEntry, vjp: OpEntry | None,
+                    jvp: OpEntry | None, partials: OpEntry | None, packed: PackRecord | None,
+                    ragged: PackRecord | None) -> BindingRecord:
+    """What ksbind/targets/torch/runtime's install_stable needs to define one binding: the runtime's
+    own record, which the wrapper's ``BINDINGS`` table is written as. ``packed``: a packed binding's
+    packing (see pack_spec); ``ragged``: the same for a binding with packed ops beside its ops
+    (RAGGED_PREFIX)."""
+    e = by_name[b.name]
+
+    def spec(entry: EntryPoint) -> list[FlatSpec]:
+        """Per argument: how it flattens into leaves (see _flat_spec)."""
+        return ["leaf" if b.mode == "elementwise" else _flat_spec(p.ks_type) for p in entry.params]
+
+    record = BindingRecord(
+        name=b.name, mode=b.mode, params=[p.py_name for p in e.params], spec=spec(e),
+        leaves=[x.plain() for x in primal.leaves], result=primal.result.plain(), vjp=b.vjp_name,
+        vjp_leaves=[x.plain() for x in vjp.leaves] if vjp else [], vjp_result=vjp.result.plain() if vjp else None,
+        # the vjp's arguments (the binding's, then dret)
+        vjp_spec=spec(by_name[b.vjp_name]) if b.vjp_name else [], doc=e.signature, packed=packed, ragged=ragged)
+    # The optional keys only when the binding has them: every other binding's table entry is as before.
+    if b.mutates:  # the arguments its op writes into (their leaves' indices follow)
+        record["mutates"] = list(b.mutates)
+    if jvp is not None and b.jvp_name:  # its jvp's op ([fwd F]): the binding's arguments, then their tangents
+        record["jvp"] = b.jvp_name
+        record["jvp_leaves"] = [x.plain() for x in jvp.leaves]
+        record["jvp_result"] = jvp.result.plain()
+        record["jvp_spec"] = spec(by_name[b.jvp_name])
+        # the tangents' argument names, as the jvp's entry point has them
+        record["jvp_params"] = [p.py_name for p in by_name[b.jvp_name].params[len(e.params):]]
+    if partials is not None:  # elementwise with a vjp: its _partials_op
+        record["partials"] = partials.name
+    return record
 
 
 def _check_op_names(bindings: Sequence[Binding], ops: Sequence[OpEntry]) -> None:
@@ -630,6 +609,6 @@ TARGET = Target(
 )
 
 __all__ = ["NAME", "TARGET", "FILES", "LIB_SUFFIX", "TORCH_TARGET", "TORCH_TARGET_VERSION", "OpLeaf", "OpEntry",
-           "PARTIALS_PREFIX", "RAGGED_PREFIX", "ResultTree", "StableBinding", "check_binding",
+           "PARTIALS_PREFIX", "RAGGED_PREFIX", "ResultTree", "check_binding",
            "has_tensor_of_tensors", "crossing", "extra_context", "lib_name",
            "pack_spec", "packed_reason", "unsupported_reason"]
