@@ -27,11 +27,10 @@ from ksbind.spec import ModuleSpec
 
 _cache_log = get_logger("cache")
 
-# Per process, by nature: a wrapper module imported here (by its path in the cache entry) is
-# the one every later build of the same key returns; the lock orders building an entry and
-# importing its wrapper between this process's threads (other processes: the entry's lock).
+# Per process, by nature: orders building an entry and importing its wrapper between this
+# process's threads (other processes: the entry's lock). The wrapper imported is remembered by
+# the loader (ksbind/backend/loader.py's import_wrapper), the one place loaded modules are kept.
 _lock = threading.Lock()
-_loaded: dict[str, ModuleType] = {}  # per process (above)
 
 
 def cache_key(spec: ModuleSpec, rendered: RenderedModule, target: str, framework: tuple[str, str],
@@ -90,11 +89,9 @@ def building(spec: ModuleSpec, entry: CacheEntry) -> Iterator[bool]:
 
 
 def imported(spec: ModuleSpec, entry: CacheEntry) -> ModuleType:
-    """The entry's wrapper, imported once per process (inside ``building``'s block)."""
-    wrapper_key = str(entry.dir / f"{spec.name}.py")
-    if wrapper_key not in _loaded:
-        _loaded[wrapper_key] = import_wrapper(spec.name, Path(wrapper_key))
-    return _loaded[wrapper_key]
+    """The entry's wrapper, imported once per process (inside ``building``'s block; the loader
+    remembers it, by its file, with every other wrapper)."""
+    return import_wrapper(spec.name, entry.dir / f"{spec.name}.py")
 
 
 __all__ = ["cache_key", "ks_unit", "building", "imported"]
