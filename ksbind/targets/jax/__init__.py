@@ -1,2 +1,2 @@
 """The ``jax`` target: ks functions as JAX functions through XLA's FFI (target.py, build.py,
-runtime.py; docs/jax.md)."""
+runtime/; docs/jax.md)."""
