@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import os
 import sys
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,8 +81,7 @@ class LoadKeywords(TypedDict, total=False):
 
 def with_load_keywords(text: str) -> str:
     """``text`` (this module's source) with LoadKeywords' fields written from LoadOptions."""
-    return with_generated_lines(text, "LoadOptions", "".join(f"    {f.name}: {f.type}\n"
-                                                               for f in dataclasses.fields(LoadOptions)))
+    return with_generated_lines(text, "LoadOptions", ((f.name, str(f.type)) for f in dataclasses.fields(LoadOptions)))
 
 
 def load_ks(ks_text: str, bindings: Sequence[BindingArg] | None = None, *, options: LoadOptions | None = None,
@@ -137,7 +137,8 @@ def _load(ks_text: str, bindings: Sequence[BindingArg] | None, o: LoadOptions) -
 
 
 # help() and inspect show every keyword argument (LoadOptions' fields), not **keywords.
-load_ks.__signature__ = keyword_signature(load_ks, LoadOptions)  # type: ignore[attr-defined]
+load_ks.__signature__ = keyword_signature(  # type: ignore[attr-defined]
+    load_ks, dataclasses.fields(LoadOptions), typing.get_type_hints(LoadOptions))
 
 
 def _ksc_spec(ksc: str | os.PathLike[str] | KscSpec | None, runtime: str | os.PathLike[str] | None) -> KscSpec:

@@ -141,38 +141,44 @@ def keys_of(record: type) -> tuple[str, ...]:
 _R = typing.TypeVar("_R")
 
 
+def check_keywords(given: typing.Iterable[str], names: Sequence[str], caller: str) -> None:
+    """A keyword argument that is none of ``names`` is a TypeError, as Python's own (with the
+    closest name)."""
+    for key in given:
+        if key not in names:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {key!r}{closest(key, names)}")
+
+
 def with_options(record: type[_R], base: _R | None, overrides: typing.Mapping[str, Any], caller: str) -> _R:
     """An options record (a frozen dataclass) from a function's keyword arguments: ``base`` (or the
     record's defaults) with ``overrides``; a keyword that is no field is a TypeError, as Python's own."""
-    names = [f.name for f in dataclasses.fields(record)]  # type: ignore[arg-type]
-    for key in overrides:
-        if key not in names:
-            raise TypeError(f"{caller}() got an unexpected keyword argument {key!r}{closest(key, names)}")
+    check_keywords(overrides, [f.name for f in dataclasses.fields(record)], caller)  # type: ignore[arg-type]
     if base is None:
         return record(**overrides)
     return dataclasses.replace(base, **overrides)  # type: ignore[type-var]
 
 
-def keyword_signature(fn: typing.Callable[..., Any], record: type) -> inspect.Signature:
-    """``fn``'s signature with its ``**kwargs`` spelt out as the options record's fields (each a
-    keyword-only parameter with the field's type and default), for help() and inspect."""
+def keyword_signature(fn: typing.Callable[..., Any], fields: typing.Iterable[dataclasses.Field[Any]],
+                      hints: typing.Mapping[str, Any]) -> inspect.Signature:
+    """``fn``'s signature with its ``**kwargs`` spelt out as an options record's ``fields`` (each a
+    keyword-only parameter with the field's default and its type in ``hints``), for help() and inspect."""
     sig = inspect.signature(fn)
-    hints = typing.get_type_hints(record)
     spelt = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
-             for f in dataclasses.fields(record)]
+             for f in fields]
     params = [p for p in sig.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
     return sig.replace(parameters=[*params, *spelt])
 
 
-def with_generated_lines(text: str, source: str, lines: str) -> str:
+def with_generated_lines(text: str, source: str, annotations: typing.Iterable[tuple[str, str]]) -> str:
     """``text`` (a module's source) with the lines between its markers ``    # BEGIN generated from
-    SOURCE`` and ``    # END generated from SOURCE`` replaced by ``lines`` (scripts/generate_settings.py
-    writes a keyword TypedDict from its record so; a test fails while they differ)."""
+    SOURCE`` and ``    # END generated from SOURCE`` written as ``    NAME: TYPE`` per annotation
+    (scripts/generate_settings.py writes a keyword TypedDict from its record so; a test fails while
+    they differ)."""
     begin, end = f"    # BEGIN generated from {source}\n", f"    # END generated from {source}\n"
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
-    return head + begin + lines + end + tail
+    return head + begin + "".join(f"    {name}: {annotation}\n" for name, annotation in annotations) + end + tail
 
 
-__all__ = ["Form", "MustExist", "Key", "Setting", "settings_of", "keys_of", "literal_values", "pick", "with_options",
-           "keyword_signature", "with_generated_lines"]
+__all__ = ["Form", "MustExist", "Key", "Setting", "settings_of", "keys_of", "literal_values", "pick", "check_keywords",
+           "with_options", "keyword_signature", "with_generated_lines"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import os
 import sys
 import traceback
@@ -31,7 +30,7 @@ from ksbind.inputs import note_tree
 from ksbind.lang.identifiers import cpp_string as cpp_string  # re-exported: the filter's function
 from ksbind.lang.model import FunctionDecl, NotAStructuredNameError, StructuredName
 from ksbind.lang.types import KsType, parse_type
-from ksbind.settings import pick, with_generated_lines
+from ksbind.settings import check_keywords, keyword_signature, pick, with_generated_lines
 from ksbind.spec import (
     TENSOR_ELEMENTS,
     Binding,
@@ -270,10 +269,7 @@ def _bare_annotation(text: str) -> str:
 def _keyword_options(module_name: str, target: TargetName, settings: Mapping[str, Any]) -> ModuleOptions:
     """The ModuleOptions render_module's keyword arguments make (a keyword that is no setting is a
     TypeError, as Python's own)."""
-    names = [f.name for f in render_keyword_fields()]
-    for key in settings:
-        if key not in names:
-            raise TypeError(f"render_module() got an unexpected keyword argument {key!r}{closest(key, names)}")
+    check_keywords(settings, [f.name for f in render_keyword_fields()], "render_module")
     values = {key: _KEYWORD_FORMS[key][1](given) if key in _KEYWORD_FORMS else given for key, given in settings.items()}
     return ModuleOptions(name=module_name, target=target, **values)
 
@@ -303,14 +299,10 @@ def render_keyword_annotation(f: dataclasses.Field[Any]) -> str:
     return _KEYWORD_FORMS[f.name][0] if f.name in _KEYWORD_FORMS else _bare_annotation(str(f.type))
 
 
-def render_keywords_lines() -> str:
-    """RenderKeywords' fields: render_module's keyword settings with the types they accept."""
-    return "".join(f"    {f.name}: {render_keyword_annotation(f)}\n" for f in render_keyword_fields())
-
-
 def with_render_keywords(text: str) -> str:
     """``text`` (this module's source) with RenderKeywords' fields written from ModuleOptions."""
-    return with_generated_lines(text, "ModuleOptions", render_keywords_lines())
+    return with_generated_lines(text, "ModuleOptions",
+                                ((f.name, render_keyword_annotation(f)) for f in render_keyword_fields()))
 
 
 def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name: str = "m", target: TargetName = "ks",
@@ -362,18 +354,9 @@ def render_module(decls: Sequence[FunctionDecl] | Sequence[Binding], module_name
     return RenderedModule(options.name, options.target, files, ctx, used)
 
 
-def _render_module_signature() -> inspect.Signature:
-    """render_module's signature with ``**settings`` spelt out as its keyword settings (each
-    keyword-only, with the type it accepts and the field's default), for help() and inspect."""
-    sig = inspect.signature(render_module)
-    hints = typing.get_type_hints(RenderKeywords)
-    spelt = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
-             for f in render_keyword_fields()]
-    params = [p for p in sig.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
-    return sig.replace(parameters=[*params, *spelt])
-
-
-render_module.__signature__ = _render_module_signature()  # type: ignore[attr-defined]
+# help() and inspect show every keyword argument (with the type it accepts), not **settings.
+render_module.__signature__ = keyword_signature(  # type: ignore[attr-defined]
+    render_module, render_keyword_fields(), typing.get_type_hints(RenderKeywords))
 
 
 def _element(e: object) -> TensorElement:
